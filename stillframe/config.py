@@ -1,0 +1,42 @@
+"""The one typed configuration object of stillframe, and the only reader of the environment.
+
+Example::
+
+    >>> import stillframe
+    >>> stillframe.config.cache_size_limit
+    8
+    >>> stillframe.config.cache_size_limit = 2   # takes effect on the next call
+
+Environment variables read once at import: ``STILLFRAME_CACHE_SIZE_LIMIT``
+(int), ``STILLFRAME_LOGS`` (comma separated: ``graph,guards,breaks,recompiles,bytecode``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+
+def _logs_from_env() -> frozenset[str]:
+    raw = os.environ.get("STILLFRAME_LOGS", "")
+    return frozenset(part.strip() for part in raw.split(",") if part.strip())
+
+
+@dataclass(slots=True)
+class Config:
+    """Settings of stillframe (all in one place; STYLE habit 12).
+
+    ``cache_size_limit``: cache entries per code object before the function
+    runs eagerly with one warning (matches torch.compile's
+    ``torch._dynamo.config.cache_size_limit``, default 8).
+    ``inline_depth_limit``: how deep user-function inlining may nest before the
+    trace is unsupported (guards against runaway recursion).
+    ``logs``: which log channels are on.
+    """
+
+    cache_size_limit: int = field(default_factory=lambda: int(os.environ.get("STILLFRAME_CACHE_SIZE_LIMIT", "8")))
+    inline_depth_limit: int = 64
+    logs: frozenset[str] = field(default_factory=_logs_from_env)
+
+
+config = Config()

@@ -31,11 +31,14 @@ class Config:
     ``torch._dynamo.config.cache_size_limit``, default 8).
     ``inline_depth_limit``: how deep user-function inlining may nest before the
     trace is unsupported (guards against runaway recursion).
+    ``max_trace_steps``: instructions one trace may interpret (guards against
+    loops that never end at trace time).
     ``logs``: which log channels are on.
     """
 
     cache_size_limit: int = field(default_factory=lambda: int(os.environ.get("STILLFRAME_CACHE_SIZE_LIMIT", "8")))
     inline_depth_limit: int = 64
+    max_trace_steps: int = 1_000_000
     logs: frozenset[str] = field(default_factory=_logs_from_env)
 
 

@@ -1,0 +1,275 @@
+"""``stillframe.compile``: wrappers for functions and ``nn.Module`` s, and the per-call runtime.
+
+On each call the wrapper binds the arguments to the function's parameters
+(``L``), tries the cache entries of the code object in order (the first whose
+guard function holds runs its plan), and on a miss traces a new entry::
+
+    >>> import torch, stillframe
+    >>> @stillframe.compile(backend="eager")
+    ... def f(x):
+    ...     return torch.relu(x) + 1
+    >>> f(torch.tensor([-1.0, 2.0]))
+    tensor([1., 3.])
+    >>> len(f.cache_entries())
+    1
+"""
+
+from __future__ import annotations
+
+import builtins
+import collections
+import functools
+import inspect
+import types
+import warnings
+import weakref
+from typing import Any, Callable
+
+import torch
+
+from . import compat
+from .config import config
+from .errors import InternalError, StillframeWarning, Unsupported
+from .runtime.compiler import compile_frame, eager_entry
+from .runtime.entry import CacheEntry
+from .trace.interpreter import UserError
+
+counters: collections.Counter = collections.Counter()
+_LIVE: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
+
+
+def reset() -> None:
+    """Clear every cache entry of every compiled function and zero ``counters`` (like ``torch._dynamo.reset``)."""
+    for compiled in list(_LIVE):
+        compiled._cache.clear()
+        compiled._warned.clear()
+    counters.clear()
+
+
+def _make_binder(fn: types.FunctionType) -> Callable[..., dict]:
+    """A function with ``fn``'s signature returning its arguments as a dict (defaults applied)."""
+    sig = inspect.signature(fn)
+    params, names, defaults = [], [], {}
+    seen_kwonly = False
+    last_posonly = None
+    for i, p in enumerate(sig.parameters.values()):
+        text = p.name
+        if p.default is not inspect.Parameter.empty:
+            defaults[f"___d{i}"] = p.default
+            text += f"=___d{i}"
+        if p.kind is p.VAR_POSITIONAL:
+            text, seen_kwonly = "*" + p.name, True
+        elif p.kind is p.VAR_KEYWORD:
+            text = "**" + p.name
+        elif p.kind is p.KEYWORD_ONLY and not seen_kwonly:
+            params.append("*")
+            seen_kwonly = True
+        if p.kind is p.POSITIONAL_ONLY:
+            last_posonly = len(params)
+        params.append(text)
+        names.append(p.name)
+    if last_posonly is not None:
+        params.insert(last_posonly + 1, "/")
+    body = ", ".join(f"{n!r}: {n}" for n in names)
+    text = f"def ___bind({', '.join(params)}):\n    return {{{body}}}\n"
+    ns = dict(defaults)
+    exec(builtins.compile(text, "<stillframe bind>", "exec"), ns)
+    return ns["___bind"]
+
+
+class CompiledFunction:
+    """A function compiled by :func:`compile`; calling it runs a guarded plan or traces a new one.
+
+    ``cache_entries()`` lists the cache entries of the function's code object
+    (each with ``guard_source``, ``graph_module``, ``eager``).
+    """
+
+    def __init__(self, fn: Callable, *, backend: Any, fullgraph: bool, dynamic: bool | None, mode: Any,
+                 options: Any, disable: bool, self_obj: Any = None):
+        self._fn = fn
+        self._self = self_obj
+        self._func = fn.__func__ if isinstance(fn, types.MethodType) else fn
+        if not isinstance(self._func, types.FunctionType):
+            raise TypeError(f"stillframe.compile expects a Python function or an nn.Module, got {type(fn).__name__}")
+        self._backend_arg = backend
+        self._backend = compat.resolve_backend(backend, mode, options, dynamic)
+        self._fullgraph = fullgraph
+        self._dynamic = dynamic
+        self._disable = disable
+        self._cache: dict[types.CodeType, list[CacheEntry]] = {}
+        self._warned: set = set()
+        self._bind = _make_binder(self._func)
+        self._method_self = fn.__self__ if isinstance(fn, types.MethodType) else None
+        functools.update_wrapper(self, self._func)
+        _LIVE.add(self)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def cache_entries(self) -> list[CacheEntry]:
+        return list(self._cache.get(self._func.__code__, []))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._disable:
+            return self._fn(*args, **kwargs)
+        fn = self._func
+        if self._method_self is not None:
+            args = (self._method_self, *args)
+        L = self._bind(*args, **kwargs)
+        G = fn.__globals__
+        entries = self._cache.get(fn.__code__)
+        if entries is None:
+            entries = self._cache[fn.__code__] = []
+        for entry in entries:
+            if entry.check(L, G, fn):
+                counters["cache_hits"] += 1
+                if entry.eager:
+                    return fn(*args, **kwargs)
+                return entry.run(L, G, fn)
+        if len(entries) >= config.cache_size_limit:
+            self._warn_once("cache_size_limit", f"stillframe: {fn.__qualname__} ({_where(fn)}) hit "
+                            f"config.cache_size_limit ({config.cache_size_limit}) cache entries; running it "
+                            "eagerly from now on. Inputs that change shape, dtype or Python values on every call "
+                            "cause this.")
+            return fn(*args, **kwargs)
+        return self._miss(fn, args, kwargs, L, G, entries)
+
+    def _miss(self, fn: types.FunctionType, args: tuple, kwargs: dict, L: dict, G: dict,
+              entries: list[CacheEntry]) -> Any:
+        counters["traces"] += 1
+        try:
+            outcome = compile_frame(fn, L, G, fn, self._backend)
+        except Unsupported as e:
+            if self._fullgraph:
+                raise Unsupported(e.graph_break) from None
+            tracer = _tracer_of(e)
+            entries.append(eager_entry(tracer, str(e)))
+            counters["fallbacks"] += 1
+            self._warn_once(str(e), f"stillframe: running {fn.__qualname__} eagerly: {e}")
+            return fn(*args, **kwargs)
+        except UserError:
+            # The user's program raises here (or fake tensors think so): run it for real, so the user sees
+            # eager's exception with eager's traceback.
+            result = fn(*args, **kwargs)
+            counters["fallbacks"] += 1
+            self._warn_once("fake", f"stillframe: running {fn.__qualname__} eagerly: tracing raised an error "
+                            "that the real call did not")
+            return result
+        except Exception as e:  # a fault of ours: never surfaces as a crash (DESIGN invariant 8)
+            if self._fullgraph:
+                raise InternalError(f"stillframe failed while tracing {fn.__qualname__}: {type(e).__name__}: {e}") \
+                    from e
+            entries.append(eager_entry(None, repr(e)))
+            counters["fallbacks"] += 1
+            self._warn_once(repr(e), f"stillframe: running {fn.__qualname__} eagerly after an internal error "
+                            f"({type(e).__name__}: {e}) at {_where(fn)}")
+            return fn(*args, **kwargs)
+        entries.append(outcome.entry)
+        counters["graphs"] += outcome.entry.compiled is not None
+        return outcome.entry.run(L, G, fn)
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key in self._warned:
+            return
+        self._warned.add(key)
+        warnings.warn(message, StillframeWarning, stacklevel=4)
+
+
+def _tracer_of(e: Unsupported) -> Any:
+    return getattr(e, "tracer", None)
+
+
+def _where(fn: types.FunctionType) -> str:
+    return f"{fn.__code__.co_filename}:{fn.__code__.co_firstlineno}"
+
+
+class CompiledModule(torch.nn.Module):
+    """An ``nn.Module`` whose ``forward`` runs through stillframe (like torch.compile's ``OptimizedModule``).
+
+    Parameters, buffers, ``state_dict``, ``train()`` / ``eval()`` and attribute
+    reads pass through to the original module (``_orig_mod``).
+    """
+
+    def __init__(self, module: torch.nn.Module, **kwargs: Any):
+        super().__init__()
+        self._orig_mod = module
+        forward = type(module).forward
+        self._compiled_forward = CompiledFunction(forward, **kwargs)
+
+    @property
+    def original_module(self) -> torch.nn.Module:
+        return self._orig_mod
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        module = self._orig_mod
+        if module._forward_hooks or module._forward_pre_hooks:
+            return self._call_with_hooks(module, args, kwargs)
+        return self._compiled_forward(module, *args, **kwargs)
+
+    def _call_with_hooks(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> Any:
+        for hook in module._forward_pre_hooks.values():
+            out = hook(module, args)
+            if out is not None:
+                args = out if isinstance(out, tuple) else (out,)
+        result = self._compiled_forward(module, *args, **kwargs)
+        for hook in module._forward_hooks.values():
+            out = hook(module, args, result)
+            if out is not None:
+                result = out
+        return result
+
+    def cache_entries(self) -> list[CacheEntry]:
+        return self._compiled_forward.cache_entries()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._modules["_orig_mod"], name)
+
+    def state_dict(self, *args: Any, **kwargs: Any) -> Any:
+        return self._orig_mod.state_dict(*args, **kwargs)
+
+    def load_state_dict(self, *args: Any, **kwargs: Any) -> Any:
+        return self._orig_mod.load_state_dict(*args, **kwargs)
+
+    def train(self, mode: bool = True) -> "CompiledModule":
+        self._orig_mod.train(mode)
+        self.training = mode
+        return self
+
+
+def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None = None,
+            backend: Any = "inductor", mode: str | None = None, options: dict | None = None,
+            disable: bool = False) -> Any:
+    """Compile a function or ``nn.Module`` with stillframe (same arguments and forms as ``torch.compile``).
+
+    Usable as ``@stillframe.compile``, ``@stillframe.compile(backend="eager")`` or
+    ``stillframe.compile(module)``.
+
+    Args:
+        model: a Python function, a bound method, or an ``nn.Module`` (then a
+            :class:`CompiledModule` is returned). ``None`` returns a decorator.
+        fullgraph: raise :class:`stillframe.Unsupported` instead of running
+            eagerly when something cannot be captured (torch.compile's ``fullgraph``).
+        dynamic: accepted for torch.compile compatibility; shapes are specialized
+            (``dynamic=False`` behaviour) in this release.
+        backend: any name torch.compile accepts (``"inductor"``, ``"aot_eager"``,
+            ``"eager"``, ...) or a callable ``(gm, example_inputs) -> callable``.
+        mode, options: passed to the backend as torch.compile does.
+        disable: return a wrapper that always runs eagerly.
+
+    Raises:
+        torch._dynamo.exc.InvalidBackend: for an unknown backend name (as torch.compile does).
+        RuntimeError: if both ``mode`` and ``options`` are given.
+        TypeError: if ``model`` is not a function or module.
+    """
+    kwargs = dict(backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode, options=options,
+                  disable=disable)
+    if model is None:
+        return lambda m: compile(m, **kwargs)
+    if isinstance(model, torch.nn.Module):
+        return CompiledModule(model, **kwargs)
+    return CompiledFunction(model, **kwargs)

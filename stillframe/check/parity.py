@@ -1,0 +1,729 @@
+"""The eager-parity checker: run a program eagerly and compiled, and list every way the two differ.
+
+Eager PyTorch is the oracle (DESIGN invariant 7). :func:`compare` calls ``fn``
+on fresh inputs, calls the compiled version on identical fresh inputs, and
+compares what a user could observe:
+
+* the return value, recursively (tensors, tuples, lists, dicts, namedtuples,
+  Python scalars, ``None``, strings); for a tensor: type, dtype, shape,
+  significant strides, device, layout, ``requires_grad``, ``is_leaf``,
+  ``grad_fn is None``, values, and which input it aliases;
+* object identity: if eager returns an input tensor itself, or one tensor
+  twice, the compiled call must too;
+* every input after the call (in-place mutation of data and metadata:
+  values, shape, stride, storage offset, ``requires_grad``), and for an
+  ``nn.Module`` its parameters, buffers and plain attributes;
+* gradients: the floating outputs that require grad are summed and
+  backpropagated on both sides; ``.grad`` of every leaf input that requires
+  grad and of every module parameter must agree (``None`` included);
+* exceptions: same type and same message, in both directions;
+* :class:`stillframe.StillframeWarning`: an eager fallback is a mismatch unless
+  ``expect_fallback=True`` (and then its absence is).
+
+Example::
+
+    >>> import torch
+    >>> from stillframe.check import compare
+    >>> def f(x):
+    ...     return x * 2
+    >>> report = compare(f, lambda: (torch.randn(3),), compiled=lambda x: x * 2.001)
+    >>> report.ok
+    False
+    >>> print(report.mismatches[0].splitlines()[0])
+    result: values differ: Tensor-likes are not close!
+
+Inputs are made by ``make_args`` twice per call, each time right after
+``torch.manual_seed(seed + call_index)``, so random inputs are identical on both
+sides and fresh on each call. ``make_args`` returns ``(args_tuple, kwargs_dict)``,
+or just a tuple of positional arguments (a single non-tuple value is one
+argument); it may take one parameter, the call index. To pass a tuple and a
+dict as the only two positional arguments, write ``((tup, dct), {})``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dis
+import inspect
+import math
+import random
+import types
+import warnings as _warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+__all__ = ["ParityReport", "assert_parity", "compare"]
+
+_SCALARS = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device,
+            torch.layout, torch.memory_format, slice, range, type(Ellipsis), type(NotImplemented))
+_MAX_VALUE_LINES = 6
+
+
+@dataclass
+class ParityReport:
+    """What :func:`compare` found: ``ok`` is true when ``mismatches`` is empty.
+
+    ``eager_result`` / ``compiled_result`` hold the last call's return value, or
+    the exception it raised. ``warnings`` holds the ``StillframeWarning`` records
+    (``warnings.WarningMessage``) emitted by the compiled side, in order.
+    ``compiled`` is the compiled callable, kept so :meth:`format` can show its
+    cache entries.
+    """
+
+    ok: bool
+    mismatches: list[str]
+    eager_result: Any = None
+    compiled_result: Any = None
+    warnings: list = field(default_factory=list)
+    eager_results: list = field(default_factory=list)
+    compiled_results: list = field(default_factory=list)
+    fn: Any = None
+    compiled: Any = None
+
+    def format(self) -> str:
+        """Render the report: mismatches, warnings, and (when the compiled object has them) graphs and guards.
+
+        On failure the bytecode of the user's function is shown too, so one
+        failing test prints everything needed to debug it (STYLE habit 10).
+        """
+        name = _describe(self.fn)
+        lines: list[str] = []
+        if self.ok:
+            lines.append(f"parity OK for {name}")
+        else:
+            lines.append(f"parity FAILED for {name}: {len(self.mismatches)} mismatch(es)")
+            for mismatch in self.mismatches:
+                first, *rest = mismatch.splitlines() or [""]
+                lines.append(f"  - {first}")
+                lines.extend(f"      {line}" for line in rest)
+        if self.warnings:
+            lines.append("StillframeWarnings from the compiled side:")
+            for record in self.warnings:
+                lines.append(f"  - {record.category.__name__}: {record.message}")
+        lines.extend(_format_cache_entries(self.compiled))
+        if not self.ok:
+            lines.extend(_format_bytecode(self.fn))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+def assert_parity(fn, make_args, **kwargs) -> ParityReport:
+    """Like :func:`compare`, but raise ``AssertionError(report.format())`` unless the report is ok."""
+    report = compare(fn, make_args, **kwargs)
+    if not report.ok:
+        raise AssertionError(report.format())
+    return report
+
+
+def compare(
+    fn,
+    make_args,
+    *,
+    compiled=None,
+    backend="eager",
+    fullgraph: bool = False,
+    calls: int = 1,
+    rtol: float | None = None,
+    atol: float | None = None,
+    grad: bool = True,
+    expect_fallback: bool = False,
+    compile_kwargs: dict | None = None,
+    check_aliasing: bool = True,
+    seed: int = 0,
+) -> ParityReport:
+    """Run ``fn`` eagerly and compiled ``calls`` times on fresh identical inputs; report every difference.
+
+    ``fn``: a function or an ``nn.Module`` (the eager side runs ``fn`` itself).
+    ``compiled``: the compiled side; by default ``stillframe.compile(fn, backend=,
+    fullgraph=, **compile_kwargs)``, where a module is first deep-copied so the
+    two sides own identical, independent parameters. The same compiled object
+    serves every call, so ``calls > 1`` exercises the cache.
+    ``rtol`` / ``atol``: tolerances for floating values (``torch.testing.assert_close``
+    defaults when both are None; one alone sets the other to 0). Integer and
+    bool tensors are always compared exactly.
+    ``grad``: also backpropagate and compare gradients.
+    ``expect_fallback``: whether a ``StillframeWarning`` (eager fallback) is
+    expected from the compiled side across all calls.
+    ``check_aliasing``: compare which inputs each output tensor shares storage with.
+    """
+    if calls < 1:
+        raise ValueError(f"calls must be >= 1, got {calls}")
+    rtol, atol = _tolerances(rtol, atol)
+    category = _stillframe_warning_category()
+    recorded: list = []
+
+    eager_module = fn if isinstance(fn, torch.nn.Module) else None
+    if compiled is None:
+        import stillframe
+
+        target = copy.deepcopy(fn) if eager_module is not None else fn
+        with _recording(recorded, category):
+            compiled = stillframe.compile(target, backend=backend, fullgraph=fullgraph, **(compile_kwargs or {}))
+    compiled_module = _underlying_module(compiled)
+    if eager_module is None:
+        compiled_module = None
+
+    report = ParityReport(ok=True, mismatches=[], fn=fn, compiled=compiled)
+    for index in range(calls):
+        prefix = f"call {index}: " if calls > 1 else ""
+        e_args, e_kwargs = _make_args(make_args, seed + index, index)
+        c_args, c_kwargs = _make_args(make_args, seed + index, index)
+        eager = _run(fn, e_args, e_kwargs, seed + index, grad, eager_module)
+        with _recording(recorded, category):
+            comp = _run(compiled, c_args, c_kwargs, seed + index, grad, compiled_module)
+        report.eager_results.append(eager.outcome)
+        report.compiled_results.append(comp.outcome)
+        found: list[str] = []
+        _compare_call(eager, comp, eager_module, compiled_module, rtol, atol, check_aliasing, found)
+        report.mismatches.extend(prefix + m for m in found)
+
+    report.warnings = [r for r in recorded if category is not None and issubclass(r.category, category)]
+    if expect_fallback and not report.warnings:
+        report.mismatches.append("expected a StillframeWarning (eager fallback), none was emitted")
+    if not expect_fallback and report.warnings:
+        texts = "\n".join(f"{r.message}" for r in report.warnings)
+        report.mismatches.append(f"unexpected StillframeWarning (eager fallback):\n{texts}")
+    report.eager_result = report.eager_results[-1]
+    report.compiled_result = report.compiled_results[-1]
+    report.ok = not report.mismatches
+    return report
+
+
+# ---------------------------------------------------------------- running one side
+
+
+@dataclass
+class _Run:
+    """One side of one call: its inputs, what it returned or raised, and its gradients."""
+
+    args: tuple
+    kwargs: dict
+    result: Any = None
+    error: Exception | None = None
+    differentiable: int = 0
+    backward_error: Exception | None = None
+    grads: dict[str, torch.Tensor | None] | None = None
+
+    @property
+    def outcome(self):
+        return self.error if self.error is not None else self.result
+
+
+def _make_args(make_args, seed: int, index: int) -> tuple[tuple, dict]:
+    torch.manual_seed(seed)
+    random.seed(seed)
+    got = make_args(index) if _takes_index(make_args) else make_args()
+    if isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], tuple) and isinstance(got[1], dict):
+        return tuple(got[0]), dict(got[1])
+    if isinstance(got, (tuple, list)):
+        return tuple(got), {}
+    return (got,), {}
+
+
+def _takes_index(make_args) -> bool:
+    try:
+        params = inspect.signature(make_args).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty for p in params)
+
+
+def _run(call, args, kwargs, seed: int, grad: bool, module) -> _Run:
+    run = _Run(args, kwargs)
+    torch.manual_seed(seed + 1_000_003)
+    random.seed(seed + 1_000_003)
+    try:
+        run.result = call(*args, **kwargs)
+    except Exception as exc:  # the user's exception is data here: it is compared, not handled
+        run.error = exc
+        return run
+    if grad:
+        _backward(run, module)
+    return run
+
+
+def _backward(run: _Run, module) -> None:
+    """Backpropagate ``sum(o.float().sum())`` over differentiable outputs; record per-call leaf grads.
+
+    Each leaf's ``.grad`` is cleared before and re-accumulated after, so the
+    recorded gradient is this call's own even when both sides share parameters.
+    """
+    outs = [t for _, t in _tensors(run.result, "result")
+            if t.requires_grad and t.is_floating_point()]
+    run.differentiable = len(outs)
+    if not outs:
+        return
+    leaves = _grad_leaves(run.args, run.kwargs, module)
+    unique = {id(t): t for t in leaves.values()}
+    stash = {key: t.grad for key, t in unique.items()}
+    for t in unique.values():
+        t.grad = None
+    try:
+        loss = sum(o.float().sum() for o in outs)
+        loss.backward()
+    except Exception as exc:
+        run.backward_error = exc
+    fresh = {key: t.grad for key, t in unique.items()}
+    with torch.no_grad():
+        for key, t in unique.items():
+            old, new = stash[key], fresh[key]
+            if old is not None:
+                t.grad = old if new is None else old + new
+    run.grads = {label: (None if fresh[id(t)] is None else fresh[id(t)].detach().clone())
+                 for label, t in leaves.items()}
+
+
+def _grad_leaves(args, kwargs, module) -> dict[str, torch.Tensor]:
+    leaves = {path: t for path, t in _arg_tensors(args, kwargs) if t.is_leaf and t.requires_grad}
+    if module is not None:
+        for name, param in module.named_parameters():
+            leaves[f"self.{name}"] = param
+    return leaves
+
+
+@contextlib.contextmanager
+def _recording(sink: list, category):
+    """Record every warning raised inside; keep them in ``sink``; re-emit the ones that are not stillframe's."""
+    with _warnings.catch_warnings(record=True) as caught:
+        _warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            records = list(caught)
+    for record in records:
+        sink.append(record)
+        if category is None or not issubclass(record.category, category):
+            _warnings.warn_explicit(record.message, record.category, record.filename, record.lineno)
+
+
+# ---------------------------------------------------------------- comparing one call
+
+
+def _compare_call(eager: _Run, comp: _Run, eager_module, compiled_module, rtol, atol, check_aliasing, out):
+    if eager.error is not None or comp.error is not None:
+        _compare_errors("", eager.error, comp.error, out, same_message=True)
+    else:
+        e_ids = _identity_labels(eager.args, eager.kwargs, eager_module)
+        c_ids = _identity_labels(comp.args, comp.kwargs, compiled_module)
+        e_storage = _storage_labels(eager.args, eager.kwargs, eager_module) if check_aliasing else None
+        c_storage = _storage_labels(comp.args, comp.kwargs, compiled_module) if check_aliasing else None
+        walker = _Walker(rtol, atol, out, (e_ids, c_ids), (e_storage, c_storage))
+        walker.compare(eager.result, comp.result, "result")
+
+    inputs = _Walker(rtol, atol, out, None, None, inputs=True)
+    for i, (e, c) in enumerate(zip(eager.args, comp.args)):
+        inputs.compare(e, c, f"args[{i}] after the call")
+    for key in eager.kwargs:
+        if key in comp.kwargs:
+            inputs.compare(eager.kwargs[key], comp.kwargs[key], f"kwargs[{key!r}] after the call")
+    if eager_module is not None and compiled_module is not None and eager_module is not compiled_module:
+        _compare_module_state(eager_module, compiled_module, inputs)
+
+    if eager.error is None and comp.error is None:
+        _compare_grads(eager, comp, rtol, atol, out)
+
+
+def _compare_errors(where: str, e_err, c_err, out, *, same_message: bool):
+    if e_err is None:
+        out.append(f"{where}compiled raised {type(c_err).__name__}: {c_err} ; eager returned normally")
+    elif c_err is None:
+        out.append(f"{where}eager raised {type(e_err).__name__}: {e_err} ; compiled returned normally")
+    elif type(e_err) is not type(c_err):
+        out.append(f"{where}exception type differs: eager {_qualname(type(e_err))}: {e_err} ; "
+                   f"compiled {_qualname(type(c_err))}: {c_err}")
+    elif same_message and str(e_err) != str(c_err):
+        out.append(f"{where}exception message differs ({type(e_err).__name__}):\n"
+                   f"eager:    {e_err}\ncompiled: {c_err}")
+
+
+def _compare_module_state(eager_module, compiled_module, walker: _Walker):
+    for what, getter in (("parameters", "named_parameters"), ("buffers", "named_buffers")):
+        e_named = dict(getattr(eager_module, getter)())
+        c_named = dict(getattr(compiled_module, getter)())
+        if list(e_named) != list(c_named):
+            walker.out.append(f"module {what} differ: eager {list(e_named)}, compiled {list(c_named)}")
+            continue
+        for name in e_named:
+            walker.compare(e_named[name], c_named[name], f"self.{name} after the call")
+    e_subs, c_subs = dict(eager_module.named_modules()), dict(compiled_module.named_modules())
+    for name, e_sub in e_subs.items():
+        c_sub = c_subs.get(name)
+        if c_sub is None:
+            walker.out.append(f"submodule self.{name} missing on the compiled side")
+            continue
+        prefix = f"self.{name}." if name else "self."
+        e_attrs, c_attrs = _plain_attributes(e_sub), _plain_attributes(c_sub)
+        for key in sorted(set(e_attrs) | set(c_attrs)):
+            if key not in e_attrs or key not in c_attrs:
+                walker.out.append(f"{prefix}{key}: attribute present on one side only after the call")
+            else:
+                walker.compare(e_attrs[key], c_attrs[key], f"{prefix}{key} after the call")
+
+
+def _plain_attributes(module) -> dict:
+    return {k: v for k, v in vars(module).items()
+            if not k.startswith("_") and isinstance(v, (bool, int, float, str, type(None), tuple))}
+
+
+def _compare_grads(eager: _Run, comp: _Run, rtol, atol, out):
+    if eager.differentiable != comp.differentiable:
+        out.append(f"grad: eager has {eager.differentiable} floating output tensor(s) requiring grad, "
+                   f"compiled has {comp.differentiable}; gradients not compared")
+        return
+    if eager.grads is None or comp.grads is None:
+        return
+    if eager.backward_error is not None or comp.backward_error is not None:
+        # backward messages name autograd nodes, which legitimately differ; the type must not
+        _compare_errors("backward: ", eager.backward_error, comp.backward_error, out, same_message=False)
+        return
+    walker = _Walker(rtol, atol, out, None, None, grads=True)
+    for label in list(dict.fromkeys([*eager.grads, *comp.grads])):
+        if label not in eager.grads or label not in comp.grads:
+            out.append(f"grad of {label}: leaf requiring grad on one side only")
+            continue
+        e, c = eager.grads[label], comp.grads[label]
+        if (e is None) != (c is None):
+            out.append(f"grad of {label}: eager {'None' if e is None else 'a tensor'}, "
+                       f"compiled {'None' if c is None else 'a tensor'}")
+        elif e is not None:
+            walker.compare(e, c, f"grad of {label}")
+
+
+class _Walker:
+    """Compares two values recursively and appends one line per difference to ``out``.
+
+    With ``ids`` (pairs of id->label maps for the eager and the compiled inputs)
+    it also checks identity structure: an object that is an input, a module
+    attribute, or an earlier part of the result on one side must be the
+    corresponding one on the other.
+    """
+
+    def __init__(self, rtol, atol, out, ids, storages, *, inputs=False, grads=False):
+        self.rtol, self.atol, self.out = rtol, atol, out
+        self.ids = ids
+        self.storages = storages
+        self.inputs = inputs
+        self.grads = grads
+        self.seen: tuple[dict, dict] = ({}, {})
+        self.visited: set[tuple[int, int]] = set()
+
+    def mismatch(self, path, text):
+        self.out.append(f"{path}: {text}")
+
+    def compare(self, e, c, path: str):
+        if self.ids is not None and _has_identity(e) | _has_identity(c):
+            e_label = self._label(e, path, 0)
+            c_label = self._label(c, path, 1)
+            if e_label != c_label:
+                self.mismatch(path, f"identity differs: eager returns {e_label}, compiled returns {c_label}")
+            elif e_label != "a new object":
+                return  # the same input / module attribute / earlier output on both sides
+        if (id(e), id(c)) in self.visited:
+            return
+        self.visited.add((id(e), id(c)))
+
+        if isinstance(e, torch.Tensor) or isinstance(c, torch.Tensor):
+            if not (isinstance(e, torch.Tensor) and isinstance(c, torch.Tensor)):
+                self.mismatch(path, f"eager {_short(e)}, compiled {_short(c)}")
+            else:
+                self._tensor(e, c, path)
+            return
+        if type(e) is not type(c):
+            self.mismatch(path, f"type differs: eager {_qualname(type(e))} {_short(e)}, "
+                                f"compiled {_qualname(type(c))} {_short(c)}")
+            return
+        if isinstance(e, torch.Size) or isinstance(e, _SCALARS):
+            if not _scalar_equal(e, c):
+                self.mismatch(path, f"eager {e!r}, compiled {c!r}")
+        elif isinstance(e, (tuple, list)):
+            if len(e) != len(c):
+                self.mismatch(path, f"length differs: eager {len(e)}, compiled {len(c)}")
+                return
+            fields = getattr(type(e), "_fields", None)
+            for i, (ei, ci) in enumerate(zip(e, c)):
+                sub = f"{path}.{fields[i]}" if fields and i < len(fields) else f"{path}[{i}]"
+                self.compare(ei, ci, sub)
+        elif isinstance(e, dict):
+            if list(e) != list(c):
+                self.mismatch(path, f"dict keys differ: eager {list(e)!r}, compiled {list(c)!r}")
+                return
+            for key in e:
+                self.compare(e[key], c[key], f"{path}[{key!r}]")
+        elif isinstance(e, (set, frozenset)):
+            if e != c:
+                self.mismatch(path, f"eager {e!r}, compiled {c!r}")
+        elif isinstance(e, torch.nn.Module):
+            pass  # a module that is not an input/attribute of ours: its type matched; state is compared elsewhere
+        elif isinstance(e, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type)):
+            if e != c and getattr(e, "__qualname__", None) != getattr(c, "__qualname__", None):
+                self.mismatch(path, f"eager {e!r}, compiled {c!r}")
+        elif type(e).__eq__ is object.__eq__ and hasattr(e, "__dict__"):
+            e_vars, c_vars = vars(e), vars(c)
+            if list(e_vars) != list(c_vars):
+                self.mismatch(path, f"attributes differ: eager {list(e_vars)}, compiled {list(c_vars)}")
+                return
+            for key in e_vars:
+                self.compare(e_vars[key], c_vars[key], f"{path}.{key}")
+        else:
+            try:
+                equal = bool(e == c)
+            except Exception as exc:
+                self.mismatch(path, f"cannot compare {_qualname(type(e))} values: {exc}")
+                return
+            if not equal:
+                self.mismatch(path, f"eager {e!r}, compiled {c!r}")
+
+    def _label(self, obj, path, side: int) -> str:
+        if not _has_identity(obj):
+            return "a new object"
+        label = self.ids[side].get(id(obj))
+        if label is not None:
+            return label
+        seen = self.seen[side]
+        if id(obj) in seen:
+            return f"the same object as {seen[id(obj)]}"
+        seen[id(obj)] = path
+        return "a new object"
+
+    def _tensor(self, e: torch.Tensor, c: torch.Tensor, path: str):
+        if type(e) is not type(c):
+            self.mismatch(path, f"tensor type differs: eager {_qualname(type(e))}, compiled {_qualname(type(c))}")
+        checks = [("dtype", e.dtype, c.dtype), ("shape", tuple(e.shape), tuple(c.shape)),
+                  ("device", e.device, c.device), ("layout", e.layout, c.layout)]
+        if not self.grads:
+            checks += [("requires_grad", e.requires_grad, c.requires_grad), ("is_leaf", e.is_leaf, c.is_leaf),
+                       ("grad_fn is None", e.grad_fn is None, c.grad_fn is None)]
+        for name, ev, cv in checks:
+            if ev != cv:
+                self.mismatch(path, f"{name} differs: eager {ev}, compiled {cv}")
+        same_shape = tuple(e.shape) == tuple(c.shape)
+        strided = e.layout == torch.strided and c.layout == torch.strided
+        if strided and same_shape and not self.grads:
+            if not _strides_equal(e, c, exact=self.inputs):
+                self.mismatch(path, f"stride differs: eager {e.stride()}, compiled {c.stride()}")
+            if self.inputs and e.storage_offset() != c.storage_offset():
+                self.mismatch(path, f"storage_offset differs: eager {e.storage_offset()}, "
+                                    f"compiled {c.storage_offset()}")
+        if self.storages is not None and strided:
+            e_alias = _aliases(e, self.storages[0])
+            c_alias = _aliases(c, self.storages[1])
+            if e_alias != c_alias:
+                self.mismatch(path, f"aliasing differs: eager shares storage with {e_alias or 'no input'}, "
+                                    f"compiled with {c_alias or 'no input'}")
+        if same_shape and e.dtype == c.dtype and e.device == c.device and "meta" not in (e.device.type,):
+            self._values(e, c, path)
+
+    def _values(self, e, c, path):
+        exact = not (e.is_floating_point() or e.is_complex())
+        rtol, atol = (0.0, 0.0) if exact else (self.rtol, self.atol)
+        try:
+            torch.testing.assert_close(c.detach(), e.detach(), rtol=rtol, atol=atol, equal_nan=True,
+                                       check_device=False, check_dtype=False, check_layout=False,
+                                       check_stride=False)
+        except AssertionError as err:
+            lines = [line for line in str(err).splitlines() if line.strip()][:_MAX_VALUE_LINES]
+            self.mismatch(path, "values differ: " + "\n".join(lines))
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _tensors(obj, path, _seen=None):
+    """Yield ``(path, tensor)`` for every tensor inside nested tuples, lists and dicts (first occurrence)."""
+    seen = set() if _seen is None else _seen
+    if id(obj) in seen:
+        return
+    if isinstance(obj, torch.Tensor):
+        seen.add(id(obj))
+        yield path, obj
+    elif isinstance(obj, (tuple, list)):
+        seen.add(id(obj))
+        for i, item in enumerate(obj):
+            yield from _tensors(item, f"{path}[{i}]", seen)
+    elif isinstance(obj, dict):
+        seen.add(id(obj))
+        for key, item in obj.items():
+            yield from _tensors(item, f"{path}[{key!r}]", seen)
+
+
+def _arg_tensors(args, kwargs):
+    """Yield ``(path, tensor)`` for every tensor among the call's arguments (``args[0]``, ``kwargs['y'][1]``)."""
+    seen: set[int] = set()
+    for i, item in enumerate(args):
+        yield from _tensors(item, f"args[{i}]", seen)
+    for key, item in kwargs.items():
+        yield from _tensors(item, f"kwargs[{key!r}]", seen)
+
+
+def _has_identity(obj) -> bool:
+    """Whether identity of ``obj`` is observable and meaningful (mutable or user objects, not scalars or tuples)."""
+    return not isinstance(obj, (*_SCALARS, tuple, torch.Size, types.FunctionType, types.BuiltinFunctionType,
+                                types.MethodType, type, types.ModuleType))
+
+
+def _identity_labels(args, kwargs, module) -> dict[int, str]:
+    labels: dict[int, str] = {}
+
+    def visit(obj, path):
+        if not _has_identity(obj) and not isinstance(obj, tuple):
+            return
+        if _has_identity(obj):
+            if id(obj) in labels:
+                return
+            labels[id(obj)] = f"input {path}"
+        if isinstance(obj, (tuple, list)):
+            for i, item in enumerate(obj):
+                visit(item, f"{path}[{i}]")
+        elif isinstance(obj, dict):
+            for key, item in obj.items():
+                visit(item, f"{path}[{key!r}]")
+
+    if module is not None:
+        for name, sub in module.named_modules():
+            labels.setdefault(id(sub), f"self.{name}" if name else "self")
+        for name, t in [*module.named_parameters(), *module.named_buffers()]:
+            labels.setdefault(id(t), f"self.{name}")
+    for i, arg in enumerate(args):
+        visit(arg, f"args[{i}]")
+    for key, arg in kwargs.items():
+        visit(arg, f"kwargs[{key!r}]")
+    return labels
+
+
+def _storage_labels(args, kwargs, module) -> dict[int, list[str]]:
+    """Map the data pointer of every input (and module tensor) storage to the names that use it."""
+    named = list(_arg_tensors(args, kwargs))
+    if module is not None:
+        named += [(f"self.{n}", t) for n, t in [*module.named_parameters(), *module.named_buffers()]]
+    storages: dict[int, list[str]] = {}
+    for name, t in named:
+        ptr = _storage_ptr(t)
+        if ptr:
+            storages.setdefault(ptr, []).append(name)
+    return storages
+
+
+def _storage_ptr(t: torch.Tensor) -> int:
+    if t.layout != torch.strided or t.device.type == "meta":
+        return 0
+    try:
+        storage = t.untyped_storage()
+        return storage.data_ptr() if storage.nbytes() else 0
+    except (RuntimeError, NotImplementedError):
+        return 0
+
+
+def _aliases(t: torch.Tensor, storages: dict[int, list[str]]) -> str:
+    return ", ".join(storages.get(_storage_ptr(t), []) if _storage_ptr(t) else [])
+
+
+def _strides_equal(e: torch.Tensor, c: torch.Tensor, *, exact: bool) -> bool:
+    """Compare strides of dims that matter: a dim of size 1 (or an empty tensor) may have any stride.
+
+    ``exact`` (used for inputs after the call) compares every stride.
+    """
+    if exact:
+        return e.stride() == c.stride()
+    if e.numel() == 0:
+        return True
+    return all(size <= 1 or se == sc for size, se, sc in zip(e.shape, e.stride(), c.stride()))
+
+
+def _scalar_equal(e, c) -> bool:
+    if isinstance(e, float) and math.isnan(e):
+        return isinstance(c, float) and math.isnan(c)
+    if isinstance(e, complex):
+        return e == c or (math.isnan(abs(e)) and math.isnan(abs(c)))
+    return e == c
+
+
+def _tolerances(rtol, atol):
+    if rtol is None and atol is None:
+        return None, None
+    return (0.0 if rtol is None else rtol), (0.0 if atol is None else atol)
+
+
+def _underlying_module(compiled):
+    if not isinstance(compiled, torch.nn.Module):
+        return None
+    for name in ("original_module", "_orig_mod"):
+        inner = getattr(compiled, name, None)
+        if isinstance(inner, torch.nn.Module):
+            return inner
+    return compiled
+
+
+def _stillframe_warning_category():
+    try:
+        import stillframe
+
+        category = getattr(stillframe, "StillframeWarning", None)
+        if category is not None:
+            return category
+        from stillframe.errors import StillframeWarning
+
+        return StillframeWarning
+    except ImportError:
+        return None
+
+
+def _qualname(cls) -> str:
+    module = getattr(cls, "__module__", "")
+    return cls.__qualname__ if module in ("builtins", "") else f"{module}.{cls.__qualname__}"
+
+
+def _short(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"{type(value).__name__}(shape={tuple(value.shape)}, dtype={value.dtype})"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _describe(fn) -> str:
+    if fn is None:
+        return "<unknown>"
+    if isinstance(fn, torch.nn.Module):
+        return f"module {type(fn).__qualname__}"
+    return getattr(fn, "__qualname__", None) or repr(fn)
+
+
+def _format_cache_entries(compiled) -> list[str]:
+    if compiled is None:
+        return []
+    try:
+        entries = list(compiled.cache_entries())
+    except AttributeError:
+        return []
+    except Exception as exc:  # a diagnostics aid must not hide the real report
+        return [f"(cache_entries() failed: {type(exc).__name__}: {exc})"]
+    lines = [f"cache entries: {len(entries)}"]
+    for i, entry in enumerate(entries):
+        lines.append(f"  entry {i} (eager={getattr(entry, 'eager', '?')}):")
+        guard_source = getattr(entry, "guard_source", None)
+        if guard_source:
+            lines.append("    guards:")
+            lines.extend(f"      {line}" for line in str(guard_source).splitlines())
+        gm = getattr(entry, "graph_module", None)
+        if gm is not None:
+            try:
+                text = gm.print_readable(print_output=False)
+            except Exception:  # print_readable is a convenience; .code always exists
+                text = getattr(gm, "code", repr(gm))
+            lines.append("    graph:")
+            lines.extend(f"      {line}" for line in str(text).splitlines())
+    return lines
+
+
+def _format_bytecode(fn) -> list[str]:
+    target = type(fn).forward if isinstance(fn, torch.nn.Module) else fn
+    try:
+        target = inspect.unwrap(target)
+        text = dis.Bytecode(target).dis()
+    except (TypeError, ValueError):
+        return []
+    return [f"bytecode of {_describe(fn)}:", *(f"  {line}" for line in text.splitlines())]

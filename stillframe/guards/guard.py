@@ -1,0 +1,235 @@
+"""Guards: conditions on the caller's world under which a compiled plan is valid.
+
+A :class:`Guard` is a frozen record ``(source, kind, expected)``. All guards of
+one cache entry compile to a single Python function whose source can be
+printed (``CacheEntry.guard_source``)::
+
+    def ___guard(L, G, F):
+        s0 = L['x']
+        if not ___tensor_ok(s0, ___c[0]): return False
+        s1 = L['n']
+        if not (type(s1) is int and s1 == 3): return False
+        return True
+
+Every source is evaluated once per check (it is bound to a local ``sN``); a
+guard whose source can no longer be evaluated (an attribute was deleted) fails
+instead of raising. Guards come from the snapshot taken when a value entered
+the trace (DESIGN invariant 5), never from its state after the traced code
+mutated it.
+
+Kinds:
+
+=============  ==========================================================
+``TYPE``       ``type(v) is expected`` (a class)
+``ID``         ``id(v) == expected`` (modules, functions, classes)
+``EQUALS``     ``type(v) is type(expected) and v == expected`` (constants)
+``IS``         ``v is expected`` (None, True, False, Ellipsis)
+``LEN``        ``len(v) == expected`` (lists, tuples)
+``KEYS``       ``list(v.keys()) == expected`` (dicts)
+``TENSOR``     type, dtype, device, shape, stride, storage offset,
+               requires_grad, is_leaf and view-ness as at entry
+``NO_HOOKS``   the module has no forward hooks or pre-hooks
+``SAME``       ``v is <other source>`` (one object reached two ways)
+``ALIASING``   the storage-sharing pattern among argument tensors
+``GLOBAL``     a global torch state (grad mode, default dtype)
+=============  ==========================================================
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from .source import AttrSource, CellContentsSource, DefaultSource, GetItemSource, Source
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """One condition: ``kind`` applied to the value at ``source`` (``None`` for global-state guards)."""
+
+    source: Source | None
+    kind: str
+    expected: Any = None
+
+    @property
+    def key(self) -> tuple:
+        src = self.source.name if self.source is not None else ""
+        exp = self.expected
+        if self.kind == "SAME":
+            exp = exp.name
+        elif self.kind in ("TENSOR", "ALIASING"):
+            exp = repr(exp)
+        return (src, self.kind, exp if _hashable(exp) else repr(exp))
+
+
+def _hashable(x: Any) -> bool:
+    try:
+        hash(x)
+        return True
+    except TypeError:
+        return False
+
+
+def tensor_signature(t: torch.Tensor) -> tuple:
+    """What a TENSOR guard compares: type, dtype, device, shape, stride, storage offset, requires_grad, is_leaf, is-view."""
+    strided = t.layout == torch.strided
+    return (
+        type(t),
+        t.dtype,
+        t.device,
+        tuple(t.shape),
+        tuple(t.stride()) if strided else None,
+        t.storage_offset() if strided else 0,
+        t.requires_grad,
+        t.is_leaf,
+        t._base is not None,
+    )
+
+
+def _tensor_ok(t: Any, expected: tuple) -> bool:
+    if type(t) is not expected[0]:
+        return False
+    strided = t.layout == torch.strided
+    return (
+        t.dtype is expected[1]
+        and t.device == expected[2]
+        and t.shape == expected[3]
+        and (t.stride() if strided else None) == expected[4]
+        and (t.storage_offset() if strided else 0) == expected[5]
+        and t.requires_grad is expected[6]
+        and t.is_leaf is expected[7]
+        and (t._base is not None) is expected[8]
+    )
+
+
+def aliasing_pattern(tensors: tuple) -> tuple:
+    """For each tensor, the index of the first tensor sharing its storage (its own index if none)."""
+    seen: dict[int, int] = {}
+    pattern = []
+    for i, t in enumerate(tensors):
+        ptr = t.untyped_storage().data_ptr()
+        if ptr == 0:  # empty storages all report 0: they never alias
+            pattern.append(i)
+            continue
+        pattern.append(seen.setdefault(ptr, i))
+    return tuple(pattern)
+
+
+def _no_hooks(m: torch.nn.Module) -> bool:
+    return not (m._forward_hooks or m._forward_pre_hooks)
+
+
+def _module_globals(name: str) -> dict:
+    return sys.modules[name].__dict__
+
+
+def _global_hooks_empty() -> bool:
+    from torch.nn.modules import module as _m
+
+    return not (_m._global_forward_hooks or _m._global_forward_pre_hooks)
+
+
+class GuardCodegen:
+    """Renders sources as local variables of a generated function, each evaluated once."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.names: dict[str, str] = {}
+        self.consts: list[Any] = []
+
+    def const(self, value: Any) -> str:
+        self.consts.append(value)
+        return f"___c[{len(self.consts) - 1}]"
+
+    def ref(self, source: Source) -> str:
+        key = source.name
+        if key in self.names:
+            return self.names[key]
+        if isinstance(source, AttrSource):
+            base = self.ref(source.base)
+            expr = f"{base}.{source.attr}" if source.attr.isidentifier() else f"getattr({base}, {source.attr!r})"
+        elif isinstance(source, GetItemSource):
+            expr = f"{self.ref(source.base)}[{source.index!r}]"
+        elif isinstance(source, CellContentsSource):
+            expr = f"{self.ref(source.function)}.__closure__[{source.index}].cell_contents"
+        elif isinstance(source, DefaultSource):
+            attr = "__kwdefaults__" if source.kwonly else "__defaults__"
+            expr = f"{self.ref(source.function)}.{attr}[{source.index!r}]"
+        else:
+            expr = source.name
+        name = f"s{len(self.names)}"
+        self.names[key] = name
+        self.lines.append(f"{name} = {expr}  # {key}")
+        return name
+
+    def namespace(self) -> dict:
+        return {
+            "___c": self.consts,
+            "___tensor_ok": _tensor_ok,
+            "___aliasing": aliasing_pattern,
+            "___no_hooks": _no_hooks,
+            "___global_hooks_empty": _global_hooks_empty,
+            "___module_globals": _module_globals,
+            "torch": torch,
+        }
+
+
+def _condition(gen: GuardCodegen, guard: Guard) -> str:
+    kind, exp = guard.kind, guard.expected
+    if kind == "GLOBAL":
+        name, value = exp
+        if name == "grad_enabled":
+            return f"torch.is_grad_enabled() is {value!r}"
+        if name == "default_dtype":
+            return f"torch.get_default_dtype() is {gen.const(value)}"
+        if name == "global_hooks":
+            return "___global_hooks_empty()"
+        raise ValueError(name)
+    if kind == "ALIASING":
+        sources, pattern = exp
+        refs = ", ".join(gen.ref(s) for s in sources)
+        return f"___aliasing(({refs},)) == {pattern!r}"
+    v = gen.ref(guard.source)
+    if kind == "TYPE":
+        return f"type({v}) is {gen.const(exp)}"
+    if kind == "ID":
+        return f"id({v}) == {exp}"
+    if kind == "EQUALS":
+        literal = repr(exp) if type(exp) in (int, str, bool, bytes) else gen.const(exp)
+        return f"type({v}) is {gen.const(type(exp))} and {v} == {literal}"
+    if kind == "IS":
+        return f"{v} is {exp!r}"
+    if kind == "LEN":
+        return f"len({v}) == {exp}"
+    if kind == "KEYS":
+        return f"list({v}.keys()) == {gen.const(list(exp))}"
+    if kind == "TENSOR":
+        return f"___tensor_ok({v}, {gen.const(exp)})"
+    if kind == "NO_HOOKS":
+        return f"___no_hooks({v})"
+    if kind == "SAME":
+        return f"{v} is {gen.ref(exp)}"
+    raise ValueError(f"unknown guard kind {kind}")
+
+
+def compile_guards(guards: list[Guard]) -> tuple[Callable[..., bool], str]:
+    """Compile guards into ``check(L, G, F) -> bool`` and return it with its printable source."""
+    gen = GuardCodegen()
+    body: list[str] = []
+    for guard in guards:
+        before = len(gen.lines)
+        cond = _condition(gen, guard)
+        body.extend(gen.lines[before:])
+        del gen.lines[before:]
+        body.append(f"if not ({cond}): return False")
+    text = "def ___guard(L, G, F):\n"
+    text += "    try:\n        pass\n" if not body else "    try:\n"
+    text += "".join(f"        {line}\n" for line in body)
+    text += "    except Exception:\n        return False\n"
+    text += "    return True\n"
+    ns = gen.namespace()
+    exec(compile(text, "<stillframe guards>", "exec"), ns)
+    return ns["___guard"], text

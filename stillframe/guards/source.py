@@ -1,0 +1,141 @@
+"""Sources: where a traced value lives in the caller's world, as a Python expression.
+
+A Source is a frozen chain that renders as the expression that fetches the value
+from the frame being compiled (STYLE habit 5)::
+
+    >>> s = AttrSource(AttrSource(LocalSource("self"), "fc"), "weight")
+    >>> s.name
+    "L['self'].fc.weight"
+
+The same object builds guards, fetches graph inputs on every call, and names
+values in messages. Expressions are evaluated in a namespace with three roots:
+
+* ``L``: the call's arguments, by parameter name (the frame's locals at entry);
+* ``G``: the globals of the compiled function;
+* ``F``: the function object itself (for closure cells and defaults).
+
+``GlobalSource(name, module=...)`` reads another module's globals through
+``___module_globals(modname)``, provided by the guard namespace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class Source:
+    """Base class of every source; subclasses are frozen dataclasses."""
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class LocalSource(Source):
+    """An argument of the compiled frame: ``L['x']``."""
+
+    local: str
+
+    @property
+    def name(self) -> str:
+        return f"L[{self.local!r}]"
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalSource(Source):
+    """A global of the compiled function (``G['torch']``) or of another module's function."""
+
+    global_name: str
+    module: str | None = None
+
+    @property
+    def name(self) -> str:
+        if self.module is None:
+            return f"G[{self.global_name!r}]"
+        return f"___module_globals({self.module!r})[{self.global_name!r}]"
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSource(Source):
+    """The compiled function object itself: ``F``."""
+
+    @property
+    def name(self) -> str:
+        return "F"
+
+
+@dataclass(frozen=True, slots=True)
+class AttrSource(Source):
+    """``base.attr``."""
+
+    base: Source
+    attr: str
+
+    @property
+    def name(self) -> str:
+        if not self.attr.isidentifier():
+            return f"getattr({self.base.name}, {self.attr!r})"
+        return f"{self.base.name}.{self.attr}"
+
+
+@dataclass(frozen=True, slots=True)
+class GetItemSource(Source):
+    """``base[index]`` with a constant index (int, str or other hashable constant)."""
+
+    base: Source
+    index: object
+
+    @property
+    def name(self) -> str:
+        return f"{self.base.name}[{self.index!r}]"
+
+
+@dataclass(frozen=True, slots=True)
+class CellContentsSource(Source):
+    """The contents of closure cell ``index`` of a function: ``fn.__closure__[i].cell_contents``."""
+
+    function: Source
+    index: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.function.name}.__closure__[{self.index}].cell_contents"
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultSource(Source):
+    """A default argument value: positional (``__defaults__[i]``) or keyword-only (``__kwdefaults__['k']``)."""
+
+    function: Source
+    index: object
+    kwonly: bool = False
+
+    @property
+    def name(self) -> str:
+        if self.kwonly:
+            return f"{self.function.name}.__kwdefaults__[{self.index!r}]"
+        return f"{self.function.name}.__defaults__[{self.index}]"
+
+
+def root_of(source: Source) -> Source:
+    """The root (``L[...]``, ``G[...]`` or ``F``) a source chain starts from."""
+    while hasattr(source, "base") or hasattr(source, "function"):
+        source = getattr(source, "base", None) or getattr(source, "function")
+    return source
+
+
+def is_user_argument(source: Source) -> bool:
+    """True for values reached from the call's arguments by indexing alone (``L['x']``, ``L['xs'][1]``).
+
+    Used for the input-aliasing guard: two arguments of one call may alias each
+    other; module attributes (parameters, buffers) are assumed not to alias them.
+    """
+    while isinstance(source, GetItemSource):
+        source = source.base
+    return isinstance(source, LocalSource)

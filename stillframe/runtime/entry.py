@@ -1,0 +1,42 @@
+"""Cache entries: a guard function plus a plan (fetch inputs, run the compiled graph, rebuild the result).
+
+One :class:`CacheEntry` per successful trace; cache entries of one code object
+are tried in order on each call (the first whose guards hold runs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+
+@dataclass(slots=True)
+class CacheEntry:
+    """A guarded plan for one code object.
+
+    ``check(L, G, F) -> bool`` is the compiled guard function (its source is
+    ``guard_source``); ``fetch(L, G, F)`` returns the graph inputs (live
+    tensors, through their sources); ``compiled`` is what the backend returned
+    for ``graph_module`` (``None`` when the graph has no ops);
+    ``rebuild(outputs, L, G, F)`` makes the function's return value. An
+    ``eager`` entry runs the original function instead (its trace was
+    unsupported along the path its guards describe); ``reason`` says why.
+    """
+
+    check: Callable[..., bool]
+    guard_source: str
+    fetch: Callable[..., list] | None = None
+    compiled: Callable | None = None
+    rebuild: Callable[..., Any] | None = None
+    graph_module: torch.fx.GraphModule | None = None
+    eager: bool = False
+    reason: str = ""
+    rebuild_source: str = ""
+    hits: int = field(default=0)
+
+    def run(self, L: dict, G: dict, F: Any) -> Any:
+        inputs = self.fetch(L, G, F)
+        outputs = self.compiled(*inputs) if self.compiled is not None else ()
+        return self.rebuild(outputs, L, G, F)

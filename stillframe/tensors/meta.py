@@ -1,0 +1,121 @@
+"""Tensor identity, versions and metadata: the tensor half of the heap.
+
+A traced tensor is an *identity* (an int ``tid``); the heap maps it to a
+:class:`TensorEntry`, the immutable record of its current version::
+
+    TensorEntry(meta=TensorMeta(shape=(2, 3), stride=(3, 1), ..., version=0),
+                fake=<FakeTensor>, node=<fx.Node x>, source=L['x'])
+
+Invariant (DESIGN.md 4): the fake tensor of an entry is never mutated. An
+in-place op builds a *fresh world* -- new fake tensors reproducing the current
+metadata of every tensor in the affected autograd alias group (the base and its
+live views) -- runs the op there, and binds a new entry for each member. Any
+checkpoint that still refers to the old entries sees them exactly as they were.
+
+Autograd metadata is not re-implemented: the fresh fakes reproduce
+``requires_grad``, leaf-ness and view-ness, so torch's own autograd (which runs
+on fake tensors) computes eager's answer, including eager's errors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+
+
+@dataclass(frozen=True, slots=True)
+class TensorMeta:
+    """Everything eager semantics reads off a tensor, frozen.
+
+    ``base`` is the tid of the autograd base when the tensor is a view (the
+    root: a view of a view names the root, as ``Tensor._base`` does), ``None``
+    otherwise. ``version`` counts in-place ops applied to this identity during
+    the trace. ``view_grad_mode`` is the grad mode in force when the view was
+    created (it decides which in-place ops on the view autograd allows).
+    """
+
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    storage_offset: int
+    dtype: torch.dtype
+    device: torch.device
+    layout: torch.layout
+    requires_grad: bool
+    is_leaf: bool
+    has_grad_fn: bool
+    base: int | None = None
+    view_grad_mode: bool = True
+    version: int = 0
+
+    @staticmethod
+    def of(t: torch.Tensor, base: int | None = None, view_grad_mode: bool = True, version: int = 0) -> "TensorMeta":
+        """Read the metadata of a real or fake tensor ``t``."""
+        return TensorMeta(
+            shape=tuple(t.shape),
+            stride=tuple(t.stride()) if t.layout == torch.strided else (),
+            storage_offset=t.storage_offset() if t.layout == torch.strided else 0,
+            dtype=t.dtype,
+            device=t.device,
+            layout=t.layout,
+            requires_grad=t.requires_grad,
+            is_leaf=t.is_leaf,
+            has_grad_fn=t.grad_fn is not None,
+            base=base,
+            view_grad_mode=view_grad_mode,
+            version=version,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TensorEntry:
+    """The current version of one tensor identity.
+
+    ``node`` is the FX node whose value is this tensor at this version (``None``
+    for a hidden base: the base of an input view, which the graph never reads).
+    ``source`` is set when the identity entered the trace from the caller's
+    world (a graph input), and is the snapshot guards were built from.
+    """
+
+    meta: TensorMeta
+    fake: Any
+    node: Any
+    source: Any = None
+
+    def bump(self, fake: Any, node: Any) -> "TensorEntry":
+        """The next version: metadata re-read from ``fake`` (keeping base and view mode)."""
+        meta = TensorMeta.of(fake, self.meta.base, self.meta.view_grad_mode, self.meta.version + 1)
+        return replace(self, meta=meta, fake=fake, node=node if node is not None else self.node)
+
+
+def fresh_base(meta: TensorMeta) -> torch.Tensor:
+    """A new fake (call under the fake mode) with ``meta``'s layout and autograd state, not a view.
+
+    A leaf gets ``requires_grad`` directly; a non-leaf that requires grad is
+    made by an in-place add of a zero-dim leaf, which gives it a ``grad_fn`` while
+    keeping its strides and storage offset.
+    """
+    t = torch.empty_strided(meta.shape, meta.stride, dtype=meta.dtype, device=meta.device)
+    if meta.storage_offset:
+        t = torch.empty_strided(
+            (meta.storage_offset + _extent(meta.shape, meta.stride),), (1,), dtype=meta.dtype, device=meta.device
+        ).as_strided(meta.shape, meta.stride, meta.storage_offset).detach()
+    if meta.requires_grad and meta.is_leaf:
+        t.requires_grad_(True)
+    elif meta.requires_grad:
+        with torch.enable_grad():
+            t.add_(torch.zeros((), dtype=meta.dtype, device=meta.device, requires_grad=True))
+    return t
+
+
+def fresh_view(base: torch.Tensor, meta: TensorMeta) -> torch.Tensor:
+    """A new fake view of ``base`` with ``meta``'s geometry, created under the view's grad mode."""
+    with torch.set_grad_enabled(meta.view_grad_mode):
+        return base.as_strided(meta.shape, meta.stride, meta.storage_offset)
+
+
+def _extent(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:
+    if any(s == 0 for s in shape):
+        return 0
+    return 1 + sum((n - 1) * st for n, st in zip(shape, stride))

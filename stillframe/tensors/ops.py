@@ -1,0 +1,260 @@
+"""Tensor operations: run on fake tensors, record an FX node, bind results in the heap.
+
+``call_tensor_op(tx, kind, target, args, kwargs)`` is the single path by which
+a torch function, a ``Tensor`` method or a Python operator on tensors enters
+the graph. ``kind`` is ``"call_function"`` (``target`` a callable) or
+``"call_method"`` (``target`` a method name), as in FX.
+
+Out-of-place ops run on the current fake tensors of their arguments. In-place
+ops (which ops are in-place is decided by :func:`mutated_arguments`, a rule
+table, and double-checked with the fakes' version counters) never touch those
+fakes: they run on a *fresh world* reproducing the affected alias group
+(:mod:`stillframe.tensors.meta`), and every member of the group gets a new
+version. Autograd metadata therefore comes from torch's autograd itself, and a
+checkpoint taken before the op still sees the tensors as they were.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
+
+from ..errors import InternalError
+from ..variables.base import (
+    ConstantVariable,
+    DictVariable,
+    ListVariable,
+    SliceVariable,
+    TensorVariable,
+    TupleVariable,
+    VariableTracker,
+)
+from .meta import fresh_base, fresh_view
+
+INPLACE_OPERATORS = {
+    operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv, operator.imod,
+    operator.ipow, operator.imatmul, operator.iand, operator.ior, operator.ixor, operator.ilshift,
+    operator.irshift, operator.setitem,
+}
+
+# Functions that mutate buffers passed to them: target -> positions/kwarg names of the mutated tensors,
+# and a predicate on (args, kwargs) saying whether they do so on this call.
+_BATCH_NORM_STATS = ((1, "running_mean"), (2, "running_var"))
+MUTATING_FUNCTIONS = {
+    F.batch_norm: (_BATCH_NORM_STATS, lambda a, k: _arg(a, k, 5, "training", False)),
+    torch.batch_norm: (_BATCH_NORM_STATS[:0] + ((3, "running_mean"), (4, "running_var")),
+                       lambda a, k: _arg(a, k, 5, "training", False)),
+    F.instance_norm: (_BATCH_NORM_STATS, lambda a, k: _arg(a, k, 5, "use_input_stats", True)),
+}
+
+
+def _arg(args: tuple, kwargs: dict, index: int, name: str, default: Any) -> Any:
+    if name in kwargs:
+        return kwargs[name]
+    if index < len(args):
+        return args[index]
+    return default
+
+
+def _as_const(v: Any) -> Any:
+    return v.value if isinstance(v, ConstantVariable) else v
+
+
+def mutated_arguments(kind: str, target: Any, args: tuple, kwargs: dict) -> list[TensorVariable]:
+    """The tensor arguments the op writes to (in-place ops, ``inplace=True``, ``out=``, norm statistics)."""
+    out: list[TensorVariable] = []
+    name = target if kind == "call_method" else getattr(target, "__name__", "")
+    first = args[0] if args else None
+    if kind == "call_method":
+        if (name.endswith("_") and not name.startswith("_")) or name in ("__setitem__", "__iadd__", "__isub__",
+                                                                           "__imul__", "__itruediv__"):
+            out.append(first)
+    elif target in INPLACE_OPERATORS:
+        out.append(first)
+    elif name.endswith("_") and not name.startswith("_") and isinstance(first, TensorVariable):
+        out.append(first)
+    elif _as_const(kwargs.get("inplace")) is True:
+        out.append(first)
+    elif target in MUTATING_FUNCTIONS:
+        positions, active = MUTATING_FUNCTIONS[target]
+        plain_args = tuple(_as_const(a) for a in args)
+        plain_kwargs = {k: _as_const(v) for k, v in kwargs.items()}
+        if active(plain_args, plain_kwargs):
+            for index, key in positions:
+                v = kwargs.get(key, args[index] if index < len(args) else None)
+                out.append(v)
+    if "out" in kwargs:
+        o = kwargs["out"]
+        out.extend(o.items if isinstance(o, TupleVariable) else [o])
+    return [v for v in out if isinstance(v, TensorVariable)]
+
+
+def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> VariableTracker:
+    """Record ``target(*args, **kwargs)`` in the graph and return the VT of its result."""
+    mutated = mutated_arguments(kind, target, args, kwargs)
+    fresh: dict[int, Any] = {}
+    roots: list[int] = []
+    views: list[int] = []
+    if mutated:
+        roots, views = tx.alias_group({v.tid for v in mutated})
+        with tx.fake_mode:
+            for tid in roots:
+                fresh[tid] = fresh_base(tx.state.heap[tid].meta)
+            for tid in views:
+                meta = tx.state.heap[tid].meta
+                fresh[tid] = fresh_view(fresh[meta.base], meta)
+    fake_args = tuple(to_fake(tx, a, fresh) for a in args)
+    fake_kwargs = {k: to_fake(tx, v, fresh) for k, v in kwargs.items()}
+    watched = _fakes_in((fake_args, fake_kwargs))
+    versions = [t._version for t in watched]
+    fn = getattr(fake_args[0], target) if kind == "call_method" else target
+    call_args = fake_args[1:] if kind == "call_method" else fake_args
+    try:
+        with tx.fake_context():
+            result = fn(*call_args, **fake_kwargs)
+    except (DataDependentOutputException, DynamicOutputShapeException) as e:
+        tx.unsupported("data_dependent", f"{_describe(kind, target)} depends on tensor data ({type(e).__name__})",
+                       ("keep tensor values in tensors; Python control flow on them breaks the graph",))
+    except (RuntimeError, TypeError, ValueError, IndexError) as e:
+        if "data-dependent" in str(e) or "DataDependent" in type(e).__name__:
+            tx.unsupported("data_dependent", f"{_describe(kind, target)} depends on tensor data")
+        tx.user_error(e)
+    for t, v in zip(watched, versions):
+        if t._version != v and not any(t is f for f in fresh.values()):
+            raise InternalError(f"{_describe(kind, target)} mutated a tensor stillframe did not know it writes")
+    if not _contains_tensor(result):
+        if mutated:
+            # e.g. __setitem__ returns None: still an op in the graph
+            node = _emit(tx, kind, target, args, kwargs, result)
+            _bind_world(tx, roots, views, fresh, {v.tid for v in mutated}, node)
+        return wrap_constant_result(tx, result, kind, target)
+    node = _emit(tx, kind, target, args, kwargs, result)
+    if mutated:
+        _bind_world(tx, roots, views, fresh, {v.tid for v in mutated}, node)
+        for tid, f in fresh.items():
+            if result is f:
+                return TensorVariable(tid)
+    return wrap_result(tx, result, node)
+
+
+def _bind_world(tx: Any, roots: list, views: list, fresh: dict, mutated: set, node: Any) -> None:
+    for tid in list(roots) + list(views):
+        entry = tx.state.heap[tid]
+        tx.bind_tensor(tid, entry.bump(fresh[tid], node if tid in mutated else None))
+
+
+def _emit(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict, val: Any) -> Any:
+    fx_args = tuple(to_fx(tx, a) for a in args)
+    fx_kwargs = {k: to_fx(tx, v) for k, v in kwargs.items()}
+    if kind == "call_method":
+        return tx.graph.call_method(target, fx_args, fx_kwargs, val)
+    return tx.graph.call_function(target, fx_args, fx_kwargs, val)
+
+
+def _describe(kind: str, target: Any) -> str:
+    if kind == "call_method":
+        return f"Tensor.{target}"
+    return getattr(target, "__qualname__", None) or getattr(target, "__name__", repr(target))
+
+
+def _fakes_in(obj: Any) -> list:
+    found: list = []
+
+    def visit(o: Any) -> None:
+        if isinstance(o, torch.Tensor):
+            found.append(o)
+        elif isinstance(o, (tuple, list)):
+            for x in o:
+                visit(x)
+        elif isinstance(o, dict):
+            for x in o.values():
+                visit(x)
+
+    visit(obj)
+    return found
+
+
+def _contains_tensor(obj: Any) -> bool:
+    return bool(_fakes_in(obj))
+
+
+def to_fake(tx: Any, var: VariableTracker, fresh: dict | None = None) -> Any:
+    """The value of ``var`` for running an op on fake tensors (``fresh`` overrides tensors by tid)."""
+    if isinstance(var, TensorVariable):
+        if fresh and var.tid in fresh:
+            return fresh[var.tid]
+        return tx.state.heap[var.tid].fake
+    return _convert(tx, var, lambda v: to_fake(tx, v, fresh))
+
+
+def to_fx(tx: Any, var: VariableTracker) -> Any:
+    """The FX argument for ``var``: a Node for tensors, the Python value for constants, containers mapped."""
+    if isinstance(var, TensorVariable):
+        node = tx.state.heap[var.tid].node
+        if node is None:
+            tx.unsupported("hidden_base", "reading the base of an input view that was not passed in")
+        return node
+    return _convert(tx, var, lambda v: to_fx(tx, v))
+
+
+def _convert(tx: Any, var: VariableTracker, rec: Any) -> Any:
+    if isinstance(var, ConstantVariable):
+        return var.value
+    if isinstance(var, TupleVariable):
+        items = tuple(rec(v) for v in var.items)
+        if var.cls is torch.Size:
+            return torch.Size(items)
+        return items
+    if isinstance(var, ListVariable):
+        return [rec(v) for v in tx.list_items(var)]
+    if isinstance(var, DictVariable):
+        return {k: rec(v) for k, v in tx.dict_entry(var).items}
+    if isinstance(var, SliceVariable):
+        return slice(rec(var.start), rec(var.stop), rec(var.step))
+    from ..variables.base import PythonObjectVariable, RangeVariable
+
+    if isinstance(var, RangeVariable):
+        return var.value
+    if isinstance(var, PythonObjectVariable) and isinstance(var.value, (torch.dtype, torch.device, torch.Generator)):
+        return var.value
+    tx.unsupported("unsupported_argument", f"passing {type(var).__name__} "
+                   f"({var.python_type().__name__}) to a tensor operation")
+
+
+def wrap_result(tx: Any, result: Any, node: Any) -> VariableTracker:
+    """VTs for the fake ``result`` of an op whose FX node is ``node`` (tuples become getitem nodes)."""
+    if isinstance(result, torch.Tensor):
+        return tx.new_tensor(result, node)
+    if isinstance(result, (tuple, list)):
+        items = []
+        for i, r in enumerate(result):
+            if isinstance(r, torch.Tensor) or _contains_tensor(r):
+                item_node = tx.graph.call_function(operator.getitem, (node, i), {}, r)
+                items.append(wrap_result(tx, r, item_node))
+            else:
+                items.append(wrap_constant_result(tx, r, "call_function", operator.getitem))
+        if isinstance(result, list):
+            return tx.new_list(tuple(items))
+        return TupleVariable(tuple(items), type(result))
+    return wrap_constant_result(tx, result, "call_function", None)
+
+
+def wrap_constant_result(tx: Any, result: Any, kind: str, target: Any) -> VariableTracker:
+    """A result with no tensor in it (``x.dim()``, ``x.size()``, ``x.is_contiguous()``): a constant."""
+    from ..variables.builder import is_constant
+
+    if isinstance(result, torch.Size):
+        return TupleVariable(tuple(ConstantVariable(int(s)) for s in result), torch.Size)
+    if isinstance(result, (tuple, list)):
+        items = tuple(wrap_constant_result(tx, r, kind, target) for r in result)
+        return TupleVariable(items, type(result)) if isinstance(result, tuple) else tx.new_list(items)
+    if isinstance(result, torch.SymInt):
+        tx.unsupported("dynamic_shape", "symbolic sizes are not supported yet")
+    if is_constant(result):
+        return ConstantVariable(result)
+    tx.unsupported("unsupported_result", f"{_describe(kind, target)} returned a {type(result).__name__}, "
+                   "which stillframe cannot track")

@@ -1,0 +1,282 @@
+"""The symbolic interpreter: a step loop over persistent state, one handler per opcode.
+
+``Tracer.run()`` interprets the compiled function's bytecode over
+VariableTrackers. Each step reads the instruction at the top frame's ``ip``,
+advances ``ip`` and calls the handler registered for its opname
+(:mod:`stillframe.trace.ops`). Handlers read like the ``dis`` documentation::
+
+    @handler("BINARY_OP")
+    def BINARY_OP(tx, inst):
+        b = tx.pop(); a = tx.pop()
+        tx.push(binary_op(tx, inst.argval, a, b))
+
+Calls of user Python functions push a child :class:`Frame`; ``RETURN_VALUE``
+pops it and pushes the value on the caller's stack, so the whole symbolic call
+stack is data in :class:`TraceState` (what a graph break resumes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import linecache
+from typing import Any, Callable, Iterator
+
+import torch
+
+from ..bytecode import Bytecode, Instruction
+from ..config import config
+from ..errors import GraphBreak, Unsupported, UserLocation
+from ..graph.builder import GraphBuilder
+from ..guards.guard import Guard
+from ..tensors.meta import TensorEntry, TensorMeta
+from ..variables.base import (
+    CellEntry,
+    DictEntry,
+    DictVariable,
+    ListEntry,
+    ListVariable,
+    TensorVariable,
+    VariableTracker,
+)
+from .state import EMPTY_MAP, Checkpoint, Frame, TraceState
+
+
+class UserError(Exception):
+    """The user's code raised (or would raise) ``exc`` at trace time; eager must run to show it."""
+
+    def __init__(self, exc: BaseException, location: UserLocation | None):
+        super().__init__(f"{type(exc).__name__}: {exc}")
+        self.exc = exc
+        self.location = location
+
+
+HANDLERS: dict[str, Callable[["Tracer", Instruction], None]] = {}
+
+
+def handler(opname: str) -> Callable:
+    """Register the handler of one version-neutral opname (its name must match, as Thunder's registry asserts)."""
+
+    def register(fn: Callable) -> Callable:
+        assert fn.__name__ == opname, f"handler {fn.__name__} registered for {opname}"
+        assert opname not in HANDLERS, f"two handlers for {opname}"
+        HANDLERS[opname] = fn
+        return fn
+
+    return register
+
+
+class Tracer:
+    """Owns one trace: the persistent state, the FX graph, and the fake-tensor mode.
+
+    The tracer object itself is mutable only in that ``self.state`` is
+    re-bound to each next state; ``checkpoint()`` / ``restore()`` are O(1)
+    plus erasing FX nodes after the mark (see :mod:`stillframe.trace.state`).
+    """
+
+    def __init__(self, root: Frame, fake_mode: Any, grad_enabled: bool):
+        self.state = TraceState(frames=(root,), grad_enabled=grad_enabled)
+        self.graph = GraphBuilder()
+        self.fake_mode = fake_mode
+        self.result: VariableTracker | None = None
+        self.steps = 0
+        self.input_values: dict[int, Any] = {}  # tid -> live value (example inputs), not part of the state
+        self.keepalive: list[Any] = []  # objects whose id() a guard checks stay alive while tracing
+
+    # ---------------------------------------------------------------- state
+    def checkpoint(self) -> Checkpoint:
+        return Checkpoint(self.state, self.graph.mark())
+
+    def restore(self, token: Checkpoint) -> None:
+        self.state = token.state
+        self.graph.rollback(token.graph_mark)
+
+    @property
+    def frame(self) -> Frame:
+        return self.state.frames[-1]
+
+    def set_frame(self, frame: Frame) -> None:
+        self.state = self.state.with_top(frame)
+
+    def push(self, *values: VariableTracker) -> None:
+        f = self.frame
+        self.set_frame(f.with_stack(f.stack + values))
+
+    def pop(self) -> VariableTracker:
+        f = self.frame
+        self.set_frame(f.with_stack(f.stack[:-1]))
+        return f.stack[-1]
+
+    def popn(self, n: int) -> list[VariableTracker]:
+        if n == 0:
+            return []
+        f = self.frame
+        self.set_frame(f.with_stack(f.stack[:-n]))
+        return list(f.stack[-n:])
+
+    def peek(self, depth: int = 0) -> VariableTracker:
+        return self.frame.stack[-1 - depth]
+
+    def jump(self, inst: Instruction) -> None:
+        self.set_frame(self.frame.with_ip(inst.target))
+
+    # ----------------------------------------------------------------- heap
+    def new_id(self) -> int:
+        oid = self.state.next_id
+        self.state = self.state.replace(next_id=oid + 1)
+        return oid
+
+    def heap(self, oid: int) -> Any:
+        return self.state.heap[oid]
+
+    def heap_set(self, oid: int, entry: Any) -> None:
+        self.state = self.state.replace(heap=self.state.heap.set(oid, entry))
+
+    def new_list(self, items: tuple, source: Any = None) -> ListVariable:
+        oid = self.new_id()
+        self.heap_set(oid, ListEntry(tuple(items), source))
+        return ListVariable(oid)
+
+    def new_dict(self, items: tuple, source: Any = None) -> DictVariable:
+        oid = self.new_id()
+        self.heap_set(oid, DictEntry(tuple(items), source))
+        return DictVariable(oid)
+
+    def new_cell(self, contents: VariableTracker | None) -> int:
+        oid = self.new_id()
+        self.heap_set(oid, CellEntry(contents))
+        return oid
+
+    def list_items(self, var: ListVariable) -> tuple:
+        return self.heap(var.oid).items
+
+    def set_list_items(self, var: ListVariable, items: tuple) -> None:
+        entry: ListEntry = self.heap(var.oid)
+        if entry.source is not None:
+            self.unsupported("side_effect", f"mutation of the list {entry.source.name}, which outlives the call",
+                             ("side effects on outside objects are replayed in a later release",))
+        self.heap_set(var.oid, ListEntry(tuple(items), None))
+
+    def dict_entry(self, var: DictVariable) -> DictEntry:
+        return self.heap(var.oid)
+
+    def set_dict_entry(self, var: DictVariable, entry: DictEntry) -> None:
+        if self.dict_entry(var).source is not None:
+            self.unsupported("side_effect", f"mutation of the dict {entry.source.name}, which outlives the call",
+                             ("side effects on outside objects are replayed in a later release",))
+        self.heap_set(var.oid, entry)
+
+    # -------------------------------------------------------------- tensors
+    def tensor(self, var: TensorVariable) -> TensorEntry:
+        return self.state.heap[var.tid]
+
+    def new_tensor(self, fake: Any, node: Any, source: Any = None) -> TensorVariable:
+        """Bind a new tensor identity for ``fake`` (a fresh result or a graph input)."""
+        base_tid = None
+        base = fake._base
+        if base is not None:
+            base_tid = self.state.fakes.get(id(base))
+            if base_tid is None:  # the base of an input view: tracked, never read by the graph
+                base_tid = self.new_tensor(base, None).tid
+        tid = self.new_id()
+        meta = TensorMeta.of(fake, base_tid, self.state.grad_enabled if base_tid is not None else True)
+        self.heap_set(tid, TensorEntry(meta, fake, node, source))
+        self.state = self.state.replace(fakes=self.state.fakes.set(id(fake), tid))
+        return TensorVariable(tid)
+
+    def bind_tensor(self, tid: int, entry: TensorEntry) -> None:
+        """Bind a new version of ``tid`` (after an in-place op)."""
+        self.heap_set(tid, entry)
+        self.state = self.state.replace(fakes=self.state.fakes.set(id(entry.fake), tid))
+
+    def alias_group(self, tids: set[int]) -> tuple[list[int], list[int]]:
+        """The autograd alias group of ``tids``: (roots, views) currently in the heap."""
+        roots = []
+        for tid in tids:
+            base = self.state.heap[tid].meta.base
+            root = tid if base is None else base
+            if root not in roots:
+                roots.append(root)
+        views = [
+            oid
+            for oid, entry in self.state.heap.items()
+            if isinstance(entry, TensorEntry) and entry.meta.base is not None and entry.meta.base in roots
+        ]
+        return roots, sorted(views)
+
+    @contextlib.contextmanager
+    def fake_context(self) -> Iterator[None]:
+        with self.fake_mode, torch.set_grad_enabled(self.state.grad_enabled):
+            yield
+
+    # --------------------------------------------------------------- guards
+    def add_guard(self, guard: Guard) -> None:
+        key = guard.key
+        if key not in self.state.guards:
+            self.state = self.state.replace(guards=self.state.guards.set(key, (len(self.state.guards), guard)))
+
+    def guards(self) -> list[Guard]:
+        return [g for _, g in sorted(self.state.guards.values(), key=lambda pair: pair[0])]
+
+    # ------------------------------------------------------------- messages
+    def location(self, frame: Frame | None = None) -> UserLocation:
+        frame = frame or self.frame
+        index = max(frame.ip - 1, 0)
+        inst = frame.code.instructions[index]
+        filename = frame.code.code.co_filename
+        line = inst.lineno
+        source = linecache.getline(filename, line) if line else ""
+        return UserLocation(filename, line, source.rstrip("\n"))
+
+    def unsupported(self, kind: str, explanation: str, hints: tuple = ()) -> "NoReturn":  # noqa: F821
+        raise Unsupported(GraphBreak(kind, explanation, tuple(hints), self.location()))
+
+    def user_error(self, exc: BaseException) -> "NoReturn":  # noqa: F821
+        raise UserError(exc, self.location())
+
+    # ----------------------------------------------------------------- loop
+    def step(self) -> None:
+        frame = self.frame
+        inst = frame.code.instructions[frame.ip]
+        self.set_frame(frame.with_ip(frame.ip + 1))
+        fn = HANDLERS.get(inst.opname)
+        if fn is None:
+            self.unsupported("unsupported_opcode", f"the opcode {inst.opname} is not supported",
+                             ("rewrite the construct or move it out of the compiled function",))
+        self.steps += 1
+        if self.steps > config.max_trace_steps:
+            self.unsupported("trace_too_long", f"the trace exceeded {config.max_trace_steps} instructions")
+        fn(self, inst)
+
+    def run(self) -> VariableTracker:
+        """Interpret until the root frame returns; returns the VT of the return value."""
+        while self.result is None:
+            self.step()
+        return self.result
+
+    def run_until_return(self, depth: int) -> VariableTracker:
+        """Run a frame pushed at stack depth ``depth`` until it returns; pops and returns its value."""
+        while len(self.state.frames) > depth:
+            self.step()
+        return self.pop()
+
+    def push_frame(self, frame: Frame) -> None:
+        if len(self.state.frames) >= config.inline_depth_limit:
+            self.unsupported("inline_depth", f"inlining nested deeper than {config.inline_depth_limit} calls",
+                             ("raise stillframe.config.inline_depth_limit, or avoid deep recursion",))
+        self.state = self.state.replace(frames=self.state.frames + (frame,))
+
+    def return_value(self, value: VariableTracker) -> None:
+        frames = self.state.frames
+        if len(frames) == 1:
+            self.result = value
+            return
+        self.state = self.state.replace(frames=frames[:-1])
+        self.push(value)
+
+
+def make_frame(code: Bytecode, locals_: dict, globals_: dict, globals_module: str | None,
+               fn: Any = None, fn_source: Any = None, cells: Any = EMPTY_MAP) -> Frame:
+    """A fresh frame at instruction 0 with ``locals_`` bound."""
+    return Frame(code, 0, (), EMPTY_MAP.update(locals_), cells, globals_, globals_module, fn, fn_source, ())
+
+

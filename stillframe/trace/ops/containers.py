@@ -1,0 +1,259 @@
+"""Containers: building, indexing, unpacking and iterating (``BUILD_*``, ``BINARY_SUBSCR``, ``FOR_ITER`` ...).
+
+Lists and dicts built during the trace live in the heap (mutating one binds a
+new heap entry); tuples and slices are plain immutable VTs. Iteration is
+unrolled at trace time: ``GET_ITER`` snapshots the items into an
+``IteratorVariable`` and ``FOR_ITER`` advances it by replacing it with the next
+one.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+
+from ...tensors.ops import call_tensor_op
+from ...variables.attrs import getattr_var
+from ...variables.base import (
+    ConstantVariable,
+    DictVariable,
+    IteratorVariable,
+    ListVariable,
+    NNModuleVariable,
+    RangeVariable,
+    SliceVariable,
+    TensorVariable,
+    TupleVariable,
+)
+from ...variables.calls import const_value, is_const, sequence_items
+from ..interpreter import handler
+
+
+@handler("BUILD_TUPLE")
+def BUILD_TUPLE(tx, inst):
+    tx.push(TupleVariable(tuple(tx.popn(inst.arg))))
+
+
+@handler("BUILD_LIST")
+def BUILD_LIST(tx, inst):
+    tx.push(tx.new_list(tuple(tx.popn(inst.arg))))
+
+
+@handler("BUILD_MAP")
+def BUILD_MAP(tx, inst):
+    flat = tx.popn(2 * inst.arg)
+    from ...variables.base import DictEntry
+
+    entry = DictEntry(())
+    for k, v in zip(flat[::2], flat[1::2]):
+        entry = entry.set(const_value(tx, k), v)
+    tx.push(tx.new_dict(entry.items))
+
+
+@handler("BUILD_CONST_KEY_MAP")
+def BUILD_CONST_KEY_MAP(tx, inst):
+    keys = const_value(tx, tx.pop())
+    values = tx.popn(inst.arg)
+    tx.push(tx.new_dict(tuple(zip(keys, values))))
+
+
+@handler("BUILD_SLICE")
+def BUILD_SLICE(tx, inst):
+    parts = tx.popn(inst.arg)
+    if len(parts) == 2:
+        parts.append(ConstantVariable(None))
+    tx.push(SliceVariable(*parts))
+
+
+@handler("LIST_TO_TUPLE")
+def LIST_TO_TUPLE(tx, inst):
+    tx.push(TupleVariable(tuple(tx.list_items(tx.pop()))))
+
+
+@handler("CALL_INTRINSIC_1")
+def CALL_INTRINSIC_1(tx, inst):
+    if inst.argval == "INTRINSIC_LIST_TO_TUPLE":
+        return LIST_TO_TUPLE(tx, inst)
+    if inst.argval == "INTRINSIC_UNARY_POSITIVE":
+        from .operators import UNARY_POSITIVE
+
+        return UNARY_POSITIVE(tx, inst)
+    tx.unsupported("unsupported_opcode", f"CALL_INTRINSIC_1 {inst.argval}")
+
+
+@handler("LIST_EXTEND")
+def LIST_EXTEND(tx, inst):
+    seq = tx.pop()
+    target = tx.peek(inst.arg - 1)
+    tx.set_list_items(target, tx.list_items(target) + tuple(sequence_items(tx, seq)))
+
+
+@handler("LIST_APPEND")
+def LIST_APPEND(tx, inst):
+    value = tx.pop()
+    target = tx.peek(inst.arg - 1)
+    tx.set_list_items(target, tx.list_items(target) + (value,))
+
+
+@handler("DICT_MERGE")
+def DICT_MERGE(tx, inst):
+    update = tx.pop()
+    target = tx.peek(inst.arg - 1)
+    entry = tx.dict_entry(target)
+    for k, v in tx.dict_entry(update).items:
+        if entry.get(k) is not None:
+            tx.user_error(TypeError(f"got multiple values for keyword argument '{k}'"))
+        entry = entry.set(k, v)
+    tx.set_dict_entry(target, entry)
+
+
+@handler("DICT_UPDATE")
+def DICT_UPDATE(tx, inst):
+    update = tx.pop()
+    target = tx.peek(inst.arg - 1)
+    entry = tx.dict_entry(target)
+    for k, v in tx.dict_entry(update).items:
+        entry = entry.set(k, v)
+    tx.set_dict_entry(target, entry)
+
+
+@handler("MAP_ADD")
+def MAP_ADD(tx, inst):
+    value = tx.pop()
+    key = tx.pop()
+    target = tx.peek(inst.arg - 1)
+    tx.set_dict_entry(target, tx.dict_entry(target).set(const_value(tx, key), value))
+
+
+def subscript(tx, container, key):
+    """``container[key]`` on VTs."""
+    if isinstance(container, TensorVariable):
+        return call_tensor_op(tx, "call_function", operator.getitem, (container, key), {})
+    if isinstance(container, (TupleVariable, ListVariable, RangeVariable)):
+        items = tuple(sequence_items(tx, container))
+        k = const_value(tx, key)
+        if isinstance(k, TensorVariable):
+            tx.unsupported("data_dependent", "indexing a Python sequence with a tensor")
+        try:
+            picked = items[k]
+        except (IndexError, TypeError) as e:
+            tx.user_error(type(e)(str(e).replace("tuple", container.python_type().__name__)))
+        if isinstance(k, slice):
+            if isinstance(container, ListVariable):
+                return tx.new_list(picked)
+            cls = container.cls if isinstance(container, TupleVariable) and container.cls is torch.Size else tuple
+            return TupleVariable(picked, cls)
+        return picked
+    if isinstance(container, DictVariable):
+        k = const_value(tx, key)
+        for key_, v in tx.dict_entry(container).items:
+            if type(key_) is type(k) and key_ == k:
+                return v
+        tx.user_error(KeyError(k))
+    if isinstance(container, NNModuleVariable):
+        module = container.module
+        k = const_value(tx, key)
+        if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)) and isinstance(k, int):
+            names = list(module._modules)
+            try:
+                name = names[k]
+            except IndexError as e:
+                tx.user_error(IndexError(f"index {k} is out of range") if False else e)
+            return getattr_var(tx, container, name)
+        if isinstance(module, torch.nn.ModuleDict) and isinstance(k, str):
+            if k not in module._modules:
+                tx.user_error(KeyError(k))
+            return getattr_var(tx, container, k)
+    if isinstance(container, ConstantVariable) and is_const(tx, key):
+        from ...variables.calls import fold
+
+        return fold(tx, operator.getitem, [container, key], {})
+    tx.unsupported("unsupported_subscript", f"indexing a {container.python_type().__name__} value")
+
+
+@handler("BINARY_SUBSCR")
+def BINARY_SUBSCR(tx, inst):
+    key = tx.pop()
+    container = tx.pop()
+    tx.push(subscript(tx, container, key))
+
+
+@handler("BINARY_SLICE")
+def BINARY_SLICE(tx, inst):
+    stop = tx.pop()
+    start = tx.pop()
+    container = tx.pop()
+    tx.push(subscript(tx, container, SliceVariable(start, stop, ConstantVariable(None))))
+
+
+def store_subscript(tx, container, key, value):
+    if isinstance(container, TensorVariable):
+        call_tensor_op(tx, "call_function", operator.setitem, (container, key, value), {})
+    elif isinstance(container, ListVariable):
+        items = list(tx.list_items(container))
+        k = const_value(tx, key)
+        try:
+            items[k] = value if not isinstance(k, slice) else list(sequence_items(tx, value))
+        except (IndexError, TypeError) as e:
+            tx.user_error(e)
+        tx.set_list_items(container, tuple(items))
+    elif isinstance(container, DictVariable):
+        tx.set_dict_entry(container, tx.dict_entry(container).set(const_value(tx, key), value))
+    else:
+        tx.unsupported("unsupported_subscript", f"assigning into a {container.python_type().__name__} value")
+
+
+@handler("STORE_SUBSCR")
+def STORE_SUBSCR(tx, inst):
+    key = tx.pop()
+    container = tx.pop()
+    value = tx.pop()
+    store_subscript(tx, container, key, value)
+
+
+@handler("STORE_SLICE")
+def STORE_SLICE(tx, inst):
+    stop = tx.pop()
+    start = tx.pop()
+    container = tx.pop()
+    value = tx.pop()
+    store_subscript(tx, container, SliceVariable(start, stop, ConstantVariable(None)), value)
+
+
+@handler("UNPACK_SEQUENCE")
+def UNPACK_SEQUENCE(tx, inst):
+    seq = tx.pop()
+    items = tuple(sequence_items(tx, seq))
+    if len(items) != inst.arg:
+        if len(items) > inst.arg:
+            tx.user_error(ValueError(f"too many values to unpack (expected {inst.arg})"))
+        tx.user_error(ValueError(f"not enough values to unpack (expected {inst.arg}, got {len(items)})"))
+    tx.push(*reversed(items))
+
+
+@handler("GET_ITER")
+def GET_ITER(tx, inst):
+    seq = tx.pop()
+    if isinstance(seq, IteratorVariable):
+        tx.push(seq)
+        return
+    tx.push(IteratorVariable(tuple(sequence_items(tx, seq))))
+
+
+@handler("FOR_ITER")
+def FOR_ITER(tx, inst):
+    it = tx.peek()
+    if not isinstance(it, IteratorVariable):
+        tx.unsupported("unsupported_iteration", f"iterating a {it.python_type().__name__}")
+    if it.index < len(it.items):
+        tx.pop()
+        tx.push(IteratorVariable(it.items, it.index + 1), it.items[it.index])
+    else:
+        tx.pop()
+        tx.jump(inst)
+
+
+@handler("END_FOR")
+def END_FOR(tx, inst):
+    tx.popn(2)

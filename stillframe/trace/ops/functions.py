@@ -1,0 +1,60 @@
+"""Calls: ``KW_NAMES``, ``CALL``, ``CALL_FUNCTION_EX``."""
+
+from __future__ import annotations
+
+from ...variables.base import NULL, DictVariable, NullVariable
+from ...variables.calls import call, const_value, sequence_items
+from ..interpreter import handler
+
+
+@handler("KW_NAMES")
+def KW_NAMES(tx, inst):
+    tx.set_frame(tx.frame.with_kw_names(tuple(inst.argval)))
+
+
+@handler("CALL")
+def CALL(tx, inst):
+    """Stack: ``[NULL, callable, args...]`` or ``[callable, self, args...]``; the last ``len(kw_names)`` are keywords."""
+    kw_names = tx.frame.kw_names
+    if kw_names:
+        tx.set_frame(tx.frame.with_kw_names(()))
+    args = tx.popn(inst.arg)
+    second = tx.pop()
+    first = tx.pop()
+    if isinstance(first, NullVariable):
+        fn = second
+    else:
+        fn, args = first, [second, *args]
+    kwargs = {}
+    if kw_names:
+        values = args[-len(kw_names):]
+        args = args[:-len(kw_names)]
+        kwargs = dict(zip(kw_names, values))
+    call(tx, fn, args, kwargs)
+
+
+@handler("CALL_FUNCTION_EX")
+def CALL_FUNCTION_EX(tx, inst):
+    kwargs_var = tx.pop() if inst.arg & 1 else None
+    args_var = tx.pop()
+    fn = tx.pop()
+    below = tx.pop()
+    if not isinstance(below, NullVariable):  # a method form: [callable, self]
+        fn, args = below, [fn, *sequence_items(tx, args_var)]
+    else:
+        args = list(sequence_items(tx, args_var))
+    kwargs = {}
+    if kwargs_var is not None:
+        if not isinstance(kwargs_var, DictVariable):
+            tx.unsupported("unsupported_call", "** of a value that is not a dict")
+        kwargs = {const_value(tx, _k(k)): v for k, v in tx.dict_entry(kwargs_var).items}
+    call(tx, fn, args, kwargs)
+
+
+def _k(key):
+    from ...variables.base import ConstantVariable
+
+    return ConstantVariable(key)
+
+
+_ = NULL

@@ -1,0 +1,152 @@
+"""Names: locals, constants, globals, cells and attributes (``LOAD_FAST``, ``LOAD_GLOBAL``, ``LOAD_ATTR`` ...)."""
+
+from __future__ import annotations
+
+import builtins
+
+from ...guards.source import GlobalSource
+from ...variables.attrs import getattr_var
+from ...variables.base import NULL, ConstantVariable, LazyArgument, TupleVariable
+from ...variables.builder import wrap
+from ..interpreter import handler
+
+
+def _const(value):
+    if type(value) is tuple:
+        return TupleVariable(tuple(_const(v) for v in value))
+    if type(value) is frozenset:
+        return ConstantVariable(value)
+    return ConstantVariable(value)
+
+
+@handler("LOAD_CONST")
+def LOAD_CONST(tx, inst):
+    tx.push(_const(inst.argval))
+
+
+def load_local(tx, name):
+    """The value of local ``name``, wrapping a lazily bound argument on first read."""
+    frame = tx.frame
+    value = frame.locals.get(name)
+    if isinstance(value, LazyArgument):
+        value = wrap(tx, value.value, value.source)
+        frame = tx.frame
+        tx.set_frame(frame.with_locals(frame.locals.set(name, value)))
+    return value
+
+
+@handler("LOAD_FAST")
+def LOAD_FAST(tx, inst):
+    value = load_local(tx, inst.argval)
+    if value is None:
+        tx.user_error(UnboundLocalError(
+            f"cannot access local variable '{inst.argval}' where it is not associated with a value"))
+    tx.push(value)
+
+
+@handler("LOAD_FAST_CHECK")
+def LOAD_FAST_CHECK(tx, inst):
+    LOAD_FAST(tx, inst)
+
+
+@handler("LOAD_FAST_AND_CLEAR")
+def LOAD_FAST_AND_CLEAR(tx, inst):
+    frame = tx.frame
+    value = load_local(tx, inst.argval)
+    frame = tx.frame
+    tx.set_frame(frame.with_locals(frame.locals.delete(inst.argval) if value is not None else frame.locals))
+    tx.push(value if value is not None else NULL)
+
+
+@handler("STORE_FAST")
+def STORE_FAST(tx, inst):
+    value = tx.pop()
+    frame = tx.frame
+    if value is NULL:  # 3.12 comprehensions restore a cleared local
+        tx.set_frame(frame.with_locals(frame.locals.delete(inst.argval) if inst.argval in frame.locals
+                                       else frame.locals))
+        return
+    tx.set_frame(frame.with_locals(frame.locals.set(inst.argval, value)))
+
+
+@handler("DELETE_FAST")
+def DELETE_FAST(tx, inst):
+    frame = tx.frame
+    if inst.argval not in frame.locals:
+        tx.user_error(UnboundLocalError(
+            f"cannot access local variable '{inst.argval}' where it is not associated with a value"))
+    tx.set_frame(frame.with_locals(frame.locals.delete(inst.argval)))
+
+
+@handler("LOAD_GLOBAL")
+def LOAD_GLOBAL(tx, inst):
+    name = inst.argval
+    frame = tx.frame
+    if inst.push_null:
+        tx.push(NULL)
+    if name in frame.globals:
+        tx.push(wrap(tx, frame.globals[name], GlobalSource(name, frame.globals_module)))
+        return
+    b = frame.globals.get("__builtins__", builtins)
+    table = b if isinstance(b, dict) else vars(b)
+    if name not in table:
+        tx.user_error(NameError(f"name '{name}' is not defined"))
+    tx.push(wrap(tx, table[name], None))
+
+
+@handler("MAKE_CELL")
+def MAKE_CELL(tx, inst):
+    oid = tx.new_cell(load_local(tx, inst.argval))
+    frame = tx.frame
+    tx.set_frame(frame.with_cells(frame.cells.set(inst.argval, oid)))
+
+
+@handler("LOAD_DEREF")
+def LOAD_DEREF(tx, inst):
+    cell = tx.frame.cells.get(inst.argval)
+    if isinstance(cell, int):
+        contents = tx.heap(cell).contents
+        if contents is None:
+            tx.user_error(NameError(f"cannot access free variable '{inst.argval}' where it is not associated "
+                                    "with a value in enclosing scope"))
+        tx.push(contents)
+        return
+    _, real_cell, source = cell
+    try:
+        contents = real_cell.cell_contents
+    except ValueError:
+        tx.user_error(NameError(f"cannot access free variable '{inst.argval}' where it is not associated with "
+                                "a value in enclosing scope"))
+    tx.push(wrap(tx, contents, source))
+
+
+@handler("STORE_DEREF")
+def STORE_DEREF(tx, inst):
+    value = tx.pop()
+    cell = tx.frame.cells.get(inst.argval)
+    if isinstance(cell, int):
+        from ...variables.base import CellEntry
+
+        tx.heap_set(cell, CellEntry(value))
+        return
+    tx.unsupported("side_effect", f"assigning the closure variable '{inst.argval}' of an outer function",
+                   ("side effects on outside objects are replayed in a later release",))
+
+
+@handler("LOAD_ATTR")
+def LOAD_ATTR(tx, inst):
+    obj = tx.pop()
+    tx.push(getattr_var(tx, obj, inst.argval))
+
+
+@handler("LOAD_METHOD")
+def LOAD_METHOD(tx, inst):
+    obj = tx.pop()
+    attr = getattr_var(tx, obj, inst.argval)
+    tx.push(NULL, attr)
+
+
+@handler("STORE_ATTR")
+def STORE_ATTR(tx, inst):
+    tx.unsupported("side_effect", f"assigning the attribute .{inst.argval} of an object",
+                   ("side effects on outside objects are replayed in a later release",))

@@ -1,0 +1,145 @@
+"""The persistent trace state: frames, heap, guards, side effects -- all immutable.
+
+``TraceState`` is the whole state of the symbolic interpreter. Every field is
+either an immutable value (tuples of frozen dataclasses) or a persistent map
+(``immutables.Map``, a HAMT: ``m.set(k, v)`` returns a new map sharing
+structure with ``m``). Interpreting an instruction maps one state to the next;
+nothing is ever updated in place (DESIGN invariant 2).
+
+Checkpoint and rollback are therefore O(1)::
+
+    token = tracer.checkpoint()   # (state reference, number of FX nodes)
+    ...                           # interpret any instructions
+    tracer.restore(token)         # state = token.state; erase FX nodes past the mark
+
+The FX graph is the one append-only structure outside the state; it rolls
+back by erasing the nodes added after the mark (:mod:`stillframe.graph.builder`).
+
+Strategy, field by field:
+
+* ``frames``: a tuple of :class:`Frame` (innermost last). A frame's value stack
+  is a tuple (short: copying it is cheaper than a linked list), its locals and
+  cells are ``immutables.Map`` keyed by variable name.
+* ``heap``: ``immutables.Map`` from object id to an immutable entry
+  (``TensorEntry``, ``ListEntry``, ``DictEntry``, ``CellEntry``). Aliasing is
+  sharing an id.
+* ``guards``: ``immutables.Map`` keyed by the guard's expression, so a guard
+  added twice is one guard and a rollback drops guards added after the mark.
+* ``inputs``: :class:`PLog` of ``(source, tid)`` graph inputs, in placeholder order.
+* ``memo``: ``immutables.Map`` from a source name / ``id()`` of a live object
+  to the VT built for it, so a value read twice is one identity.
+* ``fakes``: ``immutables.Map`` from ``id(fake tensor)`` to tid, to find the
+  tracked base of a view returned by an op.
+* ``side_effects``: :class:`PLog` of recorded mutations of outside objects.
+* ``grad_enabled``: the grad mode the traced code runs under.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import immutables
+
+from ..bytecode import Bytecode
+
+
+@dataclass(frozen=True, slots=True)
+class PLog:
+    """A persistent append-only log (a cons list): ``log.append(x)`` is O(1) and returns a new log."""
+
+    head: Any = None
+    tail: "PLog | None" = None
+    length: int = 0
+
+    def append(self, item: Any) -> "PLog":
+        return PLog(item, self, self.length + 1)
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __iter__(self) -> Iterator[Any]:
+        items = []
+        node: PLog | None = self
+        while node is not None and node.length:
+            items.append(node.head)
+            node = node.tail
+        return iter(reversed(items))
+
+
+EMPTY_LOG = PLog()
+EMPTY_MAP: immutables.Map = immutables.Map()
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One symbolic Python frame: its code, instruction pointer, value stack, locals and cells.
+
+    ``ip`` is the index of the next instruction. ``fn_source`` and ``globals``
+    say how this frame's globals and closure are reached from the compiled
+    frame (for sources of values it loads). ``kw_names`` holds the names set
+    by ``KW_NAMES`` for the next ``CALL``.
+    """
+
+    code: Bytecode
+    ip: int
+    stack: tuple
+    locals: immutables.Map
+    cells: immutables.Map
+    globals: dict
+    globals_module: str | None
+    fn: Any = None
+    fn_source: Any = None
+    kw_names: tuple = ()
+
+    def with_stack(self, stack: tuple) -> "Frame":
+        return Frame(self.code, self.ip, stack, self.locals, self.cells, self.globals, self.globals_module,
+                     self.fn, self.fn_source, self.kw_names)
+
+    def with_ip(self, ip: int) -> "Frame":
+        return Frame(self.code, ip, self.stack, self.locals, self.cells, self.globals, self.globals_module,
+                     self.fn, self.fn_source, self.kw_names)
+
+    def with_locals(self, locals: immutables.Map) -> "Frame":
+        return Frame(self.code, self.ip, self.stack, locals, self.cells, self.globals, self.globals_module,
+                     self.fn, self.fn_source, self.kw_names)
+
+    def with_cells(self, cells: immutables.Map) -> "Frame":
+        return Frame(self.code, self.ip, self.stack, self.locals, cells, self.globals, self.globals_module,
+                     self.fn, self.fn_source, self.kw_names)
+
+    def with_kw_names(self, kw_names: tuple) -> "Frame":
+        return Frame(self.code, self.ip, self.stack, self.locals, self.cells, self.globals, self.globals_module,
+                     self.fn, self.fn_source, kw_names)
+
+
+@dataclass(frozen=True, slots=True)
+class TraceState:
+    """The complete, immutable state of one trace (see the module docstring for the strategy)."""
+
+    frames: tuple
+    heap: immutables.Map = EMPTY_MAP
+    guards: immutables.Map = EMPTY_MAP
+    inputs: PLog = EMPTY_LOG
+    memo: immutables.Map = EMPTY_MAP
+    fakes: immutables.Map = EMPTY_MAP
+    side_effects: PLog = EMPTY_LOG
+    grad_enabled: bool = True
+    next_id: int = 0
+
+    def replace(self, **changes: Any) -> "TraceState":
+        fields = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        fields.update(changes)
+        return TraceState(**fields)
+
+    def with_top(self, frame: Frame) -> "TraceState":
+        return TraceState(self.frames[:-1] + (frame,), self.heap, self.guards, self.inputs, self.memo, self.fakes,
+                          self.side_effects, self.grad_enabled, self.next_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A token from ``checkpoint()``: the state reference and the FX graph's length at that moment."""
+
+    state: TraceState
+    graph_mark: int

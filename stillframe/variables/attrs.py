@@ -1,0 +1,205 @@
+"""Attribute reads on VariableTrackers (``LOAD_ATTR`` / ``LOAD_METHOD`` / ``getattr``).
+
+Live objects (modules, user objects, Python modules) are read with Python's
+own lookup order, statically (``type(obj).__mro__`` and the instance dict, as
+``inspect.getattr_static`` does) so no user code runs at trace time: data
+descriptors such as ``property`` are inlined, functions found on the class
+become bound methods, and plain values are wrapped with an ``AttrSource`` and
+guarded. ``nn.Module`` parameters, buffers and submodules come from
+``_parameters`` / ``_buffers`` / ``_modules`` as ``Module.__getattr__`` does.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import immutables
+import torch
+
+from ..guards.guard import Guard
+from ..guards.source import AttrSource
+from ..tensors.ops import call_tensor_op
+from .base import (
+    ConstantVariable,
+    NNModuleVariable,
+    PythonObjectVariable,
+    TensorMethodVariable,
+    TensorVariable,
+    TupleVariable,
+    UserFunctionVariable,
+    UserMethodVariable,
+    VariableTracker,
+)
+from .builder import TRUSTED_MODULES, wrap
+
+EMPTY_CELLS: immutables.Map = immutables.Map()
+
+# Tensor attributes that are views computed by a property: recorded as ``getattr`` nodes.
+TENSOR_VIEW_PROPERTIES = {"T", "mT", "H", "mH", "real", "imag"}
+_MISSING = object()
+
+
+def module_hooks_guard(tx: Any, mod: NNModuleVariable) -> None:
+    """Guard that ``mod`` (and the global hook registries) still have no forward hooks."""
+    if mod.source is not None:
+        tx.add_guard(Guard(mod.source, "NO_HOOKS"))
+    tx.add_guard(Guard(None, "GLOBAL", ("global_hooks", True)))
+
+
+def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
+    """``obj.name`` as a VT; a missing attribute raises the user's AttributeError."""
+    if isinstance(obj, TensorVariable):
+        return tensor_attr(tx, obj, name)
+    if isinstance(obj, NNModuleVariable):
+        return module_attr(tx, obj, name)
+    if isinstance(obj, PythonObjectVariable):
+        return object_attr(tx, obj, obj.value, name)
+    if isinstance(obj, TupleVariable) and obj.cls is not tuple:
+        fields = getattr(obj.cls, "_fields", None) or getattr(obj.cls, "__match_args__", None)
+        if fields and name in fields:
+            return obj.items[list(fields).index(name)]
+    if isinstance(obj, ConstantVariable):
+        try:
+            value = getattr(obj.value, name)
+        except AttributeError as e:
+            tx.user_error(e)
+        if callable(value) and not isinstance(value, type):
+            return PythonObjectVariable(value)
+        return wrap(tx, value, None)
+    if isinstance(obj, (UserFunctionVariable,)) and name in ("__name__", "__qualname__", "__module__", "__doc__"):
+        return ConstantVariable(getattr(obj.fn, name))
+    tx.unsupported("unsupported_attribute", f"reading .{name} of a {obj.python_type().__name__} value")
+
+
+def has_attr(tx: Any, obj: VariableTracker, name: str) -> bool:
+    if isinstance(obj, NNModuleVariable):
+        m = obj.module
+        return name in m._parameters or name in m._buffers or name in m._modules or \
+            _static_lookup(m, name) is not _MISSING
+    if isinstance(obj, PythonObjectVariable):
+        return _static_lookup(obj.value, name) is not _MISSING
+    if isinstance(obj, TensorVariable):
+        return hasattr(torch.Tensor, name)
+    if isinstance(obj, ConstantVariable):
+        return hasattr(obj.value, name)
+    tx.unsupported("unsupported_attribute", f"hasattr() on a {obj.python_type().__name__} value")
+
+
+def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
+    meta = tx.tensor(var).meta
+    if name in ("shape",):
+        return TupleVariable(tuple(ConstantVariable(s) for s in meta.shape), torch.Size)
+    if name == "ndim":
+        return ConstantVariable(len(meta.shape))
+    if name in ("dtype", "device", "layout", "requires_grad", "is_leaf"):
+        return ConstantVariable(getattr(meta, name))
+    if name == "grad_fn":
+        if not meta.has_grad_fn:
+            return ConstantVariable(None)
+        tx.unsupported("unsupported_attribute", "reading .grad_fn of a tensor that has one")
+    if name in TENSOR_VIEW_PROPERTIES:
+        import builtins
+
+        return call_tensor_op(tx, "call_function", builtins.getattr, (var, ConstantVariable(name)), {})
+    if name in ("grad", "data", "_base"):
+        tx.unsupported("unsupported_attribute", f"reading .{name} of a tensor inside a compiled function")
+    attr = getattr(torch.Tensor, name, _MISSING)
+    if attr is _MISSING:
+        tx.user_error(AttributeError(f"'Tensor' object has no attribute '{name}'"))
+    if callable(attr) and not isinstance(attr, property):
+        return TensorMethodVariable(name, var)
+    value = getattr(tx.tensor(var).fake, name)
+    from .builder import is_constant
+
+    if is_constant(value):
+        return ConstantVariable(value)
+    tx.unsupported("unsupported_attribute", f"reading .{name} of a tensor")
+
+
+def module_attr(tx: Any, var: NNModuleVariable, name: str) -> VariableTracker:
+    m = var.module
+    src = AttrSource(var.source, name) if var.source is not None else None
+    if name in m.__dict__.get("_parameters", {}):
+        return wrap(tx, m._parameters[name], src)
+    if name in m.__dict__.get("_buffers", {}):
+        return wrap(tx, m._buffers[name], src)
+    if name in m.__dict__.get("_modules", {}):
+        return wrap(tx, m._modules[name], src)
+    found = _static_lookup(m, name)
+    if found is _MISSING:
+        if type(m).__getattr__ is not torch.nn.Module.__getattr__:
+            tx.unsupported("unsupported_attribute", f"{type(m).__name__} defines __getattr__")
+        tx.user_error(AttributeError(f"'{type(m).__name__}' object has no attribute '{name}'"))
+    return _bind_found(tx, var, m, name, found, src)
+
+
+def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> VariableTracker:
+    src = AttrSource(var.source, name) if var.source is not None else None
+    if isinstance(value, types.ModuleType):
+        if not hasattr(value, name):
+            tx.user_error(AttributeError(f"module '{value.__name__}' has no attribute '{name}'"))
+        return wrap(tx, getattr(value, name), src, trusted=any(value is m for m in TRUSTED_MODULES))
+    if isinstance(value, type):
+        found = _static_lookup_type(value, name)
+        if found is _MISSING:
+            tx.user_error(AttributeError(f"type object '{value.__name__}' has no attribute '{name}'"))
+        if isinstance(found, staticmethod):
+            return wrap(tx, found.__func__, src)
+        if isinstance(found, classmethod):
+            return UserMethodVariable(found.__func__, var)
+        return wrap(tx, getattr(value, name), src, trusted=value.__module__.startswith("torch"))
+    found = _static_lookup(value, name)
+    if found is _MISSING:
+        if hasattr(type(value), "__getattr__"):
+            tx.unsupported("unsupported_attribute", f"{type(value).__name__} defines __getattr__")
+        tx.user_error(AttributeError(f"'{type(value).__name__}' object has no attribute '{name}'"))
+    return _bind_found(tx, var, value, name, found, src)
+
+
+def _bind_found(tx: Any, var: VariableTracker, obj: Any, name: str, found: tuple, src: Any) -> VariableTracker:
+    where, attr = found
+    if where == "instance":
+        return wrap(tx, attr, src)
+    # found on the class
+    if isinstance(attr, property):
+        if attr.fget is None:
+            tx.user_error(AttributeError(f"property '{name}' has no getter"))
+        from .calls import inline_call
+
+        depth = len(tx.state.frames)
+        inline_call(tx, attr.fget, None, [var], {})
+        return tx.run_until_return(depth)
+    if isinstance(attr, staticmethod):
+        return wrap(tx, attr.__func__, None)
+    if isinstance(attr, classmethod):
+        return UserMethodVariable(attr.__func__, PythonObjectVariable(type(obj)))
+    if isinstance(attr, types.FunctionType):
+        return UserMethodVariable(attr, var)
+    if hasattr(type(attr), "__get__") and not isinstance(attr, (int, float, str, bool, tuple, type(None))):
+        if hasattr(type(attr), "__set__"):  # slots members and other data descriptors: read the live value
+            return wrap(tx, getattr(obj, name), src)
+        tx.unsupported("unsupported_attribute", f"the descriptor {type(attr).__name__} at .{name}")
+    return wrap(tx, attr, None) if src is None else wrap(tx, getattr(obj, name), src)
+
+
+def _static_lookup_type(cls: type, name: str) -> Any:
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return _MISSING
+
+
+def _static_lookup(obj: Any, name: str) -> Any:
+    """Python's attribute lookup order, without running user code: ``('instance'|'class', value)`` or _MISSING."""
+    cls_attr = _static_lookup_type(type(obj), name)
+    if cls_attr is not _MISSING and hasattr(type(cls_attr), "__set__") and not isinstance(cls_attr, property):
+        return ("class", cls_attr)
+    if isinstance(cls_attr, property):
+        return ("class", cls_attr)
+    inst = getattr(obj, "__dict__", None)
+    if inst is not None and name in inst:
+        return ("instance", inst[name])
+    if cls_attr is not _MISSING:
+        return ("class", cls_attr)
+    return _MISSING

@@ -1,0 +1,278 @@
+"""VariableTrackers: the immutable symbolic values on the interpreter's stacks.
+
+A VariableTracker (VT) stands for one Python value during tracing. It is a
+frozen, slotted dataclass (DESIGN invariant 1): nothing changes it after it is
+built. Values with identity that can change -- tensors, lists, dicts, cells --
+are *references* (an int id) into the persistent heap of the trace state, so
+two names bound to the same list or tensor see the same contents::
+
+    ConstantVariable(3)                      # a Python constant, folded at trace time
+    TensorVariable(tid=7)                    # heap[7] is the TensorEntry of its current version
+    ListVariable(oid=9)                      # heap[9] is a ListEntry (items: tuple of VTs)
+    TupleVariable((TensorVariable(7), ConstantVariable(None)))
+
+``source`` (where present) says where the value lives in the caller's world
+(:mod:`stillframe.guards.source`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..guards.source import Source
+
+
+class VariableTracker:
+    """Base class of all VTs."""
+
+    __slots__ = ()
+    source: Source | None = None
+
+    def python_type(self) -> type:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class NullVariable(VariableTracker):
+    """CPython's NULL stack marker (pushed by ``PUSH_NULL`` / ``LOAD_GLOBAL`` with the NULL bit)."""
+
+
+NULL = NullVariable()
+
+
+@dataclass(frozen=True, slots=True)
+class ConstantVariable(VariableTracker):
+    """A Python value that is fixed for this trace: int, float, bool, str, None, dtype, device, Ellipsis ..."""
+
+    value: Any
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class TensorVariable(VariableTracker):
+    """A tensor identity; its metadata, fake tensor and FX node live in ``heap[tid]``."""
+
+    tid: int
+
+    def python_type(self) -> type:
+        import torch
+
+        return torch.Tensor
+
+
+@dataclass(frozen=True, slots=True)
+class TupleVariable(VariableTracker):
+    """A tuple (or ``torch.Size``, or a named tuple / structseq when ``cls`` says so)."""
+
+    items: tuple
+    cls: type = tuple
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return self.cls
+
+
+@dataclass(frozen=True, slots=True)
+class SliceVariable(VariableTracker):
+    """``slice(start, stop, step)`` whose parts are VTs."""
+
+    start: VariableTracker
+    stop: VariableTracker
+    step: VariableTracker
+
+    def python_type(self) -> type:
+        return slice
+
+
+@dataclass(frozen=True, slots=True)
+class ListVariable(VariableTracker):
+    """A reference to a list in the heap (``heap[oid]`` is a ``ListEntry``)."""
+
+    oid: int
+
+    def python_type(self) -> type:
+        return list
+
+
+@dataclass(frozen=True, slots=True)
+class DictVariable(VariableTracker):
+    """A reference to a dict in the heap (``heap[oid]`` is a ``DictEntry``)."""
+
+    oid: int
+
+    def python_type(self) -> type:
+        return dict
+
+
+@dataclass(frozen=True, slots=True)
+class RangeVariable(VariableTracker):
+    """``range(start, stop, step)`` over constants."""
+
+    value: range
+
+    def python_type(self) -> type:
+        return range
+
+
+@dataclass(frozen=True, slots=True)
+class IteratorVariable(VariableTracker):
+    """An iterator over a fixed sequence of VTs, at position ``index`` (a new value per step)."""
+
+    items: tuple
+    index: int = 0
+
+    def python_type(self) -> type:
+        return type(iter(()))
+
+
+@dataclass(frozen=True, slots=True)
+class UserFunctionVariable(VariableTracker):
+    """A Python function whose bytecode is inlined when called."""
+
+    fn: Any
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+
+@dataclass(frozen=True, slots=True)
+class UserMethodVariable(VariableTracker):
+    """A Python function bound to ``self_var`` (a method), inlined when called."""
+
+    fn: Any
+    self_var: VariableTracker
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        import types
+
+        return types.MethodType
+
+
+@dataclass(frozen=True, slots=True)
+class TorchFunctionVariable(VariableTracker):
+    """A function from torch (``torch.add``, ``F.relu``, ``operator.add`` on tensors ...) that becomes a graph node."""
+
+    fn: Any
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+
+@dataclass(frozen=True, slots=True)
+class TensorMethodVariable(VariableTracker):
+    """``tensor.name`` as a bound method (``x.view``, ``x.add_``); calling it becomes a ``call_method`` node."""
+
+    name: str
+    self_var: TensorVariable
+
+    def python_type(self) -> type:
+        import types
+
+        return types.BuiltinMethodType
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltinVariable(VariableTracker):
+    """A Python builtin (``len``, ``isinstance``, ``getattr`` ...) with a rule in :mod:`stillframe.variables.builtins`."""
+
+    fn: Any
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+
+@dataclass(frozen=True, slots=True)
+class NNModuleVariable(VariableTracker):
+    """A live ``torch.nn.Module`` reached through ``source``; its attributes are read from the real module."""
+
+    module: Any
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return type(self.module)
+
+
+@dataclass(frozen=True, slots=True)
+class PythonObjectVariable(VariableTracker):
+    """Any other live Python object (a module like ``math``, a class, a user object, a config) read through ``source``.
+
+    Reading its attributes wraps the attribute's live value with an
+    ``AttrSource``; calling it needs a rule (builtins table, class
+    construction) or it is unsupported.
+    """
+
+    value: Any
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class CellVariable(VariableTracker):
+    """A closure cell created during the trace (``MAKE_CELL``); contents in ``heap[oid]``."""
+
+    oid: int
+
+
+@dataclass(frozen=True, slots=True)
+class LazyArgument(VariableTracker):
+    """An argument of the compiled frame not read yet: wrapped (and guarded) on its first ``LOAD_FAST``.
+
+    Arguments the traced code never reads are therefore never guarded.
+    """
+
+    value: Any
+    source: Source
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class ListEntry:
+    """Heap record of a list: its items, and the source of the real list if it came from the caller."""
+
+    items: tuple
+    source: Source | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DictEntry:
+    """Heap record of a dict: ``items`` is a tuple of ``(key, VT)`` pairs in insertion order; keys are Python constants."""
+
+    items: tuple
+    source: Source | None = None
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        for k, v in self.items:
+            if type(k) is type(key) and k == key:
+                return v
+        return default
+
+    def set(self, key: Any, value: Any) -> "DictEntry":
+        items = list(self.items)
+        for i, (k, _) in enumerate(items):
+            if type(k) is type(key) and k == key:
+                items[i] = (k, value)
+                break
+        else:
+            items.append((key, value))
+        return DictEntry(tuple(items), self.source)
+
+
+@dataclass(frozen=True, slots=True)
+class CellEntry:
+    """Heap record of a cell created in the trace: its contents (``None`` means empty)."""
+
+    contents: VariableTracker | None = None
+
+

@@ -1,0 +1,198 @@
+"""Wrapping live Python values that enter the trace, with their Source and guards.
+
+``wrap(tx, value, source)`` turns a value read from the caller's world (an
+argument, a global, a module attribute, a closure cell) into a VT and installs
+the guards that make the trace valid for it, from its state *now*, before the
+traced code could change it (DESIGN invariant 5)::
+
+    wrap(tx, torch.randn(2, 3), LocalSource("x"))
+        -> TensorVariable(tid)     + Guard(L['x'], TENSOR, (Tensor, float32, cpu, (2, 3), (3, 1), 0, False, True, False))
+    wrap(tx, 3, LocalSource("n"))
+        -> ConstantVariable(3)     + Guard(L['n'], EQUALS, 3)
+
+A value reached twice (by one source, or by two sources that are the same
+object) is wrapped once, so tensor identity and aliasing are preserved.
+"""
+
+from __future__ import annotations
+
+import builtins
+import enum
+import functools
+import math
+import operator
+import types
+from typing import Any
+
+import torch
+
+from ..guards.guard import Guard, tensor_signature
+from ..guards.source import GetItemSource, Source
+from ..tensors.meta import TensorEntry
+from .base import (
+    BuiltinVariable,
+    ConstantVariable,
+    NNModuleVariable,
+    PythonObjectVariable,
+    TorchFunctionVariable,
+    TensorVariable,
+    TupleVariable,
+    UserFunctionVariable,
+    VariableTracker,
+)
+
+CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
+                  torch.dtype, torch.device, torch.layout, torch.memory_format, enum.Enum)
+
+# Modules whose attributes are stable: reading ``torch.add`` guards ``torch`` only.
+TRUSTED_MODULES = (torch, math, operator, builtins, functools, torch.nn.functional, torch.linalg, torch.fft,
+                   torch.special)
+
+
+def is_constant(value: Any) -> bool:
+    return isinstance(value, CONSTANT_TYPES)
+
+
+def is_torch_callable(value: Any) -> bool:
+    """A callable from torch's own namespace that becomes an FX node (``torch.add``, ``F.relu``, ``Tensor.add``)."""
+    if isinstance(value, (types.BuiltinFunctionType, types.FunctionType, types.MethodDescriptorType,
+                          types.WrapperDescriptorType, types.BuiltinMethodType)) or callable(value):
+        module = getattr(value, "__module__", None) or ""
+        if isinstance(value, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+            return getattr(value, "__objclass__", None) in (torch.Tensor, torch._C.TensorBase)
+        if isinstance(value, type):
+            return False
+        return module == "torch" or module.startswith(("torch.", "torch._C"))
+    return False
+
+
+def wrap(tx: Any, value: Any, source: Source | None, trusted: bool = False) -> VariableTracker:
+    """Wrap ``value`` (read from ``source``; ``None`` for values with no outside home) and guard it.
+
+    ``trusted``: the value is an attribute of a module whose attributes do not
+    change (``torch.add``): it needs no identity guard of its own.
+    """
+    memo = tx.state.memo
+    if source is not None:
+        hit = memo.get(source.name)
+        if hit is not None:
+            return hit
+    var = _wrap(tx, value, source, trusted)
+    if source is not None:
+        tx.state = tx.state.replace(memo=tx.state.memo.set(source.name, var))
+    return var
+
+
+def _guard(tx: Any, source: Source | None, kind: str, expected: Any = None) -> None:
+    if source is not None:
+        tx.add_guard(Guard(source, kind, expected))
+
+
+def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> VariableTracker:
+    if isinstance(value, torch.Tensor):
+        return wrap_tensor(tx, value, source)
+    if value is None or value is True or value is False or value is Ellipsis:
+        _guard(tx, source, "IS", value)
+        return ConstantVariable(value, source)
+    if is_constant(value):
+        _guard(tx, source, "EQUALS", value)
+        return ConstantVariable(value, source)
+    if isinstance(value, torch.nn.Module):
+        return _identity(tx, value, source, lambda: NNModuleVariable(value, source))
+    if type(value) is tuple or isinstance(value, torch.Size) or _is_namedtuple(value):
+        _guard(tx, source, "TYPE", type(value))
+        _guard(tx, source, "LEN", len(value))
+        items = tuple(wrap(tx, item, GetItemSource(source, i) if source else None) for i, item in enumerate(value))
+        return TupleVariable(items, type(value), source)
+    if type(value) is list:
+        return _identity(tx, value, source, lambda: _wrap_list(tx, value, source))
+    if type(value) is dict:
+        return _identity(tx, value, source, lambda: _wrap_dict(tx, value, source))
+    if isinstance(value, types.FunctionType):
+        return _identity(tx, value, source, lambda: UserFunctionVariable(value, source))
+    if id(value) in _BUILTIN_IDS:
+        if not trusted:
+            _guard(tx, source, "ID", id(value))
+        return BuiltinVariable(value, source)
+    if is_torch_callable(value):
+        if not trusted:
+            _guard(tx, source, "ID", id(value))
+        return TorchFunctionVariable(value, source)
+    if isinstance(value, types.ModuleType) or isinstance(value, type) or callable(value):
+        if not trusted:
+            _guard(tx, source, "ID", id(value))
+        tx.keepalive.append(value)
+        return PythonObjectVariable(value, source)
+    _guard(tx, source, "TYPE", type(value))
+    return PythonObjectVariable(value, source)
+
+
+_BUILTIN_IDS = {id(v) for v in vars(builtins).values() if callable(v)}
+
+
+def _is_namedtuple(value: Any) -> bool:
+    return isinstance(value, tuple) and (hasattr(type(value), "_fields") or hasattr(type(value), "n_fields"))
+
+
+def _identity(tx: Any, value: Any, source: Source | None, build: Any) -> VariableTracker:
+    """Objects with identity: one VT per live object; a second source gets a SAME guard."""
+    key = ("id", id(value))
+    hit = tx.state.memo.get(key)
+    if hit is not None:
+        if source is not None and hit.source is not None:
+            _guard(tx, source, "SAME", hit.source)
+        return hit
+    if isinstance(value, torch.nn.Module):
+        _guard(tx, source, "ID", id(value))
+    elif isinstance(value, types.FunctionType):
+        _guard(tx, source, "ID", id(value))
+    var = build()
+    tx.state = tx.state.replace(memo=tx.state.memo.set(key, var))
+    tx.keepalive.append(value)
+    return var
+
+
+def _wrap_list(tx: Any, value: list, source: Source | None) -> VariableTracker:
+    _guard(tx, source, "TYPE", list)
+    _guard(tx, source, "LEN", len(value))
+    items = tuple(wrap(tx, item, GetItemSource(source, i) if source else None) for i, item in enumerate(value))
+    return tx.new_list(items, source)
+
+
+def _wrap_dict(tx: Any, value: dict, source: Source | None) -> VariableTracker:
+    _guard(tx, source, "TYPE", dict)
+    keys = list(value.keys())
+    if not all(is_constant(k) for k in keys):
+        tx.unsupported("dict_keys", "a dict whose keys are not Python constants")
+    _guard(tx, source, "KEYS", tuple(keys))
+    items = tuple((k, wrap(tx, v, GetItemSource(source, k) if source else None)) for k, v in value.items())
+    return tx.new_dict(items, source)
+
+
+def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> VariableTracker:
+    """A live tensor entering the trace: a graph input (placeholder) guarded by its entry snapshot."""
+    key = ("id", id(value))
+    hit = tx.state.memo.get(key)
+    if hit is not None:
+        if source is not None and tx.tensor(hit).source is not None:
+            _guard(tx, source, "SAME", tx.tensor(hit).source)
+        return hit
+    if source is None:
+        tx.unsupported("constant_tensor", "a tensor with no source (created outside the trace and reached "
+                       "through an object stillframe cannot name)")
+    if type(value) not in (torch.Tensor, torch.nn.Parameter) and not isinstance(value, torch.nn.parameter.Buffer):
+        tx.unsupported("tensor_subclass", f"tensor subclass {type(value).__name__} is not supported")
+    _guard(tx, source, "TENSOR", tensor_signature(value))
+    fake = tx.fake_mode.from_tensor(value)
+    existing = tx.state.fakes.get(id(fake))
+    node = tx.graph.placeholder(source.name, value)
+    if existing is not None:  # a hidden base (seen as the base of a view) now read directly
+        entry = tx.state.heap[existing]
+        tx.heap_set(existing, TensorEntry(entry.meta, entry.fake, node, source))
+        var = TensorVariable(existing)
+    else:
+        var = tx.new_tensor(fake, node, source)
+    tx.state = tx.state.replace(memo=tx.state.memo.set(key, var),
+                                inputs=tx.state.inputs.append((source, var.tid)))
+    tx.input_values[var.tid] = value
+    return var

@@ -1,0 +1,533 @@
+"""Calling a VariableTracker: inline Python, record torch ops, fold builtins on constants.
+
+``call(tx, fn, args, kwargs)`` either pushes the result on the current stack
+or, for a user function, pushes a child frame whose ``RETURN_VALUE`` will push
+the result later. Rules are keyed by the type of the callee's VT (a small,
+closed set) and, for builtins, by the builtin itself (``BUILTIN_RULES``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import operator
+import types
+from typing import Any, Callable
+
+import torch
+
+from ..bytecode import read
+from ..guards.source import CellContentsSource, DefaultSource, GlobalSource
+from ..tensors.ops import call_tensor_op, to_fake
+from ..trace.interpreter import Tracer, make_frame
+from .attrs import getattr_var, module_hooks_guard
+from .base import (
+    BuiltinVariable,
+    ConstantVariable,
+    DictVariable,
+    IteratorVariable,
+    ListVariable,
+    NNModuleVariable,
+    PythonObjectVariable,
+    RangeVariable,
+    SliceVariable,
+    TensorMethodVariable,
+    TensorVariable,
+    TorchFunctionVariable,
+    TupleVariable,
+    UserFunctionVariable,
+    UserMethodVariable,
+    VariableTracker,
+)
+from .builder import wrap
+
+# torch functions that are not graph ops but read global state or are context managers.
+def _is_grad_enabled(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    return ConstantVariable(tx.state.grad_enabled)
+
+
+TORCH_SPECIAL: dict[Any, Callable] = {
+    torch.is_grad_enabled: _is_grad_enabled,
+    torch.get_default_dtype: lambda tx, a, k: ConstantVariable(torch.get_default_dtype()),
+    torch.is_tensor: lambda tx, a, k: ConstantVariable(isinstance(a[0], TensorVariable)),
+    torch.is_floating_point: lambda tx, a, k: ConstantVariable(tx.tensor(a[0]).meta.dtype.is_floating_point),
+}
+
+TORCH_DENY = {torch.manual_seed, torch.seed, torch.save, torch.load, torch.compile, torch.set_grad_enabled,
+              torch.set_default_dtype, torch.use_deterministic_algorithms}
+
+# Pure functions folded at trace time when every argument is a constant.
+PURE_MODULES = (math, operator)
+
+
+def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
+    """Call ``fn`` with VT arguments; push the result (or a child frame that will push it)."""
+    if isinstance(fn, UserFunctionVariable):
+        return inline_call(tx, fn.fn, fn.source, list(args), kwargs)
+    if isinstance(fn, UserMethodVariable):
+        return inline_call(tx, fn.fn, fn.source, [fn.self_var, *args], kwargs)
+    if isinstance(fn, NNModuleVariable):
+        return call_module(tx, fn, args, kwargs)
+    if isinstance(fn, TensorMethodVariable):
+        return tx.push(call_tensor_op(tx, "call_method", fn.name, (fn.self_var, *args), kwargs))
+    if isinstance(fn, TorchFunctionVariable):
+        return tx.push(call_torch_function(tx, fn.fn, args, kwargs))
+    if isinstance(fn, BuiltinVariable):
+        return call_builtin(tx, fn.fn, args, kwargs)
+    if isinstance(fn, PythonObjectVariable):
+        return call_python_object(tx, fn, args, kwargs)
+    tx.unsupported("unsupported_call", f"calling a {fn.python_type().__name__} value")
+
+
+def call_torch_function(tx: Tracer, target: Any, args: list, kwargs: dict) -> VariableTracker:
+    special = TORCH_SPECIAL.get(target)
+    if special is not None:
+        return special(tx, args, kwargs)
+    if target in TORCH_DENY:
+        tx.unsupported("unsupported_call", f"calling {getattr(target, '__qualname__', target)} inside a compiled "
+                       "function", ("call it outside the compiled function",))
+    name = getattr(target, "__name__", "")
+    objclass = getattr(target, "__objclass__", None)
+    if objclass in (torch.Tensor, torch._C.TensorBase) and args and isinstance(args[0], TensorVariable):
+        return call_tensor_op(tx, "call_method", name, tuple(args), kwargs)
+    if isinstance(target, type):
+        tx.unsupported("unsupported_call", f"constructing {target.__qualname__}")
+    return call_tensor_op(tx, "call_function", target, tuple(args), kwargs)
+
+
+def call_module(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> None:
+    """``module(*args)``: inline ``forward`` (hooks present make the call unsupported for now)."""
+    module = mod.module
+    if module._forward_hooks or module._forward_pre_hooks or module._backward_hooks:
+        tx.unsupported("module_hooks", f"calling {type(module).__name__} that has hooks registered",
+                       ("module hooks are captured in a later release",))
+    module_hooks_guard(tx, mod)
+    forward = type(module).forward
+    if "forward" in module.__dict__:
+        tx.unsupported("unsupported_call", "a module whose forward was replaced on the instance")
+    if not isinstance(forward, types.FunctionType):
+        tx.unsupported("unsupported_call", f"{type(module).__name__}.forward is not a Python function")
+    inline_call(tx, forward, None, [mod, *args], kwargs)
+
+
+def inline_call(tx: Tracer, fn: types.FunctionType, fn_source: Any, args: list, kwargs: dict) -> None:
+    """Push a child frame interpreting ``fn``'s bytecode with ``args`` bound to its parameters."""
+    if isinstance(fn, types.MethodType):
+        return inline_call(tx, fn.__func__, None, [wrap(tx, fn.__self__, None), *args], kwargs)
+    code = fn.__code__
+    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+        tx.unsupported("unsupported_call", f"calling the generator or coroutine function {fn.__qualname__}")
+    bound = bind_arguments(tx, fn, fn_source, args, kwargs)
+    module_name = fn.__globals__.get("__name__")
+    root_frame = tx.state.frames[0]
+    globals_module = None if fn.__globals__ is root_frame.globals else module_name
+    cells = {}
+    if fn.__closure__:
+        for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__)):
+            cells[name] = ("real", cell, CellContentsSource(fn_source, i) if fn_source is not None else None)
+    from .attrs import EMPTY_CELLS
+
+    frame = make_frame(read(code), bound, fn.__globals__, globals_module, fn, fn_source,
+                       EMPTY_CELLS.update(cells))
+    tx.push_frame(frame)
+
+
+def bind_arguments(tx: Tracer, fn: types.FunctionType, fn_source: Any, args: list, kwargs: dict) -> dict:
+    """Bind VT arguments to ``fn``'s parameters as CPython does, raising the TypeError eager would."""
+    code = fn.__code__
+    nargs = code.co_argcount
+    nkw = code.co_kwonlyargcount
+    names = code.co_varnames
+    posnames = names[:nargs]
+    kwnames = names[nargs:nargs + nkw]
+    has_varargs = bool(code.co_flags & inspect.CO_VARARGS)
+    has_varkw = bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    bound: dict[str, VariableTracker] = {}
+    for name, value in zip(posnames, args):
+        bound[name] = value
+    extra = args[nargs:]
+    if extra and not has_varargs:
+        _type_error(tx, f"{fn.__qualname__}() takes {nargs} positional arguments but {len(args)} were given")
+    varkw: list = []
+    for key, value in kwargs.items():
+        if key in posnames[code.co_posonlyargcount:] or key in kwnames:
+            if key in bound:
+                _type_error(tx, f"{fn.__qualname__}() got multiple values for argument '{key}'")
+            bound[key] = value
+        elif has_varkw:
+            varkw.append((key, value))
+        else:
+            _type_error(tx, f"{fn.__qualname__}() got an unexpected keyword argument '{key}'")
+    defaults = fn.__defaults__ or ()
+    first_default = nargs - len(defaults)
+    for i, name in enumerate(posnames):
+        if name not in bound:
+            if i >= first_default:
+                value = defaults[i - first_default]
+                src = DefaultSource(fn_source, i - first_default) if fn_source is not None else None
+                bound[name] = wrap(tx, value, src) if src is not None else _wrap_default(tx, value)
+            else:
+                _type_error(tx, f"{fn.__qualname__}() missing 1 required positional argument: '{name}'")
+    kwdefaults = fn.__kwdefaults__ or {}
+    for name in kwnames:
+        if name not in bound:
+            if name in kwdefaults:
+                src = DefaultSource(fn_source, name, kwonly=True) if fn_source is not None else None
+                value = kwdefaults[name]
+                bound[name] = wrap(tx, value, src) if src is not None else _wrap_default(tx, value)
+            else:
+                _type_error(tx, f"{fn.__qualname__}() missing 1 required keyword-only argument: '{name}'")
+    index = nargs + nkw
+    if has_varargs:
+        bound[names[index]] = TupleVariable(tuple(extra))
+        index += 1
+    if has_varkw:
+        bound[names[index]] = tx.new_dict(tuple(varkw))
+    return bound
+
+
+def _wrap_default(tx: Tracer, value: Any) -> VariableTracker:
+    from .builder import is_constant
+
+    if is_constant(value):
+        return ConstantVariable(value)
+    if isinstance(value, tuple) and all(is_constant(v) for v in value):
+        return TupleVariable(tuple(ConstantVariable(v) for v in value))
+    return wrap(tx, value, None)
+
+
+def _type_error(tx: Tracer, message: str) -> None:
+    tx.user_error(TypeError(message))
+
+
+# ------------------------------------------------------------------ builtins
+def const_value(tx: Tracer, var: VariableTracker) -> Any:
+    """The Python value of a VT that is fully known at trace time (raises Unsupported otherwise)."""
+    if isinstance(var, ConstantVariable):
+        return var.value
+    if isinstance(var, TupleVariable):
+        items = tuple(const_value(tx, v) for v in var.items)
+        if var.cls is tuple:
+            return items
+        if var.cls is torch.Size:
+            return torch.Size(items)
+        return var.cls(items) if hasattr(var.cls, "n_fields") else var.cls(*items)
+    if isinstance(var, ListVariable):
+        return [const_value(tx, v) for v in tx.list_items(var)]
+    if isinstance(var, DictVariable):
+        return {k: const_value(tx, v) for k, v in tx.dict_entry(var).items}
+    if isinstance(var, SliceVariable):
+        return slice(const_value(tx, var.start), const_value(tx, var.stop), const_value(tx, var.step))
+    if isinstance(var, RangeVariable):
+        return var.value
+    if isinstance(var, (PythonObjectVariable, BuiltinVariable, TorchFunctionVariable)):
+        return var.value if isinstance(var, PythonObjectVariable) else var.fn
+    tx.unsupported("not_constant", f"a {var.python_type().__name__} value is needed as a Python constant here")
+
+
+def is_const(tx: Tracer, var: VariableTracker) -> bool:
+    if isinstance(var, (ConstantVariable, RangeVariable)):
+        return True
+    if isinstance(var, TupleVariable):
+        return all(is_const(tx, v) for v in var.items)
+    if isinstance(var, SliceVariable):
+        return all(is_const(tx, v) for v in (var.start, var.stop, var.step))
+    return False
+
+
+def python_type_of(tx: Tracer, var: VariableTracker) -> type:
+    if isinstance(var, ConstantVariable):
+        return type(var.value)
+    if isinstance(var, TensorVariable):
+        entry = tx.tensor(var)
+        if entry.source is not None and var.tid in tx.input_values:
+            return type(tx.input_values[var.tid])
+        return torch.Tensor
+    if isinstance(var, (NNModuleVariable,)):
+        return type(var.module)
+    if isinstance(var, PythonObjectVariable):
+        return type(var.value)
+    return var.python_type()
+
+
+def _len(tx: Tracer, var: VariableTracker) -> int:
+    if isinstance(var, TupleVariable):
+        return len(var.items)
+    if isinstance(var, ListVariable):
+        return len(tx.list_items(var))
+    if isinstance(var, DictVariable):
+        return len(tx.dict_entry(var).items)
+    if isinstance(var, TensorVariable):
+        shape = tx.tensor(var).meta.shape
+        if not shape:
+            tx.user_error(TypeError("len() of a 0-d tensor"))
+        return shape[0]
+    if isinstance(var, NNModuleVariable) and hasattr(var.module, "__len__"):
+        return len(var.module)
+    return len(const_value(tx, var))
+
+
+def _isinstance(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    obj, classes = args
+    cls = const_value(tx, classes)
+    return ConstantVariable(isinstance_type(python_type_of(tx, obj), cls, tx, obj))
+
+
+def isinstance_type(t: type, cls: Any, tx: Tracer, obj: VariableTracker) -> bool:
+    if isinstance(obj, TensorVariable) and not (isinstance(cls, type) and issubclass(torch.Tensor, cls)):
+        if cls is torch.nn.Parameter or (isinstance(cls, tuple) and torch.nn.Parameter in cls):
+            return issubclass(t, cls)
+    return issubclass(t, cls)
+
+
+def sequence_items(tx: Tracer, var: VariableTracker) -> tuple:
+    """The items of an iterable VT, unrolled at trace time (tuples, lists, dicts' keys, ranges, iterators, tensors)."""
+    if isinstance(var, TupleVariable):
+        return var.items
+    if isinstance(var, ListVariable):
+        return tx.list_items(var)
+    if isinstance(var, DictVariable):
+        return tuple(ConstantVariable(k) for k, _ in tx.dict_entry(var).items)
+    if isinstance(var, RangeVariable):
+        return tuple(ConstantVariable(i) for i in var.value)
+    if isinstance(var, IteratorVariable):
+        return var.items[var.index:]
+    if isinstance(var, ConstantVariable) and isinstance(var.value, str):
+        return tuple(ConstantVariable(c) for c in var.value)
+    if isinstance(var, NNModuleVariable):
+        module = var.module
+        if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)):
+            from ..guards.source import AttrSource
+
+            return tuple(getattr_var(tx, var, name) for name in module._modules)
+        if isinstance(module, torch.nn.ModuleDict):
+            return tuple(ConstantVariable(k) for k in module._modules)
+    if isinstance(var, TensorVariable):
+        shape = tx.tensor(var).meta.shape
+        if not shape:
+            tx.user_error(TypeError("iteration over a 0-d tensor"))
+        return tuple(call_tensor_op(tx, "call_function", operator.getitem, (var, ConstantVariable(i)), {})
+                     for i in range(shape[0]))
+    tx.unsupported("unsupported_iteration", f"iterating over a {var.python_type().__name__}")
+
+
+def call_builtin(tx: Tracer, fn: Any, args: list, kwargs: dict) -> None:
+    rule = BUILTIN_RULES.get(fn)
+    if rule is not None:
+        return tx.push(rule(tx, args, kwargs))
+    if all(is_const(tx, a) for a in args) and all(is_const(tx, v) for v in kwargs.values()) and fn in FOLDABLE:
+        return tx.push(fold(tx, fn, args, kwargs))
+    tx.unsupported("unsupported_builtin", f"the builtin {getattr(fn, '__name__', fn)} is not supported here")
+
+
+def fold(tx: Tracer, fn: Any, args: list, kwargs: dict) -> VariableTracker:
+    """Evaluate a pure function on constants at trace time (errors become the user's exception)."""
+    try:
+        value = fn(*[const_value(tx, a) for a in args], **{k: const_value(tx, v) for k, v in kwargs.items()})
+    except Exception as e:  # the user's own error, raised exactly as eager would
+        tx.user_error(e)
+    return _const_result(tx, value)
+
+
+def _const_result(tx: Tracer, value: Any) -> VariableTracker:
+    if isinstance(value, range):
+        return RangeVariable(value)
+    if isinstance(value, tuple):
+        return TupleVariable(tuple(_const_result(tx, v) for v in value), type(value))
+    if isinstance(value, list):
+        return tx.new_list(tuple(_const_result(tx, v) for v in value))
+    if isinstance(value, slice):
+        return SliceVariable(ConstantVariable(value.start), ConstantVariable(value.stop), ConstantVariable(value.step))
+    return ConstantVariable(value)
+
+
+def _tuple_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    if not args:
+        return TupleVariable(())
+    return TupleVariable(tuple(sequence_items(tx, args[0])))
+
+
+def _list_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    return tx.new_list(tuple(sequence_items(tx, args[0])) if args else ())
+
+
+def _dict_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    items: list = []
+    if args:
+        src = args[0]
+        if isinstance(src, DictVariable):
+            items = list(tx.dict_entry(src).items)
+        else:
+            for pair in sequence_items(tx, src):
+                k, v = sequence_items(tx, pair)
+                items.append((const_value(tx, k), v))
+    items.extend(kwargs.items())
+    from .base import DictEntry
+
+    entry = DictEntry(())
+    for k, v in items:
+        entry = entry.set(k, v)
+    return tx.new_dict(entry.items)
+
+
+def _getattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    obj, name = args[0], const_value(tx, args[1])
+    if len(args) == 3:
+        try:
+            return getattr_var(tx, obj, name)
+        except _AttrMissing:
+            return args[2]
+    return getattr_var(tx, obj, name)
+
+
+class _AttrMissing(Exception):
+    pass
+
+
+def _hasattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    from .attrs import has_attr
+
+    return ConstantVariable(has_attr(tx, args[0], const_value(tx, args[1])))
+
+
+def _range(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    return RangeVariable(range(*[const_value(tx, a) for a in args]))
+
+
+def _zip(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    seqs = [sequence_items(tx, a) for a in args]
+    return IteratorVariable(tuple(TupleVariable(t) for t in zip(*seqs)))
+
+
+def _enumerate(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    start = const_value(tx, args[1]) if len(args) > 1 else const_value(tx, kwargs.get("start", ConstantVariable(0)))
+    return IteratorVariable(tuple(TupleVariable((ConstantVariable(i + start), v))
+                                  for i, v in enumerate(sequence_items(tx, args[0]))))
+
+
+def _reversed(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    return IteratorVariable(tuple(reversed(sequence_items(tx, args[0]))))
+
+
+def _iter(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    return IteratorVariable(tuple(sequence_items(tx, args[0])))
+
+
+def _minmax(fn: Any) -> Callable:
+    def rule(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+        if len(args) == 1:
+            args = list(sequence_items(tx, args[0]))
+        if any(isinstance(a, TensorVariable) for a in args):
+            tx.unsupported("data_dependent", f"{fn.__name__}() over tensors compares their values")
+        return fold(tx, fn, args, kwargs)
+
+    return rule
+
+
+def _bool_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    from ..trace.ops.jumps import truthiness
+
+    return ConstantVariable(truthiness(tx, args[0]) if args else False)
+
+
+def _scalar_of(kind: type) -> Callable:
+    def rule(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+        if args and isinstance(args[0], TensorVariable):
+            tx.unsupported("data_dependent", f"{kind.__name__}() of a tensor reads its value",
+                           ("keep the value in a tensor",))
+        return fold(tx, kind, args, kwargs)
+
+    return rule
+
+
+def _slice(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    parts = list(args) + [ConstantVariable(None)] * (3 - len(args))
+    if len(args) == 1:
+        parts = [ConstantVariable(None), args[0], ConstantVariable(None)]
+    return SliceVariable(*parts)
+
+
+def _sum(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    items = sequence_items(tx, args[0])
+    start = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
+    if any(isinstance(v, TensorVariable) for v in items):
+        from ..trace.ops.operators import binary_op
+
+        acc = start
+        for v in items:
+            acc = binary_op(tx, "+", acc, v)
+        return acc
+    return fold(tx, sum, [TupleVariable(tuple(items)), start], {})
+
+
+def _abs(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    if isinstance(args[0], TensorVariable):
+        return call_tensor_op(tx, "call_function", operator.abs, (args[0],), {})
+    return fold(tx, abs, args, kwargs)
+
+
+def _type(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    if len(args) != 1:
+        tx.unsupported("unsupported_builtin", "type() with three arguments")
+    return PythonObjectVariable(python_type_of(tx, args[0]))
+
+
+def _callable(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    v = args[0]
+    if isinstance(v, (UserFunctionVariable, UserMethodVariable, TorchFunctionVariable, BuiltinVariable,
+                      TensorMethodVariable, NNModuleVariable)):
+        return ConstantVariable(True)
+    if isinstance(v, PythonObjectVariable):
+        return ConstantVariable(callable(v.value))
+    return ConstantVariable(False)
+
+
+def _id(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    tx.unsupported("unsupported_builtin", "id() of a traced value")
+
+
+BUILTIN_RULES: dict[Any, Callable] = {
+    len: lambda tx, a, k: ConstantVariable(_len(tx, a[0])),
+    isinstance: _isinstance,
+    getattr: _getattr,
+    hasattr: _hasattr,
+    range: _range,
+    zip: _zip,
+    enumerate: _enumerate,
+    reversed: _reversed,
+    iter: _iter,
+    tuple: _tuple_of,
+    list: _list_of,
+    dict: _dict_of,
+    min: _minmax(min),
+    max: _minmax(max),
+    bool: _bool_of,
+    int: _scalar_of(int),
+    float: _scalar_of(float),
+    slice: _slice,
+    sum: _sum,
+    abs: _abs,
+    type: _type,
+    callable: _callable,
+    id: _id,
+}
+
+FOLDABLE = {str, round, divmod, pow, issubclass, repr, ord, chr, hash, format, all, any, sorted}
+
+
+def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs: dict) -> None:
+    value = var.value
+    module = getattr(value, "__module__", "") or ""
+    if module in ("math", "operator", "_operator") or module.startswith("math"):
+        if any(isinstance(a, TensorVariable) for a in args) and module in ("operator", "_operator"):
+            return tx.push(call_tensor_op(tx, "call_function", value, tuple(args), kwargs))
+        if all(is_const(tx, a) for a in args) and all(is_const(tx, v) for v in kwargs.values()):
+            return tx.push(fold(tx, value, args, kwargs))
+    if isinstance(value, type) and issubclass(value, torch.nn.Module):
+        tx.unsupported("unsupported_call", f"constructing the module {value.__qualname__} inside the trace",
+                       ("modules created in forward are captured in a later release",))
+    tx.unsupported("unsupported_call", f"calling {getattr(value, '__qualname__', type(value).__name__)}",
+                   ("stillframe captures torch functions, tensor methods and Python functions",))
+
+
+_ = (GlobalSource, to_fake)

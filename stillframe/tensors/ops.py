@@ -126,25 +126,21 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     for t, v in zip(watched, versions):
         if t._version != v and not any(t is f for f in fresh.values()):
             raise InternalError(f"{_describe(kind, target)} mutated a tensor stillframe did not know it writes")
-    if not _contains_tensor(result):
-        if mutated:
-            # e.g. __setitem__ returns None: still an op in the graph
-            node = _emit(tx, kind, target, args, kwargs, result)
-            _bind_world(tx, roots, views, fresh, {v.tid for v in mutated}, node)
+    if not mutated and not _contains_tensor(result):
         return wrap_constant_result(tx, result, kind, target)
     node = _emit(tx, kind, target, args, kwargs, result)
     if mutated:
-        _bind_world(tx, roots, views, fresh, {v.tid for v in mutated}, node)
-        for tid, f in fresh.items():
-            if result is f:
-                return TensorVariable(tid)
+        # The op's node becomes the node of the tensor it returns (``x.add_(1)`` returns x); an op returning
+        # something else (``setitem`` returns None) leaves every node as it was: the graph runs in order.
+        returned = next((tid for tid, f in fresh.items() if result is f), None)
+        for tid in list(roots) + list(views):
+            entry = tx.state.heap[tid]
+            tx.bind_tensor(tid, entry.bump(fresh[tid], node if tid == returned else None))
+        if returned is not None:
+            return TensorVariable(returned)
+        if not _contains_tensor(result):
+            return wrap_constant_result(tx, result, kind, target)
     return wrap_result(tx, result, node)
-
-
-def _bind_world(tx: Any, roots: list, views: list, fresh: dict, mutated: set, node: Any) -> None:
-    for tid in list(roots) + list(views):
-        entry = tx.state.heap[tid]
-        tx.bind_tensor(tid, entry.bump(fresh[tid], node if tid in mutated else None))
 
 
 def _emit(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict, val: Any) -> Any:

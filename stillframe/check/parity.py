@@ -186,7 +186,7 @@ def compare(
     if expect_fallback and not report.warnings:
         report.mismatches.append("expected a StillframeWarning (eager fallback), none was emitted")
     if not expect_fallback and report.warnings:
-        texts = "\n".join(f"{r.message}" for r in report.warnings)
+        texts = "\n".join((str(r.message).splitlines() or [""])[0] for r in report.warnings)
         report.mismatches.append(f"unexpected StillframeWarning (eager fallback):\n{texts}")
     report.eager_result = report.eager_results[-1]
     report.compiled_result = report.compiled_results[-1]

@@ -108,8 +108,6 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
         return _identity(tx, value, source, lambda: _wrap_list(tx, value, source))
     if type(value) is dict:
         return _identity(tx, value, source, lambda: _wrap_dict(tx, value, source))
-    if isinstance(value, types.FunctionType):
-        return _identity(tx, value, source, lambda: UserFunctionVariable(value, source))
     if id(value) in _BUILTIN_IDS:
         if not trusted:
             _guard(tx, source, "ID", id(value))
@@ -118,6 +116,8 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
         if not trusted:
             _guard(tx, source, "ID", id(value))
         return TorchFunctionVariable(value, source)
+    if isinstance(value, types.FunctionType):
+        return _identity(tx, value, source, lambda: UserFunctionVariable(value, source))
     if isinstance(value, types.ModuleType) or isinstance(value, type) or callable(value):
         if not trusted:
             _guard(tx, source, "ID", id(value))

@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 import torch
 
-from .source import AttrSource, CellContentsSource, DefaultSource, GetItemSource, Source
+from .source import AttrSource, CellContentsSource, DefaultSource, GetItemSource, ModuleMemberSource, Source
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +151,8 @@ class GuardCodegen:
         if isinstance(source, AttrSource):
             base = self.ref(source.base)
             expr = f"{base}.{source.attr}" if source.attr.isidentifier() else f"getattr({base}, {source.attr!r})"
+        elif isinstance(source, ModuleMemberSource):
+            expr = f"{self.ref(source.base)}.{source.registry}[{source.attr!r}]"
         elif isinstance(source, GetItemSource):
             expr = f"{self.ref(source.base)}[{source.index!r}]"
         elif isinstance(source, CellContentsSource):

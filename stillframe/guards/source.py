@@ -85,6 +85,22 @@ class AttrSource(Source):
 
 
 @dataclass(frozen=True, slots=True)
+class ModuleMemberSource(Source):
+    """A parameter, buffer or submodule of an ``nn.Module``: named ``base.attr``, fetched as ``base._parameters['attr']``.
+
+    Reading the registry dict directly skips ``nn.Module.__getattr__`` on every call.
+    """
+
+    base: Source
+    attr: str
+    registry: str  # "_parameters", "_buffers" or "_modules"
+
+    @property
+    def name(self) -> str:
+        return f"{self.base.name}.{self.attr}"
+
+
+@dataclass(frozen=True, slots=True)
 class GetItemSource(Source):
     """``base[index]`` with a constant index (int, str or other hashable constant)."""
 

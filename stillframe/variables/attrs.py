@@ -18,7 +18,7 @@ import immutables
 import torch
 
 from ..guards.guard import Guard
-from ..guards.source import AttrSource
+from ..guards.source import AttrSource, ModuleMemberSource
 from ..tensors.ops import call_tensor_op
 from .base import (
     ConstantVariable,
@@ -120,12 +120,11 @@ def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
 def module_attr(tx: Any, var: NNModuleVariable, name: str) -> VariableTracker:
     m = var.module
     src = AttrSource(var.source, name) if var.source is not None else None
-    if name in m.__dict__.get("_parameters", {}):
-        return wrap(tx, m._parameters[name], src)
-    if name in m.__dict__.get("_buffers", {}):
-        return wrap(tx, m._buffers[name], src)
-    if name in m.__dict__.get("_modules", {}):
-        return wrap(tx, m._modules[name], src)
+    for registry in ("_parameters", "_buffers", "_modules"):
+        members = m.__dict__.get(registry, {})
+        if name in members:
+            member_src = ModuleMemberSource(var.source, name, registry) if var.source is not None else None
+            return wrap(tx, members[name], member_src)
     found = _static_lookup(m, name)
     if found is _MISSING:
         if type(m).__getattr__ is not torch.nn.Module.__getattr__:

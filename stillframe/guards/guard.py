@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 import torch
 
-from .source import AttrSource, CellContentsSource, DefaultSource, GetItemSource, ModuleMemberSource, Source
+from .source import AttrSource, CellContentsSource, DefaultSource, GetItemSource, LiftedSource, ModuleMemberSource, Source
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +151,9 @@ class GuardCodegen:
         if isinstance(source, AttrSource):
             base = self.ref(source.base)
             expr = f"{base}.{source.attr}" if source.attr.isidentifier() else f"getattr({base}, {source.attr!r})"
+        elif isinstance(source, LiftedSource):
+            kwargs = "".join(f", {k}={self.const(v)}" for k, v in source.kwargs)
+            expr = f"{self.const(source.factory)}(*{self.const(source.args)}{kwargs})"
         elif isinstance(source, ModuleMemberSource):
             expr = f"{self.ref(source.base)}.{source.registry}[{source.attr!r}]"
         elif isinstance(source, GetItemSource):

@@ -139,6 +139,25 @@ class DefaultSource(Source):
         return f"{self.function.name}.__defaults__[{self.index}]"
 
 
+@dataclass(frozen=True, slots=True)
+class LiftedSource(Source):
+    """A leaf tensor that the traced code creates (``torch.ones(3, requires_grad=True)``), made by the plan.
+
+    A graph cannot return a new leaf that requires grad, so the plan calls the
+    factory before the graph runs and passes the result in as a graph input.
+    ``kwargs`` is a tuple of ``(name, value)`` pairs; every argument is a constant.
+    """
+
+    factory: object
+    args: tuple
+    kwargs: tuple
+
+    @property
+    def name(self) -> str:
+        parts = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs]
+        return f"{getattr(self.factory, '__name__', self.factory)}({', '.join(parts)})"
+
+
 def root_of(source: Source) -> Source:
     """The root (``L[...]``, ``G[...]`` or ``F``) a source chain starts from."""
     while hasattr(source, "base") or hasattr(source, "function"):

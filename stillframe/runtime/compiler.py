@@ -74,6 +74,9 @@ def compile_frame(fn: types.FunctionType, L: dict, G: dict, F: Any, backend: Cal
     tracer = start_trace(fn, L)
     try:
         result = tracer.run()
+        if tracer.state.grad_enabled != torch.is_grad_enabled():
+            tracer.unsupported("global_state", "the function returns with a different grad mode than it was "
+                               "called with (torch.set_grad_enabled without a `with`)")
         recipe = ResultCodegen(tracer)
         result_expr = recipe.expr(result)
     except Exception as e:
@@ -108,6 +111,9 @@ def _add_aliasing_guard(tracer: Tracer) -> None:
 def _fetch_function(tracer: Tracer) -> tuple[Callable, str]:
     gen = GuardCodegen()
     refs = [gen.ref(src) for src, _tid in tracer.state.inputs]
+    for src, method, args, kwargs in tracer.state.prologue:
+        call_args = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+        gen.lines.append(f"{gen.ref(src)}.{method}({', '.join(call_args)})  # prologue")
     text = "def ___fetch(L, G, F):\n"
     text += "".join(f"    {line}\n" for line in gen.lines)
     text += f"    return [{', '.join(refs)}]\n"
@@ -124,6 +130,7 @@ class ResultCodegen:
         self.gen = GuardCodegen()
         self.output_nodes: list = []
         self.output_index: dict[int, int] = {}
+        self.input_position = {tid: i for i, (_src, tid) in enumerate(tracer.state.inputs)}
 
     def expr(self, var: VariableTracker) -> str:
         tx = self.tracer
@@ -131,8 +138,8 @@ class ResultCodegen:
             return self.gen.ref(var.source)
         if isinstance(var, TensorVariable):
             entry = tx.tensor(var)
-            if entry.source is not None and var.tid in tx.input_values:
-                return self.gen.ref(entry.source)  # the caller's own tensor object, as eager returns it
+            if var.tid in self.input_position:
+                return f"___in[{self.input_position[var.tid]}]"  # the very object fetched, as eager returns it
             if var.tid not in self.output_index:
                 if entry.node is None:
                     tx.unsupported("hidden_base", "returning the base of an input view")
@@ -175,7 +182,7 @@ class ResultCodegen:
         return repr(k) if type(k) in (int, str, bool, type(None)) else self.gen.const(k)
 
     def function(self, result_expr: str) -> tuple[Callable, str]:
-        text = "def ___rebuild(___out, L, G, F):\n"
+        text = "def ___rebuild(___out, ___in, L, G, F):\n"
         text += "".join(f"    {line}\n" for line in self.gen.lines)
         text += f"    return {result_expr}\n"
         ns = self.gen.namespace()

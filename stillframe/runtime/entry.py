@@ -20,7 +20,8 @@ class CacheEntry:
     ``guard_source``); ``fetch(L, G, F)`` returns the graph inputs (live
     tensors, through their sources); ``compiled`` is what the backend returned
     for ``graph_module`` (``None`` when the graph has no ops);
-    ``rebuild(outputs, L, G, F)`` makes the function's return value. An
+    ``rebuild(outputs, inputs, L, G, F)`` makes the function's return value
+    (an input returned as is is the very object fetched, as in eager). An
     ``eager`` entry runs the original function instead (its trace was
     unsupported along the path its guards describe); ``reason`` says why.
     """
@@ -39,4 +40,4 @@ class CacheEntry:
     def run(self, L: dict, G: dict, F: Any) -> Any:
         inputs = self.fetch(L, G, F)
         outputs = self.compiled(*inputs) if self.compiled is not None else ()
-        return self.rebuild(outputs, L, G, F)
+        return self.rebuild(outputs, inputs, L, G, F)

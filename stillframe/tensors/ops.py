@@ -93,8 +93,54 @@ def mutated_arguments(kind: str, target: Any, args: tuple, kwargs: dict) -> list
     return [v for v in out if isinstance(v, TensorVariable)]
 
 
+# Deterministic factories whose result, with requires_grad=True, is a new leaf: made by the plan, not the graph.
+LEAF_FACTORIES = {torch.ones, torch.zeros, torch.full, torch.empty, torch.tensor, torch.arange, torch.eye,
+                  torch.linspace, torch.as_tensor}
+
+
+def _lift_leaf_factory(tx: Any, target: Any, args: tuple, kwargs: dict) -> VariableTracker | None:
+    """``torch.ones(3, requires_grad=True)``: a leaf the plan creates and passes in (see LiftedSource)."""
+    from ..guards.source import LiftedSource
+
+    if target not in LEAF_FACTORIES or _as_const(kwargs.get("requires_grad")) is not True:
+        return None
+    try:
+        plain_args = tuple(_plain(tx, a) for a in args)
+        plain_kwargs = tuple((k, _plain(tx, v)) for k, v in kwargs.items())
+    except _NotPlain:
+        return None
+    try:
+        with tx.fake_context():
+            fake = target(*plain_args, **dict(plain_kwargs))
+    except (RuntimeError, TypeError, ValueError) as e:
+        tx.user_error(e)
+    source = LiftedSource(target, plain_args, plain_kwargs)
+    node = tx.graph.placeholder(f"lifted_{getattr(target, '__name__', 'leaf')}", fake)
+    var = tx.new_tensor(fake, node, source)
+    tx.state = tx.state.replace(inputs=tx.state.inputs.append((source, var.tid)))
+    return var
+
+
+class _NotPlain(Exception):
+    pass
+
+
+def _plain(tx: Any, var: VariableTracker) -> Any:
+    if isinstance(var, ConstantVariable):
+        return var.value
+    if isinstance(var, TupleVariable):
+        return tuple(_plain(tx, v) for v in var.items)
+    if isinstance(var, ListVariable):
+        return [_plain(tx, v) for v in tx.list_items(var)]
+    raise _NotPlain
+
+
 def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> VariableTracker:
     """Record ``target(*args, **kwargs)`` in the graph and return the VT of its result."""
+    if kind == "call_function" and "requires_grad" in kwargs:
+        lifted = _lift_leaf_factory(tx, target, args, kwargs)
+        if lifted is not None:
+            return lifted
     mutated = mutated_arguments(kind, target, args, kwargs)
     fresh: dict[int, Any] = {}
     roots: list[int] = []
@@ -128,7 +174,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
             raise InternalError(f"{_describe(kind, target)} mutated a tensor stillframe did not know it writes")
     if not mutated and not _contains_tensor(result):
         return wrap_constant_result(tx, result, kind, target)
-    node = _emit(tx, kind, target, args, kwargs, result)
+    prologue = _as_prologue(tx, kind, target, args, kwargs)
+    node = _emit(tx, kind, target, args, kwargs, result) if prologue is None else prologue
     if mutated:
         # The op's node becomes the node of the tensor it returns (``x.add_(1)`` returns x); an op returning
         # something else (``setitem`` returns None) leaves every node as it was: the graph runs in order.
@@ -141,6 +188,31 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         if not _contains_tensor(result):
             return wrap_constant_result(tx, result, kind, target)
     return wrap_result(tx, result, node)
+
+
+# Methods that change only autograd metadata of a graph input: applied to the live input before the graph
+# runs (the graph cannot carry them: AOTAutograd traces inputs with fixed requires_grad).
+PROLOGUE_METHODS = {"requires_grad_", "detach_"}
+
+
+def _as_prologue(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> Any:
+    """Record ``input.requires_grad_()`` as a prologue call when the graph has not read the input yet.
+
+    Returns the input's current node (the method returns its receiver) or ``None`` when the call must be a
+    graph node instead.
+    """
+    if kind != "call_method" or target not in PROLOGUE_METHODS:
+        return None
+    var = args[0]
+    entry = tx.state.heap[var.tid]
+    if entry.source is None or var.tid not in tx.input_values or entry.node is None or entry.node.users:
+        return None
+    if entry.meta.version != 0 or entry.meta.base is not None:
+        return None
+    plain = tuple(_as_const(a) for a in args[1:])
+    plain_kwargs = {k: _as_const(v) for k, v in kwargs.items()}
+    tx.state = tx.state.replace(prologue=tx.state.prologue.append((entry.source, target, plain, plain_kwargs)))
+    return entry.node
 
 
 def _emit(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict, val: Any) -> Any:

@@ -31,6 +31,9 @@ Strategy, field by field:
 * ``fakes``: ``immutables.Map`` from ``id(fake tensor)`` to tid, to find the
   tracked base of a view returned by an op.
 * ``side_effects``: :class:`PLog` of recorded mutations of outside objects.
+* ``prologue``: :class:`PLog` of ``(source, method, args)`` calls applied to live
+  inputs before the graph runs (``x.requires_grad_()`` on an input the graph
+  has not read yet: autograd metadata a graph cannot carry).
 * ``grad_enabled``: the grad mode the traced code runs under.
 """
 
@@ -124,6 +127,7 @@ class TraceState:
     memo: immutables.Map = EMPTY_MAP
     fakes: immutables.Map = EMPTY_MAP
     side_effects: PLog = EMPTY_LOG
+    prologue: PLog = EMPTY_LOG
     grad_enabled: bool = True
     next_id: int = 0
 
@@ -134,7 +138,7 @@ class TraceState:
 
     def with_top(self, frame: Frame) -> "TraceState":
         return TraceState(self.frames[:-1] + (frame,), self.heap, self.guards, self.inputs, self.memo, self.fakes,
-                          self.side_effects, self.grad_enabled, self.next_id)
+                          self.side_effects, self.prologue, self.grad_enabled, self.next_id)
 
 
 @dataclass(frozen=True, slots=True)

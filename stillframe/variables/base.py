@@ -217,6 +217,37 @@ class PythonObjectVariable(VariableTracker):
 
 
 @dataclass(frozen=True, slots=True)
+class GradModeVariable(VariableTracker):
+    """A grad-mode context manager (``torch.no_grad()``, ``torch.enable_grad()``, ``torch.set_grad_enabled(b)``).
+
+    ``mode`` is the grad mode inside the block. ``set_grad_enabled`` takes
+    effect when it is called, so ``applied`` is True and ``previous`` holds the
+    mode to restore on exit; the others take effect on ``__enter__``.
+    """
+
+    mode: bool
+    applied: bool = False
+    previous: bool | None = None
+
+    def python_type(self) -> type:
+        import torch
+
+        return {False: torch.no_grad, True: torch.enable_grad}[self.mode]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextExitVariable(VariableTracker):
+    """The ``__exit__`` that ``BEFORE_WITH`` pushed for a grad-mode block: calling it restores ``restore``."""
+
+    restore: bool
+
+    def python_type(self) -> type:
+        import types
+
+        return types.MethodType
+
+
+@dataclass(frozen=True, slots=True)
 class CellVariable(VariableTracker):
     """A closure cell created during the trace (``MAKE_CELL``); contents in ``heap[oid]``."""
 

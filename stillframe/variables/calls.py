@@ -24,7 +24,9 @@ from .attrs import getattr_var, module_hooks_guard
 from .base import (
     BuiltinVariable,
     ConstantVariable,
+    ContextExitVariable,
     DictVariable,
+    GradModeVariable,
     IteratorVariable,
     ListVariable,
     NNModuleVariable,
@@ -53,7 +55,7 @@ TORCH_SPECIAL: dict[Any, Callable] = {
     torch.is_floating_point: lambda tx, a, k: ConstantVariable(tx.tensor(a[0]).meta.dtype.is_floating_point),
 }
 
-TORCH_DENY = {torch.manual_seed, torch.seed, torch.save, torch.load, torch.compile, torch.set_grad_enabled,
+TORCH_DENY = {torch.manual_seed, torch.seed, torch.save, torch.load, torch.compile,
               torch.set_default_dtype, torch.use_deterministic_algorithms}
 
 # Pure functions folded at trace time when every argument is a constant.
@@ -76,6 +78,11 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         return call_builtin(tx, fn.fn, args, kwargs)
     if isinstance(fn, PythonObjectVariable):
         return call_python_object(tx, fn, args, kwargs)
+    if isinstance(fn, ContextExitVariable):
+        from ..trace.ops.blocks import set_grad_mode
+
+        set_grad_mode(tx, fn.restore)
+        return tx.push(ConstantVariable(None))
     tx.unsupported("unsupported_call", f"calling a {fn.python_type().__name__} value")
 
 
@@ -515,8 +522,26 @@ BUILTIN_RULES: dict[Any, Callable] = {
 FOLDABLE = {str, round, divmod, pow, issubclass, repr, ord, chr, hash, format, all, any, sorted}
 
 
+def _grad_mode_manager(tx: Tracer, cls: Any, args: list, kwargs: dict) -> VariableTracker:
+    if cls is torch.no_grad:
+        return GradModeVariable(False)
+    if cls is torch.enable_grad:
+        return GradModeVariable(True)
+    from ..trace.ops.blocks import set_grad_mode
+
+    mode = bool(const_value(tx, args[0] if args else kwargs["mode"]))
+    previous = tx.state.grad_enabled
+    set_grad_mode(tx, mode)  # set_grad_enabled(b) takes effect when called, even outside a `with`
+    return GradModeVariable(mode, applied=True, previous=previous)
+
+
+GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
+
+
 def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs: dict) -> None:
     value = var.value
+    if any(value is cls for cls in GRAD_MODE_CLASSES):
+        return tx.push(_grad_mode_manager(tx, value, args, kwargs))
     module = getattr(value, "__module__", "") or ""
     if module in ("math", "operator", "_operator") or module.startswith("math"):
         if any(isinstance(a, TensorVariable) for a in args) and module in ("operator", "_operator"):

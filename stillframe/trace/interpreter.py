@@ -267,6 +267,10 @@ class Tracer:
 
     def return_value(self, value: VariableTracker) -> None:
         frames = self.state.frames
+        if frames[-1].yields is not None:  # a generator ran to completion: its caller gets the yielded values
+            from ..variables.base import IteratorVariable
+
+            value = IteratorVariable(frames[-1].yields)
         if len(frames) == 1:
             self.result = value
             return

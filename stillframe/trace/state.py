@@ -81,7 +81,9 @@ class Frame:
     ``ip`` is the index of the next instruction. ``fn_source`` and ``globals``
     say how this frame's globals and closure are reached from the compiled
     frame (for sources of values it loads). ``kw_names`` holds the names set
-    by ``KW_NAMES`` for the next ``CALL``.
+    by ``KW_NAMES`` for the next ``CALL``. ``yields`` is ``None`` for a plain
+    function and the tuple of values yielded so far for a generator (which is
+    run to completion when called, and returns an iterator over them).
     """
 
     code: Bytecode
@@ -94,26 +96,32 @@ class Frame:
     fn: Any = None
     fn_source: Any = None
     kw_names: tuple = ()
+    yields: tuple | None = None
+
+    def _with(self, **changes: Any) -> "Frame":
+        fields = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        fields.update(changes)
+        return Frame(**fields)
 
     def with_stack(self, stack: tuple) -> "Frame":
         return Frame(self.code, self.ip, stack, self.locals, self.cells, self.globals, self.globals_module,
-                     self.fn, self.fn_source, self.kw_names)
+                     self.fn, self.fn_source, self.kw_names, self.yields)
 
     def with_ip(self, ip: int) -> "Frame":
         return Frame(self.code, ip, self.stack, self.locals, self.cells, self.globals, self.globals_module,
-                     self.fn, self.fn_source, self.kw_names)
+                     self.fn, self.fn_source, self.kw_names, self.yields)
 
     def with_locals(self, locals: immutables.Map) -> "Frame":
-        return Frame(self.code, self.ip, self.stack, locals, self.cells, self.globals, self.globals_module,
-                     self.fn, self.fn_source, self.kw_names)
+        return self._with(locals=locals)
 
     def with_cells(self, cells: immutables.Map) -> "Frame":
-        return Frame(self.code, self.ip, self.stack, self.locals, cells, self.globals, self.globals_module,
-                     self.fn, self.fn_source, self.kw_names)
+        return self._with(cells=cells)
 
     def with_kw_names(self, kw_names: tuple) -> "Frame":
-        return Frame(self.code, self.ip, self.stack, self.locals, self.cells, self.globals, self.globals_module,
-                     self.fn, self.fn_source, kw_names)
+        return self._with(kw_names=kw_names)
+
+    def with_yields(self, yields: tuple) -> "Frame":
+        return self._with(yields=yields)
 
 
 @dataclass(frozen=True, slots=True)

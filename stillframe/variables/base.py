@@ -141,6 +141,29 @@ class UserFunctionVariable(VariableTracker):
 
 
 @dataclass(frozen=True, slots=True)
+class NestedFunctionVariable(VariableTracker):
+    """A function made during the trace by ``MAKE_FUNCTION`` (a closure, lambda, comprehension or genexpr).
+
+    ``defaults`` is a tuple of VTs, ``kwdefaults`` a tuple of ``(name, VT)``
+    pairs, ``closure`` the cell references of its free variables (heap ids of
+    cells made in the trace, or ``("real", cell, source)`` for live cells).
+    """
+
+    code: Any
+    qualname: str
+    defaults: tuple
+    kwdefaults: tuple
+    closure: tuple
+    globals: Any
+    globals_module: str | None
+
+    def python_type(self) -> type:
+        import types
+
+        return types.FunctionType
+
+
+@dataclass(frozen=True, slots=True)
 class UserMethodVariable(VariableTracker):
     """A Python function bound to ``self_var`` (a method), inlined when called."""
 
@@ -249,9 +272,9 @@ class ContextExitVariable(VariableTracker):
 
 @dataclass(frozen=True, slots=True)
 class CellVariable(VariableTracker):
-    """A closure cell created during the trace (``MAKE_CELL``); contents in ``heap[oid]``."""
+    """A closure cell pushed by ``LOAD_CLOSURE``: a heap id (a cell made in the trace) or ``("real", cell, source)``."""
 
-    oid: int
+    ref: Any
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from .base import (
     GradModeVariable,
     IteratorVariable,
     ListVariable,
+    NestedFunctionVariable,
     NNModuleVariable,
     PythonObjectVariable,
     RangeVariable,
@@ -67,7 +68,11 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     if isinstance(fn, UserFunctionVariable):
         return inline_call(tx, fn.fn, fn.source, list(args), kwargs)
     if isinstance(fn, UserMethodVariable):
+        if isinstance(fn.fn, NestedFunctionVariable):
+            return inline_nested(tx, fn.fn, [fn.self_var, *args], kwargs)
         return inline_call(tx, fn.fn, fn.source, [fn.self_var, *args], kwargs)
+    if isinstance(fn, NestedFunctionVariable):
+        return inline_nested(tx, fn, args, kwargs)
     if isinstance(fn, NNModuleVariable):
         return call_module(tx, fn, args, kwargs)
     if isinstance(fn, TensorMethodVariable):
@@ -118,30 +123,57 @@ def call_module(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> 
 
 
 def inline_call(tx: Tracer, fn: types.FunctionType, fn_source: Any, args: list, kwargs: dict) -> None:
-    """Push a child frame interpreting ``fn``'s bytecode with ``args`` bound to its parameters."""
+    """Push a child frame interpreting the live function ``fn`` with ``args`` bound to its parameters."""
     if isinstance(fn, types.MethodType):
         return inline_call(tx, fn.__func__, None, [wrap(tx, fn.__self__, None), *args], kwargs)
     code = fn.__code__
-    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
-        tx.unsupported("unsupported_call", f"calling the generator or coroutine function {fn.__qualname__}")
-    bound = bind_arguments(tx, fn, fn_source, args, kwargs)
-    module_name = fn.__globals__.get("__name__")
+    defaults = fn.__defaults__ or ()
+
+    def default(i: int) -> VariableTracker:
+        src = DefaultSource(fn_source, i) if fn_source is not None else None
+        return wrap(tx, defaults[i], src) if src is not None else _wrap_default(tx, defaults[i])
+
+    def kwdefault(name: str) -> VariableTracker | None:
+        kwdefaults = fn.__kwdefaults__ or {}
+        if name not in kwdefaults:
+            return None
+        src = DefaultSource(fn_source, name, kwonly=True) if fn_source is not None else None
+        return wrap(tx, kwdefaults[name], src) if src is not None else _wrap_default(tx, kwdefaults[name])
+
+    cells = []
+    for i, cell in enumerate(fn.__closure__ or ()):
+        cells.append(("real", cell, CellContentsSource(fn_source, i) if fn_source is not None else None))
     root_frame = tx.state.frames[0]
-    globals_module = None if fn.__globals__ is root_frame.globals else module_name
-    cells = {}
-    if fn.__closure__:
-        for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__)):
-            cells[name] = ("real", cell, CellContentsSource(fn_source, i) if fn_source is not None else None)
+    globals_module = None if fn.__globals__ is root_frame.globals else fn.__globals__.get("__name__")
+    push_code_frame(tx, code, fn.__qualname__, args, kwargs, len(defaults), default, kwdefault, tuple(cells),
+                    fn.__globals__, globals_module, fn, fn_source)
+
+
+def inline_nested(tx: Tracer, fn: NestedFunctionVariable, args: list, kwargs: dict) -> None:
+    """Push a child frame for a function made during the trace."""
+    kwdefaults = dict(fn.kwdefaults)
+    push_code_frame(tx, fn.code, fn.qualname, args, kwargs, len(fn.defaults), lambda i: fn.defaults[i],
+                    kwdefaults.get, fn.closure, fn.globals, fn.globals_module, None, None)
+
+
+def push_code_frame(tx: Tracer, code: types.CodeType, qualname: str, args: list, kwargs: dict, ndefaults: int,
+                    default: Callable, kwdefault: Callable, closure: tuple, globals_: dict,
+                    globals_module: str | None, fn: Any, fn_source: Any) -> None:
+    if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE):
+        tx.unsupported("unsupported_call", f"calling the coroutine function {qualname}")
+    bound = bind_arguments(tx, code, qualname, args, kwargs, ndefaults, default, kwdefault)
     from .attrs import EMPTY_CELLS
 
-    frame = make_frame(read(code), bound, fn.__globals__, globals_module, fn, fn_source,
-                       EMPTY_CELLS.update(cells))
+    cells = EMPTY_CELLS.update(dict(zip(code.co_freevars, closure)))
+    frame = make_frame(read(code), bound, globals_, globals_module, fn, fn_source, cells)
+    if code.co_flags & inspect.CO_GENERATOR:
+        frame = frame.with_yields(())
     tx.push_frame(frame)
 
 
-def bind_arguments(tx: Tracer, fn: types.FunctionType, fn_source: Any, args: list, kwargs: dict) -> dict:
-    """Bind VT arguments to ``fn``'s parameters as CPython does, raising the TypeError eager would."""
-    code = fn.__code__
+def bind_arguments(tx: Tracer, code: types.CodeType, qualname: str, args: list, kwargs: dict, ndefaults: int,
+                   default: Callable, kwdefault: Callable) -> dict:
+    """Bind VT arguments to a code object's parameters as CPython does, raising the TypeError eager would."""
     nargs = code.co_argcount
     nkw = code.co_kwonlyargcount
     names = code.co_varnames
@@ -154,36 +186,34 @@ def bind_arguments(tx: Tracer, fn: types.FunctionType, fn_source: Any, args: lis
         bound[name] = value
     extra = args[nargs:]
     if extra and not has_varargs:
-        _type_error(tx, f"{fn.__qualname__}() takes {nargs} positional arguments but {len(args)} were given")
+        _type_error(tx, f"{qualname}() takes {nargs} positional argument{'s' if nargs != 1 else ''} but "
+                        f"{len(args)} were given")
     varkw: list = []
     for key, value in kwargs.items():
         if key in posnames[code.co_posonlyargcount:] or key in kwnames:
             if key in bound:
-                _type_error(tx, f"{fn.__qualname__}() got multiple values for argument '{key}'")
+                _type_error(tx, f"{qualname}() got multiple values for argument '{key}'")
             bound[key] = value
         elif has_varkw:
             varkw.append((key, value))
         else:
-            _type_error(tx, f"{fn.__qualname__}() got an unexpected keyword argument '{key}'")
-    defaults = fn.__defaults__ or ()
-    first_default = nargs - len(defaults)
+            _type_error(tx, f"{qualname}() got an unexpected keyword argument '{key}'")
+    first_default = nargs - ndefaults
+    missing = [name for i, name in enumerate(posnames) if name not in bound and i < first_default]
+    if missing:
+        listed = " and ".join(f"'{m}'" for m in missing) if len(missing) <= 2 else \
+            ", ".join(f"'{m}'" for m in missing[:-1]) + f", and '{missing[-1]}'"
+        _type_error(tx, f"{qualname}() missing {len(missing)} required positional argument"
+                        f"{'s' if len(missing) > 1 else ''}: {listed}")
     for i, name in enumerate(posnames):
         if name not in bound:
-            if i >= first_default:
-                value = defaults[i - first_default]
-                src = DefaultSource(fn_source, i - first_default) if fn_source is not None else None
-                bound[name] = wrap(tx, value, src) if src is not None else _wrap_default(tx, value)
-            else:
-                _type_error(tx, f"{fn.__qualname__}() missing 1 required positional argument: '{name}'")
-    kwdefaults = fn.__kwdefaults__ or {}
+            bound[name] = default(i - first_default)
     for name in kwnames:
         if name not in bound:
-            if name in kwdefaults:
-                src = DefaultSource(fn_source, name, kwonly=True) if fn_source is not None else None
-                value = kwdefaults[name]
-                bound[name] = wrap(tx, value, src) if src is not None else _wrap_default(tx, value)
-            else:
-                _type_error(tx, f"{fn.__qualname__}() missing 1 required keyword-only argument: '{name}'")
+            value = kwdefault(name)
+            if value is None:
+                _type_error(tx, f"{qualname}() missing 1 required keyword-only argument: '{name}'")
+            bound[name] = value
     index = nargs + nkw
     if has_varargs:
         bound[names[index]] = TupleVariable(tuple(extra))
@@ -493,7 +523,57 @@ def _id(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     tx.unsupported("unsupported_builtin", "id() of a traced value")
 
 
+def _all_any(fn: Any) -> Callable:
+    def rule(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+        from ..trace.ops.jumps import truthiness
+
+        return ConstantVariable(fn(truthiness(tx, v) for v in sequence_items(tx, args[0])))
+
+    return rule
+
+
+def _sorted(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    if "key" in kwargs:
+        tx.unsupported("unsupported_builtin", "sorted() with a key function")
+    items = sequence_items(tx, args[0])
+    values = sorted((const_value(tx, v) for v in items), reverse=bool(const_value(tx, kwargs.get(
+        "reverse", ConstantVariable(False)))))
+    return tx.new_list(tuple(_const_result(tx, v) for v in values))
+
+
+def _map(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    fn, seqs = args[0], [sequence_items(tx, a) for a in args[1:]]
+    results = []
+    for items in zip(*seqs):
+        depth = len(tx.state.frames)
+        call(tx, fn, list(items), {})
+        results.append(tx.run_until_return(depth) if len(tx.state.frames) > depth else tx.pop())
+    return IteratorVariable(tuple(results))
+
+
+def _filter(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    from ..trace.ops.jumps import truthiness
+
+    fn, items = args[0], sequence_items(tx, args[1])
+    kept = []
+    for item in items:
+        if isinstance(fn, ConstantVariable) and fn.value is None:
+            keep = truthiness(tx, item)
+        else:
+            depth = len(tx.state.frames)
+            call(tx, fn, [item], {})
+            keep = truthiness(tx, tx.run_until_return(depth) if len(tx.state.frames) > depth else tx.pop())
+        if keep:
+            kept.append(item)
+    return IteratorVariable(tuple(kept))
+
+
 BUILTIN_RULES: dict[Any, Callable] = {
+    all: _all_any(all),
+    any: _all_any(any),
+    sorted: _sorted,
+    map: _map,
+    filter: _filter,
     len: lambda tx, a, k: ConstantVariable(_len(tx, a[0])),
     isinstance: _isinstance,
     getattr: _getattr,
@@ -519,7 +599,7 @@ BUILTIN_RULES: dict[Any, Callable] = {
     id: _id,
 }
 
-FOLDABLE = {str, round, divmod, pow, issubclass, repr, ord, chr, hash, format, all, any, sorted}
+FOLDABLE = {str, round, divmod, pow, issubclass, repr, ord, chr, hash, format}
 
 
 def _grad_mode_manager(tx: Tracer, cls: Any, args: list, kwargs: dict) -> VariableTracker:

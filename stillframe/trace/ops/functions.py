@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...variables.base import NULL, DictVariable, NullVariable
+from ...variables.base import DictVariable, NullVariable
 from ...variables.calls import call, const_value, sequence_items
 from ..interpreter import handler
 
@@ -57,4 +57,21 @@ def _k(key):
     return ConstantVariable(key)
 
 
-_ = NULL
+
+
+
+@handler("MAKE_FUNCTION")
+def MAKE_FUNCTION(tx, inst):
+    """Stack (bottom to top): defaults?, kwdefaults?, annotations?, closure?, code (by ``inst.arg`` flags)."""
+    from ...variables.base import NestedFunctionVariable
+
+    code = tx.pop().value
+    flags = inst.arg
+    closure = tuple(cell.ref for cell in tx.pop().items) if flags & 0x08 else ()
+    if flags & 0x04:
+        tx.pop()  # annotations: not needed to run the function
+    kwdefaults = tuple(tx.dict_entry(tx.pop()).items) if flags & 0x02 else ()
+    defaults = tx.pop().items if flags & 0x01 else ()
+    frame = tx.frame
+    tx.push(NestedFunctionVariable(code, code.co_qualname, tuple(defaults), kwdefaults, closure, frame.globals,
+                                   frame.globals_module))

@@ -101,6 +101,13 @@ def MAKE_CELL(tx, inst):
     tx.set_frame(frame.with_cells(frame.cells.set(inst.argval, oid)))
 
 
+@handler("LOAD_CLOSURE")
+def LOAD_CLOSURE(tx, inst):
+    from ...variables.base import CellVariable
+
+    tx.push(CellVariable(tx.frame.cells[inst.argval]))
+
+
 @handler("LOAD_DEREF")
 def LOAD_DEREF(tx, inst):
     cell = tx.frame.cells.get(inst.argval)

@@ -89,8 +89,10 @@ def test_make_args_forms_kwargs_and_call_index():
 
     assert_parity(f, make, compiled=f, calls=3)
     assert shapes == [2, 2, 3, 3, 4, 4]
-    # a bare tensor is one positional argument
+    # a bare tensor, or a list, is one positional argument
     assert_parity(f, lambda: torch.randn(2), compiled=f)
+    assert_parity(lambda xs: xs[0] + xs[1], lambda: [torch.randn(2), torch.randn(2)],
+                  compiled=lambda xs: xs[0] + xs[1])
 
 
 def test_passes_for_nested_results_with_scalars_and_identity():

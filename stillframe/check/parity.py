@@ -35,9 +35,10 @@ Example::
 Inputs are made by ``make_args`` twice per call, each time right after
 ``torch.manual_seed(seed + call_index)``, so random inputs are identical on both
 sides and fresh on each call. ``make_args`` returns ``(args_tuple, kwargs_dict)``,
-or just a tuple of positional arguments (a single non-tuple value is one
-argument); it may take one parameter, the call index. To pass a tuple and a
-dict as the only two positional arguments, write ``((tup, dct), {})``.
+or just a tuple of positional arguments; any other value (a list included) is
+the one positional argument. It may take one parameter, the call index. To
+pass a tuple and a dict as the only two positional arguments, return
+``((tup, dct), {})``.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ import random
 import types
 import warnings as _warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -220,8 +221,8 @@ def _make_args(make_args, seed: int, index: int) -> tuple[tuple, dict]:
     got = make_args(index) if _takes_index(make_args) else make_args()
     if isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], tuple) and isinstance(got[1], dict):
         return tuple(got[0]), dict(got[1])
-    if isinstance(got, (tuple, list)):
-        return tuple(got), {}
+    if isinstance(got, tuple):
+        return got, {}
     return (got,), {}
 
 

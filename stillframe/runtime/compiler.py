@@ -42,6 +42,7 @@ from ..variables.base import (
     UserFunctionVariable,
     VariableTracker,
 )
+from ..variables.objects import ObjectVariable
 from .entry import CacheEntry
 
 
@@ -79,6 +80,7 @@ def compile_frame(fn: types.FunctionType, L: dict, G: dict, F: Any, backend: Cal
                                "called with (torch.set_grad_enabled without a `with`)")
         recipe = ResultCodegen(tracer)
         result_expr = recipe.expr(result)
+        recipe.side_effects()
     except Exception as e:
         e.tracer = tracer  # the guards collected so far describe the path that failed
         raise
@@ -131,6 +133,7 @@ class ResultCodegen:
         self.output_nodes: list = []
         self.output_index: dict[int, int] = {}
         self.input_position = {tid: i for i, (_src, tid) in enumerate(tracer.state.inputs)}
+        self.objects: dict[int, str] = {}
 
     def expr(self, var: VariableTracker) -> str:
         tx = self.tracer
@@ -170,6 +173,8 @@ class ResultCodegen:
             if entry.source is not None:
                 return self.gen.ref(entry.source)
             return "{" + ", ".join(f"{self._key(k)}: {self.expr(v)}" for k, v in entry.items) + "}"
+        if isinstance(var, ObjectVariable):
+            return self._object(var)
         if isinstance(var, (NNModuleVariable, PythonObjectVariable, UserFunctionVariable, TorchFunctionVariable,
                             BuiltinVariable)):
             if var.source is not None:
@@ -177,6 +182,40 @@ class ResultCodegen:
             value = var.module if isinstance(var, NNModuleVariable) else getattr(var, "value", None) or var.fn
             return self.gen.const(value)
         tx.unsupported("unsupported_return", f"returning a {var.python_type().__name__} value")
+
+    def _object(self, var: ObjectVariable) -> str:
+        """An object made in the trace: created once (``cls.__new__``), then its attributes set."""
+        if var.oid in self.objects:
+            return self.objects[var.oid]
+        name = f"o{len(self.objects)}"
+        self.objects[var.oid] = name
+        entry = self.tracer.heap(var.oid)
+        self.gen.lines.append(f"{name} = {self.gen.const(entry.cls)}.__new__({self.gen.const(entry.cls)})")
+        for attr, value in entry.attrs.items():
+            self.gen.lines.append(f"object.__setattr__({name}, {attr!r}, {self.expr(value)})")
+        return name
+
+    def side_effects(self) -> None:
+        """Statements replaying recorded mutations of outside objects, in the order they were first made."""
+        tx = self.tracer
+        for key, (_order, payload) in sorted(tx.state.side_effects.items(), key=lambda kv: kv[1][0]):
+            kind = key[0]
+            if kind == "list":
+                entry = tx.heap(payload.oid)
+                items = ", ".join(self.expr(v) for v in entry.items)
+                self.gen.lines.append(f"{self.gen.ref(entry.source)}[:] = [{items}]")
+            elif kind == "dict":
+                entry = tx.heap(payload.oid)
+                ref = self.gen.ref(entry.source)
+                items = ", ".join(f"{self._key(k)}: {self.expr(v)}" for k, v in entry.items)
+                self.gen.lines.append(f"{ref}.clear(); {ref}.update({{{items}}})")
+            elif kind == "attr":
+                owner, value = payload
+                self.gen.lines.append(f"setattr({self.expr(owner)}, {key[2]!r}, {self.expr(value)})")
+            elif kind == "global":
+                module, name = key[1], key[2]
+                target = "G" if module is None else f"___module_globals({module!r})"
+                self.gen.lines.append(f"{target}[{name!r}] = {self.expr(payload)}")
 
     def _key(self, k: Any) -> str:
         return repr(k) if type(k) in (int, str, bool, type(None)) else self.gen.const(k)

@@ -151,19 +151,22 @@ class Tracer:
 
     def set_list_items(self, var: ListVariable, items: tuple) -> None:
         entry: ListEntry = self.heap(var.oid)
-        if entry.source is not None:
-            self.unsupported("side_effect", f"mutation of the list {entry.source.name}, which outlives the call",
-                             ("side effects on outside objects are replayed in a later release",))
-        self.heap_set(var.oid, ListEntry(tuple(items), None))
+        if entry.source is not None:  # the caller's list: replayed on it after the graph runs
+            from ..variables.objects import record_side_effect
+
+            record_side_effect(self, ("list", var.oid), var)
+        self.heap_set(var.oid, ListEntry(tuple(items), entry.source))
 
     def dict_entry(self, var: DictVariable) -> DictEntry:
         return self.heap(var.oid)
 
     def set_dict_entry(self, var: DictVariable, entry: DictEntry) -> None:
-        if self.dict_entry(var).source is not None:
-            self.unsupported("side_effect", f"mutation of the dict {entry.source.name}, which outlives the call",
-                             ("side effects on outside objects are replayed in a later release",))
-        self.heap_set(var.oid, entry)
+        source = self.dict_entry(var).source
+        if source is not None:  # the caller's dict: replayed on it after the graph runs
+            from ..variables.objects import record_side_effect
+
+            record_side_effect(self, ("dict", var.oid), var)
+        self.heap_set(var.oid, DictEntry(entry.items, source))
 
     # -------------------------------------------------------------- tensors
     def tensor(self, var: TensorVariable) -> TensorEntry:

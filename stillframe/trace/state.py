@@ -30,7 +30,8 @@ Strategy, field by field:
   to the VT built for it, so a value read twice is one identity.
 * ``fakes``: ``immutables.Map`` from ``id(fake tensor)`` to tid, to find the
   tracked base of a view returned by an op.
-* ``side_effects``: :class:`PLog` of recorded mutations of outside objects.
+* ``side_effects``: ``immutables.Map`` of recorded mutations of outside
+  objects, target -> ``(order, payload)`` (:mod:`stillframe.variables.objects`).
 * ``prologue``: :class:`PLog` of ``(source, method, args)`` calls applied to live
   inputs before the graph runs (``x.requires_grad_()`` on an input the graph
   has not read yet: autograd metadata a graph cannot carry).
@@ -134,7 +135,7 @@ class TraceState:
     inputs: PLog = EMPTY_LOG
     memo: immutables.Map = EMPTY_MAP
     fakes: immutables.Map = EMPTY_MAP
-    side_effects: PLog = EMPTY_LOG
+    side_effects: immutables.Map = EMPTY_MAP
     prologue: PLog = EMPTY_LOG
     grad_enabled: bool = True
     next_id: int = 0

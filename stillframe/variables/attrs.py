@@ -21,7 +21,10 @@ from ..guards.guard import Guard
 from ..guards.source import AttrSource, ModuleMemberSource
 from ..tensors.ops import call_tensor_op
 from .base import (
+    BuiltinVariable,
     ConstantVariable,
+    DictVariable,
+    ListVariable,
     NNModuleVariable,
     PythonObjectVariable,
     TensorMethodVariable,
@@ -49,16 +52,29 @@ def module_hooks_guard(tx: Any, mod: NNModuleVariable) -> None:
 
 def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
     """``obj.name`` as a VT; a missing attribute raises the user's AttributeError."""
+    from .objects import ContainerMethodVariable, ObjectVariable, SuperVariable, pending_attr
+
     if isinstance(obj, TensorVariable):
         return tensor_attr(tx, obj, name)
-    if isinstance(obj, NNModuleVariable):
-        return module_attr(tx, obj, name)
-    if isinstance(obj, PythonObjectVariable):
+    if isinstance(obj, (NNModuleVariable, PythonObjectVariable)):
+        written = pending_attr(tx, obj, name)
+        if written is not None:
+            return written
+        if isinstance(obj, NNModuleVariable):
+            return module_attr(tx, obj, name)
         return object_attr(tx, obj, obj.value, name)
+    if isinstance(obj, ObjectVariable):
+        return instance_attr(tx, obj, name)
+    if isinstance(obj, SuperVariable):
+        return super_attr(tx, obj, name)
     if isinstance(obj, TupleVariable) and obj.cls is not tuple:
         fields = getattr(obj.cls, "_fields", None) or getattr(obj.cls, "__match_args__", None)
         if fields and name in fields:
             return obj.items[list(fields).index(name)]
+    if isinstance(obj, (ListVariable, DictVariable, TupleVariable)):
+        if hasattr(obj.python_type(), name):
+            return ContainerMethodVariable(obj, name)
+        tx.user_error(AttributeError(f"'{obj.python_type().__name__}' object has no attribute '{name}'"))
     if isinstance(obj, ConstantVariable):
         try:
             value = getattr(obj.value, name)
@@ -67,9 +83,47 @@ def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
         if callable(value) and not isinstance(value, type):
             return PythonObjectVariable(value)
         return wrap(tx, value, None)
+    if isinstance(obj, BuiltinVariable):
+        return wrap(tx, getattr(obj.fn, name), None)
     if isinstance(obj, (UserFunctionVariable,)) and name in ("__name__", "__qualname__", "__module__", "__doc__"):
         return ConstantVariable(getattr(obj.fn, name))
     tx.unsupported("unsupported_attribute", f"reading .{name} of a {obj.python_type().__name__} value")
+
+
+def instance_attr(tx: Any, obj: Any, name: str) -> VariableTracker:
+    """An attribute of an object created during the trace: its own attributes, then its class."""
+    entry = tx.heap(obj.oid)
+    if name in entry.attrs:
+        return entry.attrs[name]
+    found = _static_lookup_type(entry.cls, name)
+    if found is _MISSING:
+        if hasattr(entry.cls, "__getattr__"):
+            tx.unsupported("unsupported_attribute", f"{entry.cls.__name__} defines __getattr__")
+        tx.user_error(AttributeError(f"'{entry.cls.__name__}' object has no attribute '{name}'"))
+    return _bind_found(tx, obj, None, name, ("class", found), None)
+
+
+def super_attr(tx: Any, sup: Any, name: str) -> VariableTracker:
+    """``super().name``: look ``name`` up in the MRO after ``sup.cls``, bound to ``sup.self_var``."""
+    self_type = _type_of(tx, sup.self_var)
+    mro = self_type.__mro__
+    for klass in mro[mro.index(sup.cls) + 1:]:
+        if name in klass.__dict__:
+            attr = klass.__dict__[name]
+            if attr is object.__init__ or attr is torch.nn.Module.__init__ and isinstance(sup.self_var, NNModuleVariable):
+                return PythonObjectVariable(_noop)
+            return _bind_found(tx, sup.self_var, None, name, ("class", attr), None)
+    tx.user_error(AttributeError(f"'super' object has no attribute '{name}'"))
+
+
+def _noop(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+def _type_of(tx: Any, var: VariableTracker) -> type:
+    from .calls import python_type_of
+
+    return python_type_of(tx, var)
 
 
 def has_attr(tx: Any, obj: VariableTracker, name: str) -> bool:

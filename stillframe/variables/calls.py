@@ -19,7 +19,7 @@ import torch
 from ..bytecode import read
 from ..guards.source import CellContentsSource, DefaultSource, GlobalSource
 from ..tensors.ops import call_tensor_op, to_fake
-from ..trace.interpreter import Tracer, make_frame
+from ..trace.interpreter import Tracer, UserError, make_frame
 from .attrs import getattr_var, module_hooks_guard
 from .base import (
     BuiltinVariable,
@@ -83,6 +83,10 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         return call_builtin(tx, fn.fn, args, kwargs)
     if isinstance(fn, PythonObjectVariable):
         return call_python_object(tx, fn, args, kwargs)
+    from .objects import ContainerMethodVariable, call_container_method
+
+    if isinstance(fn, ContainerMethodVariable):
+        return tx.push(call_container_method(tx, fn, args, kwargs))
     if isinstance(fn, ContextExitVariable):
         from ..trace.ops.blocks import set_grad_mode
 
@@ -410,15 +414,15 @@ def _dict_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 def _getattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     obj, name = args[0], const_value(tx, args[1])
     if len(args) == 3:
+        token = tx.checkpoint()
         try:
             return getattr_var(tx, obj, name)
-        except _AttrMissing:
+        except UserError as e:
+            if not isinstance(e.exc, AttributeError):
+                raise
+            tx.restore(token)
             return args[2]
     return getattr_var(tx, obj, name)
-
-
-class _AttrMissing(Exception):
-    pass
 
 
 def _hasattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
@@ -618,10 +622,70 @@ def _grad_mode_manager(tx: Tracer, cls: Any, args: list, kwargs: dict) -> Variab
 GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
 
 
+def construct(tx: Tracer, cls: type, args: list, kwargs: dict) -> VariableTracker:
+    """``cls(*args, **kwargs)`` for a user class: a named tuple, or a new heap object whose ``__init__`` is inlined."""
+    from .objects import new_object
+
+    if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+        fields = cls._fields
+        defaults = getattr(cls, "_field_defaults", {})
+        values = dict(zip(fields, args))
+        values.update(kwargs)
+        missing = [f for f in fields if f not in values and f not in defaults]
+        if missing or len(args) > len(fields):
+            fold(tx, cls, args, kwargs)  # raises eager's TypeError
+        items = tuple(values[f] if f in values else wrap(tx, defaults[f], None) for f in fields)
+        return TupleVariable(items, cls)
+    if cls.__new__ is not object.__new__ or type(cls) is not type:
+        tx.unsupported("unsupported_call", f"constructing {cls.__qualname__} (custom __new__ or metaclass)")
+    obj = new_object(tx, cls)
+    init = cls.__init__
+    if init is object.__init__:
+        if args or kwargs:
+            tx.user_error(TypeError(f"{cls.__name__}() takes no arguments"))
+        return obj
+    if not isinstance(init, types.FunctionType):
+        tx.unsupported("unsupported_call", f"constructing {cls.__qualname__}: its __init__ is not Python")
+    depth = len(tx.state.frames)
+    inline_call(tx, init, None, [obj, *args], kwargs)
+    tx.run_until_return(depth)
+    return obj
+
+
+def _super(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    from .objects import SuperVariable
+
+    if len(args) == 2:
+        return SuperVariable(const_value(tx, args[0]), args[1])
+    frame = tx.frame
+    cell = frame.cells.get("__class__")
+    names = frame.code.code.co_varnames
+    if cell is None or not names:
+        tx.unsupported("unsupported_builtin", "super() outside a method")
+    cls = cell[1].cell_contents if isinstance(cell, tuple) else const_value(tx, tx.heap(cell).contents)
+    from ..trace.ops.names import load_local
+
+    return SuperVariable(cls, load_local(tx, names[0]))
+
+
+BUILTIN_RULES[super] = _super
+
+
 def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs: dict) -> None:
+    from .attrs import _noop
+    from .objects import store_attr
+
     value = var.value
     if any(value is cls for cls in GRAD_MODE_CLASSES):
         return tx.push(_grad_mode_manager(tx, value, args, kwargs))
+    if value is _noop:
+        return tx.push(ConstantVariable(None))
+    if value is object.__setattr__:
+        store_attr(tx, args[0], const_value(tx, args[1]), args[2])
+        return tx.push(ConstantVariable(None))
+    if isinstance(value, type) and not issubclass(value, torch.nn.Module) and \
+            value.__module__ not in ("builtins",) and not value.__module__.startswith("torch"):
+        return tx.push(construct(tx, value, args, kwargs))
     module = getattr(value, "__module__", "") or ""
     if module in ("math", "operator", "_operator") or module.startswith("math"):
         if any(isinstance(a, TensorVariable) for a in args) and module in ("operator", "_operator"):

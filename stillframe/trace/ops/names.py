@@ -84,6 +84,10 @@ def LOAD_GLOBAL(tx, inst):
     frame = tx.frame
     if inst.push_null:
         tx.push(NULL)
+    pending = tx.state.side_effects.get(("global", frame.globals_module, name)) if tx.state.side_effects else None
+    if pending is not None:
+        tx.push(pending[1])
+        return
     if name in frame.globals:
         tx.push(wrap(tx, frame.globals[name], GlobalSource(name, frame.globals_module)))
         return
@@ -155,5 +159,16 @@ def LOAD_METHOD(tx, inst):
 
 @handler("STORE_ATTR")
 def STORE_ATTR(tx, inst):
-    tx.unsupported("side_effect", f"assigning the attribute .{inst.argval} of an object",
-                   ("side effects on outside objects are replayed in a later release",))
+    from ...variables.objects import store_attr
+
+    obj = tx.pop()
+    value = tx.pop()
+    store_attr(tx, obj, inst.argval, value)
+
+
+@handler("STORE_GLOBAL")
+def STORE_GLOBAL(tx, inst):
+    from ...variables.objects import record_side_effect
+
+    frame = tx.frame
+    record_side_effect(tx, ("global", frame.globals_module, inst.argval), tx.pop())

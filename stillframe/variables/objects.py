@@ -1,0 +1,264 @@
+"""User objects and side effects: instances made in the trace, attribute writes, container methods.
+
+Mutations of objects that outlive the call are *recorded*, never performed at
+trace time (DESIGN invariant 3): ``state.side_effects`` maps a target
+(``("attr", id(obj), name)``, ``("list", oid)``, ``("dict", oid)``,
+``("global", module, name)``) to ``(order, payload)``. Reads inside the trace
+see the recorded value; after the graph runs, the plan replays them on the real
+objects in the order they were first made (``runtime.compiler.ResultCodegen``).
+
+Objects created during the trace (``Point(x, y)`` of a user class) are heap
+entries (:class:`ObjectEntry`): attribute writes just bind a new entry, and an
+object that escapes (returned, stored on ``self``) is rebuilt by the plan with
+``cls.__new__`` and its final attributes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import immutables
+
+from .base import (
+    ConstantVariable,
+    DictEntry,
+    DictVariable,
+    IteratorVariable,
+    ListVariable,
+    NNModuleVariable,
+    PythonObjectVariable,
+    TensorVariable,
+    TupleVariable,
+    VariableTracker,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectVariable(VariableTracker):
+    """A user-class instance created during the trace; its state is ``heap[oid]`` (an ObjectEntry)."""
+
+    oid: int
+    cls: type
+
+    def python_type(self) -> type:
+        return self.cls
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectEntry:
+    """Heap record of an object made in the trace: its class and its instance attributes (name -> VT)."""
+
+    cls: type
+    attrs: immutables.Map
+
+
+@dataclass(frozen=True, slots=True)
+class SuperVariable(VariableTracker):
+    """``super()`` inside a method of ``cls`` bound to ``self_var``."""
+
+    cls: type
+    self_var: VariableTracker
+
+    def python_type(self) -> type:
+        return super
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerMethodVariable(VariableTracker):
+    """A bound method of a traced list, dict or tuple (``xs.append``, ``d.items``)."""
+
+    obj: VariableTracker
+    name: str
+
+    def python_type(self) -> type:
+        import types
+
+        return types.BuiltinMethodType
+
+
+def record_side_effect(tx: Any, key: tuple, payload: Any) -> None:
+    """Record (or update) the pending mutation ``key``; its replay order is that of its first recording."""
+    existing = tx.state.side_effects.get(key)
+    order = existing[0] if existing is not None else tx.new_id()
+    tx.state = tx.state.replace(side_effects=tx.state.side_effects.set(key, (order, payload)))
+
+
+def real_object(var: VariableTracker) -> Any:
+    return var.module if isinstance(var, NNModuleVariable) else var.value
+
+
+def pending_attr(tx: Any, var: VariableTracker, name: str) -> VariableTracker | None:
+    """The value an earlier traced ``obj.name = v`` wrote, if any."""
+    if not tx.state.side_effects:
+        return None
+    hit = tx.state.side_effects.get(("attr", id(real_object(var)), name))
+    return hit[1][1] if hit is not None else None
+
+
+def store_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+    """``obj.name = value`` on a VT."""
+    if isinstance(obj, ObjectVariable):
+        entry: ObjectEntry = tx.heap(obj.oid)
+        tx.heap_set(obj.oid, ObjectEntry(entry.cls, entry.attrs.set(name, value)))
+        return
+    if isinstance(obj, (NNModuleVariable, PythonObjectVariable)):
+        real = real_object(obj)
+        setter = getattr(type(real), "__setattr__", object.__setattr__)
+        import torch
+
+        if setter not in (object.__setattr__, torch.nn.Module.__setattr__):
+            tx.unsupported("side_effect", f"{type(real).__name__} defines __setattr__")
+        if isinstance(real, type) or not hasattr(real, "__dict__"):
+            if not isinstance(real, type):
+                tx.unsupported("side_effect", f"assigning .{name} of a {type(real).__name__}")
+        record_side_effect(tx, ("attr", id(real), name), (obj, value))
+        tx.keepalive.append(real)
+        return
+    if isinstance(obj, TensorVariable) and name == "requires_grad":
+        from ..tensors.ops import call_tensor_op
+
+        call_tensor_op(tx, "call_method", "requires_grad_", (obj, value), {})
+        return
+    tx.unsupported("side_effect", f"assigning .{name} of a {obj.python_type().__name__} value")
+
+
+def new_object(tx: Any, cls: type) -> ObjectVariable:
+    oid = tx.new_id()
+    tx.heap_set(oid, ObjectEntry(cls, immutables.Map()))
+    return ObjectVariable(oid, cls)
+
+
+# ------------------------------------------------------------- container methods
+def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, kwargs: dict) -> VariableTracker:
+    """Rules for the methods of traced lists, dicts and tuples; mutations bind new heap entries."""
+    from .calls import const_value, sequence_items
+
+    obj, name = method.obj, method.name
+    if isinstance(obj, ListVariable):
+        items = list(tx.list_items(obj))
+        result: VariableTracker = ConstantVariable(None)
+        if name == "append":
+            items.append(args[0])
+        elif name == "extend":
+            items.extend(sequence_items(tx, args[0]))
+        elif name == "insert":
+            items.insert(const_value(tx, args[0]), args[1])
+        elif name == "pop":
+            index = const_value(tx, args[0]) if args else -1
+            if not items:
+                tx.user_error(IndexError("pop from empty list"))
+            try:
+                result = items.pop(index)
+            except IndexError as e:
+                tx.user_error(e)
+        elif name == "remove":
+            index = _index_of(tx, items, args[0])
+            if index is None:
+                tx.user_error(ValueError("list.remove(x): x not in list"))
+            items.pop(index)
+        elif name == "clear":
+            items.clear()
+        elif name == "reverse":
+            items.reverse()
+        elif name == "sort":
+            key = kwargs.get("key")
+            if key is not None:
+                tx.unsupported("unsupported_call", "list.sort with a key function")
+            values = sorted((const_value(tx, v) for v in items),
+                            reverse=bool(const_value(tx, kwargs.get("reverse", ConstantVariable(False)))))
+            items = [ConstantVariable(v) for v in values]
+        elif name == "copy":
+            return tx.new_list(tuple(items))
+        elif name == "index":
+            index = _index_of(tx, items, args[0])
+            if index is None:
+                tx.user_error(ValueError(f"{const_value(tx, args[0])!r} is not in list"))
+            return ConstantVariable(index)
+        elif name == "count":
+            return ConstantVariable(sum(1 for v in items if _same_value(tx, v, args[0])))
+        else:
+            tx.unsupported("unsupported_call", f"list.{name}")
+        tx.set_list_items(obj, tuple(items))
+        return result
+    if isinstance(obj, DictVariable):
+        entry = tx.dict_entry(obj)
+        if name == "keys":
+            return IteratorVariable(tuple(ConstantVariable(k) for k, _ in entry.items))
+        if name == "values":
+            return IteratorVariable(tuple(v for _, v in entry.items))
+        if name == "items":
+            return IteratorVariable(tuple(TupleVariable((ConstantVariable(k), v)) for k, v in entry.items))
+        if name == "get":
+            key = const_value(tx, args[0])
+            default = args[1] if len(args) > 1 else ConstantVariable(None)
+            found = entry.get(key, _MISSING)
+            return default if found is _MISSING else found
+        if name in ("pop", "setdefault"):
+            key = const_value(tx, args[0])
+            found = entry.get(key, _MISSING)
+            if name == "setdefault":
+                if found is not _MISSING:
+                    return found
+                value = args[1] if len(args) > 1 else ConstantVariable(None)
+                tx.set_dict_entry(obj, entry.set(key, value))
+                return value
+            if found is _MISSING:
+                if len(args) > 1:
+                    return args[1]
+                tx.user_error(KeyError(key))
+            tx.set_dict_entry(obj, DictEntry(tuple((k, v) for k, v in entry.items if not (
+                type(k) is type(key) and k == key)), entry.source))
+            return found
+        if name == "update":
+            for k, v in (tx.dict_entry(args[0]).items if args else ()):
+                entry = entry.set(k, v)
+            for k, v in kwargs.items():
+                entry = entry.set(k, v)
+            tx.set_dict_entry(obj, entry)
+            return ConstantVariable(None)
+        if name == "clear":
+            tx.set_dict_entry(obj, DictEntry((), entry.source))
+            return ConstantVariable(None)
+        if name == "copy":
+            return tx.new_dict(entry.items)
+        tx.unsupported("unsupported_call", f"dict.{name}")
+    if isinstance(obj, TupleVariable):
+        if name == "index":
+            index = _index_of(tx, list(obj.items), args[0])
+            if index is None:
+                tx.user_error(ValueError("tuple.index(x): x not in tuple"))
+            return ConstantVariable(index)
+        if name == "count":
+            return ConstantVariable(sum(1 for v in obj.items if _same_value(tx, v, args[0])))
+        if name == "_asdict" and hasattr(obj.cls, "_fields"):
+            return tx.new_dict(tuple(zip(obj.cls._fields, obj.items)))
+        if name == "_replace" and hasattr(obj.cls, "_fields"):
+            items = list(obj.items)
+            for k, v in kwargs.items():
+                items[obj.cls._fields.index(k)] = v
+            return TupleVariable(tuple(items), obj.cls)
+    tx.unsupported("unsupported_call", f"{obj.python_type().__name__}.{name}")
+
+
+_MISSING = object()
+
+
+def _same_value(tx: Any, a: VariableTracker, b: VariableTracker) -> bool:
+    from ..trace.ops.operators import identical
+    from .calls import const_value, is_const
+
+    if is_const(tx, a) and is_const(tx, b):
+        return const_value(tx, a) == const_value(tx, b)
+    if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+        if identical(tx, a, b):
+            return True
+        tx.unsupported("data_dependent", "comparing tensors by value in a list method")
+    return identical(tx, a, b)
+
+
+def _index_of(tx: Any, items: list, value: VariableTracker) -> int | None:
+    for i, v in enumerate(items):
+        if _same_value(tx, v, value):
+            return i
+    return None

@@ -122,6 +122,11 @@ def _no_hooks(m: torch.nn.Module) -> bool:
     return not (m._forward_hooks or m._forward_pre_hooks)
 
 
+def hook_ids(m: torch.nn.Module) -> tuple:
+    """Identity of a module's forward pre-hooks and forward hooks, in call order (the HOOKS guard)."""
+    return (tuple(id(h) for h in m._forward_pre_hooks.values()), tuple(id(h) for h in m._forward_hooks.values()))
+
+
 def _module_globals(name: str) -> dict:
     return sys.modules[name].__dict__
 
@@ -176,6 +181,7 @@ class GuardCodegen:
             "___tensor_ok": _tensor_ok,
             "___aliasing": aliasing_pattern,
             "___no_hooks": _no_hooks,
+            "___hook_ids": hook_ids,
             "___global_hooks_empty": _global_hooks_empty,
             "___module_globals": _module_globals,
             "torch": torch,
@@ -215,6 +221,8 @@ def _condition(gen: GuardCodegen, guard: Guard) -> str:
         return f"___tensor_ok({v}, {gen.const(exp)})"
     if kind == "NO_HOOKS":
         return f"___no_hooks({v})"
+    if kind == "HOOKS":
+        return f"___hook_ids({v}) == {exp!r}"
     if kind == "SAME":
         return f"{v} is {gen.ref(exp)}"
     raise ValueError(f"unknown guard kind {kind}")

@@ -17,7 +17,7 @@ from typing import Any
 import immutables
 import torch
 
-from ..guards.guard import Guard
+from ..guards.guard import Guard, hook_ids
 from ..guards.source import AttrSource, ModuleMemberSource
 from ..tensors.ops import call_tensor_op
 from .base import (
@@ -44,9 +44,13 @@ _MISSING = object()
 
 
 def module_hooks_guard(tx: Any, mod: NNModuleVariable) -> None:
-    """Guard that ``mod`` (and the global hook registries) still have no forward hooks."""
+    """Guard that ``mod`` still has exactly the forward hooks it has now (and that no global hooks exist)."""
+    m = mod.module
     if mod.source is not None:
-        tx.add_guard(Guard(mod.source, "NO_HOOKS"))
+        if m._forward_hooks or m._forward_pre_hooks:
+            tx.add_guard(Guard(mod.source, "HOOKS", hook_ids(m)))
+        else:
+            tx.add_guard(Guard(mod.source, "NO_HOOKS"))
     tx.add_guard(Guard(None, "GLOBAL", ("global_hooks", True)))
 
 

@@ -111,19 +111,41 @@ def call_torch_function(tx: Tracer, target: Any, args: list, kwargs: dict) -> Va
     return call_tensor_op(tx, "call_function", target, tuple(args), kwargs)
 
 
+def call_sync(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> VariableTracker:
+    """Call ``fn`` and interpret until it returns; the result (not pushed)."""
+    depth = len(tx.state.frames)
+    call(tx, fn, args, kwargs)
+    return tx.run_until_return(depth) if len(tx.state.frames) > depth else tx.pop()
+
+
 def call_module(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> None:
-    """``module(*args)``: inline ``forward`` (hooks present make the call unsupported for now)."""
+    """``module(*args)`` as ``nn.Module.__call__`` does it: forward pre-hooks, ``forward``, forward hooks."""
     module = mod.module
-    if module._forward_hooks or module._forward_pre_hooks or module._backward_hooks:
-        tx.unsupported("module_hooks", f"calling {type(module).__name__} that has hooks registered",
-                       ("module hooks are captured in a later release",))
+    if module._backward_hooks or module._backward_pre_hooks or module._forward_pre_hooks_with_kwargs or \
+            module._forward_hooks_with_kwargs or getattr(module, "_forward_hooks_always_called", None):
+        tx.unsupported("module_hooks", f"calling {type(module).__name__} that has backward hooks or hooks "
+                       "taking kwargs", ("forward hooks and forward pre-hooks are supported",))
     module_hooks_guard(tx, mod)
     forward = type(module).forward
     if "forward" in module.__dict__:
         tx.unsupported("unsupported_call", "a module whose forward was replaced on the instance")
     if not isinstance(forward, types.FunctionType):
         tx.unsupported("unsupported_call", f"{type(module).__name__}.forward is not a Python function")
-    inline_call(tx, forward, None, [mod, *args], kwargs)
+    from .builder import wrap as wrap_value
+
+    for hook in list(module._forward_pre_hooks.values()):
+        result = call_sync(tx, wrap_value(tx, hook, None), [mod, TupleVariable(tuple(args))], {})
+        if not (isinstance(result, ConstantVariable) and result.value is None):
+            args = list(result.items) if isinstance(result, TupleVariable) else [result]
+    post = list(module._forward_hooks.values())
+    if not post:
+        return inline_call(tx, forward, None, [mod, *args], kwargs)
+    output = call_sync(tx, UserFunctionVariable(forward), [mod, *args], kwargs)
+    for hook in post:
+        result = call_sync(tx, wrap_value(tx, hook, None), [mod, TupleVariable(tuple(args)), output], {})
+        if not (isinstance(result, ConstantVariable) and result.value is None):
+            output = result
+    tx.push(output)
 
 
 def inline_call(tx: Tracer, fn: types.FunctionType, fn_source: Any, args: list, kwargs: dict) -> None:
@@ -356,6 +378,9 @@ def call_builtin(tx: Tracer, fn: Any, args: list, kwargs: dict) -> None:
     rule = BUILTIN_RULES.get(fn)
     if rule is not None:
         return tx.push(rule(tx, args, kwargs))
+    if isinstance(fn, type) and issubclass(fn, BaseException):
+        values = [const_value(tx, a) for a in args]
+        return tx.push(ConstantVariable(fn(*values, **{k: const_value(tx, v) for k, v in kwargs.items()})))
     if all(is_const(tx, a) for a in args) and all(is_const(tx, v) for v in kwargs.values()) and fn in FOLDABLE:
         return tx.push(fold(tx, fn, args, kwargs))
     tx.unsupported("unsupported_builtin", f"the builtin {getattr(fn, '__name__', fn)} is not supported here")
@@ -547,12 +572,7 @@ def _sorted(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 def _map(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     fn, seqs = args[0], [sequence_items(tx, a) for a in args[1:]]
-    results = []
-    for items in zip(*seqs):
-        depth = len(tx.state.frames)
-        call(tx, fn, list(items), {})
-        results.append(tx.run_until_return(depth) if len(tx.state.frames) > depth else tx.pop())
-    return IteratorVariable(tuple(results))
+    return IteratorVariable(tuple(call_sync(tx, fn, list(items), {}) for items in zip(*seqs)))
 
 
 def _filter(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
@@ -564,9 +584,7 @@ def _filter(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
         if isinstance(fn, ConstantVariable) and fn.value is None:
             keep = truthiness(tx, item)
         else:
-            depth = len(tx.state.frames)
-            call(tx, fn, [item], {})
-            keep = truthiness(tx, tx.run_until_return(depth) if len(tx.state.frames) > depth else tx.pop())
+            keep = truthiness(tx, call_sync(tx, fn, [item], {}))
         if keep:
             kept.append(item)
     return IteratorVariable(tuple(kept))

@@ -257,3 +257,69 @@ def FOR_ITER(tx, inst):
 @handler("END_FOR")
 def END_FOR(tx, inst):
     tx.popn(2)
+
+
+@handler("UNPACK_EX")
+def UNPACK_EX(tx, inst):
+    """``a, *rest, b = seq``: ``arg & 0xFF`` names before the star, ``arg >> 8`` after it."""
+    before, after = inst.arg & 0xFF, inst.arg >> 8
+    items = tuple(sequence_items(tx, tx.pop()))
+    if len(items) < before + after:
+        tx.user_error(ValueError(f"not enough values to unpack (expected at least {before + after}, "
+                                 f"got {len(items)})"))
+    middle = tx.new_list(items[before:len(items) - after])
+    values = list(items[:before]) + [middle] + list(items[len(items) - after:])
+    tx.push(*reversed(values))
+
+
+@handler("DELETE_SUBSCR")
+def DELETE_SUBSCR(tx, inst):
+    key = tx.pop()
+    container = tx.pop()
+    if isinstance(container, ListVariable):
+        items = list(tx.list_items(container))
+        try:
+            del items[const_value(tx, key)]
+        except (IndexError, TypeError) as e:
+            tx.user_error(e)
+        tx.set_list_items(container, tuple(items))
+    elif isinstance(container, DictVariable):
+        k = const_value(tx, key)
+        entry = tx.dict_entry(container)
+        if entry.get(k, _ABSENT) is _ABSENT:
+            tx.user_error(KeyError(k))
+        from ...variables.base import DictEntry
+
+        tx.set_dict_entry(container, DictEntry(tuple((a, b) for a, b in entry.items
+                                                     if not (type(a) is type(k) and a == k)), entry.source))
+    else:
+        tx.unsupported("unsupported_subscript", f"deleting from a {container.python_type().__name__} value")
+
+
+_ABSENT = object()
+
+
+@handler("BUILD_SET")
+def BUILD_SET(tx, inst):
+    """Sets of Python constants (membership tests, deduplication); held as a frozenset constant."""
+    tx.push(ConstantVariable(frozenset(const_value(tx, v) for v in tx.popn(inst.arg))))
+
+
+@handler("SET_UPDATE")
+def SET_UPDATE(tx, inst):
+    update = const_value(tx, tx.pop())
+    target = tx.peek(inst.arg - 1)
+    _replace_at(tx, inst.arg - 1, ConstantVariable(frozenset(target.value) | frozenset(update)))
+
+
+@handler("SET_ADD")
+def SET_ADD(tx, inst):
+    value = const_value(tx, tx.pop())
+    target = tx.peek(inst.arg - 1)
+    _replace_at(tx, inst.arg - 1, ConstantVariable(frozenset(target.value) | {value}))
+
+
+def _replace_at(tx, depth, value):
+    stack = list(tx.frame.stack)
+    stack[-1 - depth] = value
+    tx.set_frame(tx.frame.with_stack(tuple(stack)))

@@ -1,0 +1,74 @@
+"""Exceptions and imports: ``LOAD_ASSERTION_ERROR``, ``RAISE_VARARGS``, ``IMPORT_NAME``, ``IMPORT_FROM``.
+
+A ``raise`` reached during tracing is the user's own exception: the call then
+runs eagerly, so the user sees exactly eager's exception and traceback.
+Only already-imported modules can be imported inside a traced function
+(importing runs arbitrary code, which tracing must not do).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ...variables.base import BuiltinVariable, ConstantVariable, NullVariable, PythonObjectVariable
+from ...variables.attrs import getattr_var
+from ..interpreter import handler
+
+
+@handler("LOAD_ASSERTION_ERROR")
+def LOAD_ASSERTION_ERROR(tx, inst):
+    tx.push(BuiltinVariable(AssertionError))
+
+
+@handler("RAISE_VARARGS")
+def RAISE_VARARGS(tx, inst):
+    if inst.arg == 0:
+        tx.unsupported("unsupported_opcode", "a bare `raise` (re-raising the exception being handled)")
+    if inst.arg == 2:
+        tx.pop()  # the cause: the exception itself is what matters for parity
+    exc = tx.pop()
+    if isinstance(exc, BuiltinVariable) and isinstance(exc.fn, type) and issubclass(exc.fn, BaseException):
+        tx.user_error(exc.fn())
+    if isinstance(exc, ConstantVariable) and isinstance(exc.value, BaseException):
+        tx.user_error(exc.value)
+    if isinstance(exc, PythonObjectVariable) and isinstance(exc.value, type) and issubclass(exc.value, BaseException):
+        tx.user_error(exc.value())
+    tx.unsupported("unsupported_raise", f"raising a {exc.python_type().__name__} value")
+
+
+@handler("IMPORT_NAME")
+def IMPORT_NAME(tx, inst):
+    fromlist = tx.pop()
+    level = tx.pop()
+    name = inst.argval
+    if isinstance(level, ConstantVariable) and level.value != 0:
+        tx.unsupported("unsupported_import", f"relative import of {name} inside a compiled function")
+    module = sys.modules.get(name)
+    if module is None:
+        tx.unsupported("unsupported_import", f"importing {name}, which is not imported yet",
+                       ("import it at the top of the file",))
+    has_fromlist = not (isinstance(fromlist, ConstantVariable) and fromlist.value is None)
+    if not has_fromlist and "." in name:
+        module = sys.modules[name.partition(".")[0]]
+    tx.push(PythonObjectVariable(module))
+
+
+@handler("IMPORT_FROM")
+def IMPORT_FROM(tx, inst):
+    tx.push(getattr_var(tx, tx.peek(), inst.argval))
+
+
+@handler("LOAD_SUPER_ATTR")
+def LOAD_SUPER_ATTR(tx, inst):
+    from ...variables.attrs import super_attr
+    from ...variables.calls import const_value
+    from ...variables.objects import SuperVariable
+
+    self_var = tx.pop()
+    cls = tx.pop()
+    tx.pop()  # the global `super`
+    attr = super_attr(tx, SuperVariable(const_value(tx, cls), self_var), inst.argval)
+    if inst.push_null:
+        tx.push(NullVariable(), attr)
+    else:
+        tx.push(attr)

@@ -196,6 +196,8 @@ def _condition(gen: GuardCodegen, guard: Guard) -> str:
             return f"torch.is_grad_enabled() is {value!r}"
         if name == "default_dtype":
             return f"torch.get_default_dtype() is {gen.const(value)}"
+        if name == "autocast_cpu":
+            return f"(torch.is_autocast_enabled('cpu'), torch.get_autocast_dtype('cpu')) == {gen.const(value)}"
         if name == "global_hooks":
             return "___global_hooks_empty()"
         raise ValueError(name)

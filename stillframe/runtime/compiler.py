@@ -66,6 +66,10 @@ def start_trace(fn: types.FunctionType, L: dict) -> Tracer:
     tracer = Tracer(frame, compat.new_fake_mode(), torch.is_grad_enabled())
     tracer.add_guard(Guard(None, "GLOBAL", ("grad_enabled", torch.is_grad_enabled())))
     tracer.add_guard(Guard(None, "GLOBAL", ("default_dtype", torch.get_default_dtype())))
+    autocast_cpu = (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"))
+    tracer.add_guard(Guard(None, "GLOBAL", ("autocast_cpu", autocast_cpu)))
+    if autocast_cpu[0]:  # called inside an autocast block: ops propagate under it (the graph runs under it too)
+        tracer.state = tracer.state.replace(autocast=(("cpu", autocast_cpu[1], True, None),))
     return tracer
 
 
@@ -75,7 +79,8 @@ def compile_frame(fn: types.FunctionType, L: dict, G: dict, F: Any, backend: Cal
     tracer = start_trace(fn, L)
     try:
         result = tracer.run()
-        if tracer.state.grad_enabled != torch.is_grad_enabled():
+        if tracer.state.grad_enabled != torch.is_grad_enabled() or \
+                len(tracer.state.autocast) != int(torch.is_autocast_enabled("cpu")):
             tracer.unsupported("global_state", "the function returns with a different grad mode than it was "
                                "called with (torch.set_grad_enabled without a `with`)")
         recipe = ResultCodegen(tracer)

@@ -208,7 +208,13 @@ class Tracer:
 
     @contextlib.contextmanager
     def fake_context(self) -> Iterator[None]:
-        with self.fake_mode, torch.set_grad_enabled(self.state.grad_enabled):
+        """Fake mode plus the traced grad mode and autocast settings, for propagating an op."""
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(self.fake_mode)
+            stack.enter_context(torch.set_grad_enabled(self.state.grad_enabled))
+            for device_type, dtype, enabled, cache_enabled in self.state.autocast:
+                stack.enter_context(torch.autocast(device_type, dtype=dtype, enabled=enabled,
+                                                   cache_enabled=cache_enabled))
             yield
 
     # --------------------------------------------------------------- guards

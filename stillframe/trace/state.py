@@ -36,6 +36,8 @@ Strategy, field by field:
   inputs before the graph runs (``x.requires_grad_()`` on an input the graph
   has not read yet: autograd metadata a graph cannot carry).
 * ``grad_enabled``: the grad mode the traced code runs under.
+* ``autocast``: the stack of autocast settings ``(device_type, dtype, enabled,
+  cache_enabled)`` in force (fake tensors are propagated under them).
 """
 
 from __future__ import annotations
@@ -139,6 +141,7 @@ class TraceState:
     prologue: PLog = EMPTY_LOG
     grad_enabled: bool = True
     next_id: int = 0
+    autocast: tuple = ()
 
     def replace(self, **changes: Any) -> "TraceState":
         fields = {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -147,7 +150,7 @@ class TraceState:
 
     def with_top(self, frame: Frame) -> "TraceState":
         return TraceState(self.frames[:-1] + (frame,), self.heap, self.guards, self.inputs, self.memo, self.fakes,
-                          self.side_effects, self.prologue, self.grad_enabled, self.next_id)
+                          self.side_effects, self.prologue, self.grad_enabled, self.next_id, self.autocast)
 
 
 @dataclass(frozen=True, slots=True)

@@ -271,6 +271,30 @@ class ContextExitVariable(VariableTracker):
 
 
 @dataclass(frozen=True, slots=True)
+class AutocastVariable(VariableTracker):
+    """``torch.autocast(device_type, dtype, enabled, cache_enabled)`` not entered yet."""
+
+    args: tuple  # (device_type, dtype, enabled, cache_enabled)
+
+    def python_type(self) -> type:
+        import torch
+
+        return torch.autocast
+
+
+@dataclass(frozen=True, slots=True)
+class AutocastExitVariable(VariableTracker):
+    """The ``__exit__`` of an entered autocast block; ``node`` is the graph's ``_enter_autocast`` result."""
+
+    node: Any
+
+    def python_type(self) -> type:
+        import types
+
+        return types.MethodType
+
+
+@dataclass(frozen=True, slots=True)
 class CellVariable(VariableTracker):
     """A closure cell pushed by ``LOAD_CLOSURE``: a heap id (a cell made in the trace) or ``("real", cell, source)``."""
 

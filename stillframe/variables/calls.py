@@ -8,6 +8,7 @@ closed set) and, for builtins, by the builtin itself (``BUILTIN_RULES``).
 
 from __future__ import annotations
 
+import abc
 import inspect
 import math
 import operator
@@ -22,6 +23,8 @@ from ..tensors.ops import call_tensor_op, to_fake
 from ..trace.interpreter import Tracer, UserError, make_frame
 from .attrs import getattr_var, module_hooks_guard
 from .base import (
+    AutocastExitVariable,
+    AutocastVariable,
     BuiltinVariable,
     ConstantVariable,
     ContextExitVariable,
@@ -87,6 +90,11 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
 
     if isinstance(fn, ContainerMethodVariable):
         return tx.push(call_container_method(tx, fn, args, kwargs))
+    if isinstance(fn, AutocastExitVariable):
+        from ..trace.ops.blocks import exit_autocast
+
+        exit_autocast(tx, fn)
+        return tx.push(ConstantVariable(None))
     if isinstance(fn, ContextExitVariable):
         from ..trace.ops.blocks import set_grad_mode
 
@@ -637,6 +645,15 @@ def _grad_mode_manager(tx: Tracer, cls: Any, args: list, kwargs: dict) -> Variab
     return GradModeVariable(mode, applied=True, previous=previous)
 
 
+def _autocast(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    names = ("device_type", "dtype", "enabled", "cache_enabled")
+    values = dict(zip(names, (const_value(tx, a) for a in args)))
+    values.update({k: const_value(tx, v) for k, v in kwargs.items()})
+    device_type = values["device_type"]
+    dtype = values.get("dtype") or torch.get_autocast_dtype(device_type)
+    return AutocastVariable((device_type, dtype, values.get("enabled", True), values.get("cache_enabled")))
+
+
 GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
 
 
@@ -654,7 +671,7 @@ def construct(tx: Tracer, cls: type, args: list, kwargs: dict) -> VariableTracke
             fold(tx, cls, args, kwargs)  # raises eager's TypeError
         items = tuple(values[f] if f in values else wrap(tx, defaults[f], None) for f in fields)
         return TupleVariable(items, cls)
-    if cls.__new__ is not object.__new__ or type(cls) is not type:
+    if cls.__new__ is not object.__new__ or type(cls) not in (type, abc.ABCMeta):
         tx.unsupported("unsupported_call", f"constructing {cls.__qualname__} (custom __new__ or metaclass)")
     obj = new_object(tx, cls)
     init = cls.__init__
@@ -694,6 +711,8 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
     from .objects import store_attr
 
     value = var.value
+    if value is torch.autocast or value is torch.amp.autocast:
+        return tx.push(_autocast(tx, args, kwargs))
     if any(value is cls for cls in GRAD_MODE_CLASSES):
         return tx.push(_grad_mode_manager(tx, value, args, kwargs))
     if value is _noop:

@@ -11,6 +11,7 @@ guarded. ``nn.Module`` parameters, buffers and submodules come from
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any
 
@@ -175,6 +176,74 @@ def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
     tx.unsupported("unsupported_attribute", f"reading .{name} of a tensor")
 
 
+MODULE_ITERATORS = {"modules", "named_modules", "children", "named_children", "parameters", "named_parameters",
+                    "buffers", "named_buffers"}
+
+
+def module_iterator(var: NNModuleVariable, method: str, tx: Any, args: list, kwargs: dict) -> VariableTracker:
+    """``self.named_modules()``, ``self.parameters()`` ...: unrolled from the live module tree.
+
+    Each visited module's registry keys are guarded, so adding or removing a
+    submodule or parameter recompiles.
+    """
+    from .base import IteratorVariable
+    from .calls import const_value
+
+    options = {k: const_value(tx, v) for k, v in kwargs.items()}
+    positional = ("prefix", "recurse") if method.startswith("named_") else ("recurse",)
+    options.update(zip(positional, (const_value(tx, a) for a in args)))
+    recurse = options.get("recurse", True)
+    walk: list = []  # (qualified name, VT of module)
+
+    def visit(mod_var: NNModuleVariable, prefix: str, depth: int) -> None:
+        walk.append((prefix, mod_var))
+        m = mod_var.module
+        if mod_var.source is not None:
+            tx.add_guard(Guard(AttrSource(mod_var.source, "_modules"), "KEYS", tuple(m._modules)))
+        if depth == 0 or method in ("modules", "named_modules") or recurse:
+            for child in m._modules:
+                if m._modules[child] is None:
+                    continue
+                child_var = module_attr(tx, mod_var, child)
+                if method in ("children", "named_children") and depth == 0:
+                    walk.append((child, child_var))
+                    continue
+                visit(child_var, f"{prefix}.{child}" if prefix else child, depth + 1)
+
+    if method in ("children", "named_children"):
+        m = var.module
+        for child in m._modules:
+            if m._modules[child] is not None:
+                walk.append((child, module_attr(tx, var, child)))
+        if var.source is not None:
+            tx.add_guard(Guard(AttrSource(var.source, "_modules"), "KEYS", tuple(m._modules)))
+        items = walk
+    else:
+        visit(var, options.get("prefix", ""), 0)
+        if method in ("modules", "named_modules"):
+            seen, items = set(), []
+            for qual, mv in walk:
+                if id(mv.module) not in seen:
+                    seen.add(id(mv.module))
+                    items.append((qual, mv))
+        else:
+            registry = "_parameters" if "parameters" in method else "_buffers"
+            modules = walk if recurse else walk[:1]
+            seen, items = set(), []
+            for qual, mv in modules:
+                regs = getattr(mv.module, registry)
+                if mv.source is not None:
+                    tx.add_guard(Guard(AttrSource(mv.source, registry), "KEYS", tuple(regs)))
+                for pname, value in regs.items():
+                    if value is None or id(value) in seen:
+                        continue
+                    seen.add(id(value))
+                    items.append((f"{qual}.{pname}" if qual else pname, module_attr(tx, mv, pname)))
+    if method.startswith("named_"):
+        return IteratorVariable(tuple(TupleVariable((ConstantVariable(q), v)) for q, v in items))
+    return IteratorVariable(tuple(v for _, v in items))
+
+
 def module_attr(tx: Any, var: NNModuleVariable, name: str) -> VariableTracker:
     m = var.module
     src = AttrSource(var.source, name) if var.source is not None else None
@@ -184,6 +253,8 @@ def module_attr(tx: Any, var: NNModuleVariable, name: str) -> VariableTracker:
             member_src = ModuleMemberSource(var.source, name, registry) if var.source is not None else None
             return wrap(tx, members[name], member_src)
     found = _static_lookup(m, name)
+    if name in MODULE_ITERATORS and found == ("class", getattr(torch.nn.Module, name)):
+        return PythonObjectVariable(functools.partial(module_iterator, var, name))
     if found is _MISSING:
         if type(m).__getattr__ is not torch.nn.Module.__getattr__:
             tx.unsupported("unsupported_attribute", f"{type(m).__name__} defines __getattr__")

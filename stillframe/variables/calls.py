@@ -9,6 +9,7 @@ closed set) and, for builtins, by the builtin itself (``BUILTIN_RULES``).
 from __future__ import annotations
 
 import abc
+import functools
 import inspect
 import math
 import operator
@@ -21,7 +22,7 @@ from ..bytecode import read
 from ..guards.source import CellContentsSource, DefaultSource, GlobalSource
 from ..tensors.ops import call_tensor_op, to_fake
 from ..trace.interpreter import Tracer, UserError, make_frame
-from .attrs import getattr_var, module_hooks_guard
+from .attrs import getattr_var, module_hooks_guard, module_iterator
 from .base import (
     AutocastExitVariable,
     AutocastVariable,
@@ -706,11 +707,23 @@ def _super(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 BUILTIN_RULES[super] = _super
 
 
+def _set_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    """Sets of constants are held as frozenset constants (their only uses in model code: membership, dedup)."""
+    items = sequence_items(tx, args[0]) if args else ()
+    return ConstantVariable(frozenset(const_value(tx, v) for v in items))
+
+
+BUILTIN_RULES[set] = _set_of
+BUILTIN_RULES[frozenset] = _set_of
+
+
 def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs: dict) -> None:
     from .attrs import _noop
     from .objects import store_attr
 
     value = var.value
+    if isinstance(value, functools.partial) and value.func is module_iterator:
+        return tx.push(value(tx, args, kwargs))
     if value is torch.autocast or value is torch.amp.autocast:
         return tx.push(_autocast(tx, args, kwargs))
     if any(value is cls for cls in GRAD_MODE_CLASSES):

@@ -323,3 +323,10 @@ def _replace_at(tx, depth, value):
     stack = list(tx.frame.stack)
     stack[-1 - depth] = value
     tx.set_frame(tx.frame.with_stack(tuple(stack)))
+
+
+@handler("GET_LEN")
+def GET_LEN(tx, inst):
+    from ...variables.calls import _len
+
+    tx.push(ConstantVariable(_len(tx, tx.peek())))

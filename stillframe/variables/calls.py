@@ -46,7 +46,7 @@ from .base import (
     UserMethodVariable,
     VariableTracker,
 )
-from .builder import wrap
+from .builder import is_constant, wrap
 
 # torch functions that are not graph ops but read global state or are context managers.
 def _is_grad_enabled(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
@@ -304,6 +304,8 @@ def is_const(tx: Tracer, var: VariableTracker) -> bool:
         return all(is_const(tx, v) for v in var.items)
     if isinstance(var, SliceVariable):
         return all(is_const(tx, v) for v in (var.start, var.stop, var.step))
+    if isinstance(var, ListVariable):
+        return all(is_const(tx, v) for v in tx.list_items(var))
     return False
 
 
@@ -730,6 +732,20 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
         return tx.push(_grad_mode_manager(tx, value, args, kwargs))
     if value is _noop:
         return tx.push(ConstantVariable(None))
+    if isinstance(value, functools.partial):
+        from ..guards.source import AttrSource, GetItemSource
+
+        src = var.source
+        func = wrap(tx, value.func, AttrSource(src, "func") if src else None)
+        bound = [wrap(tx, a, GetItemSource(AttrSource(src, "args"), i) if src else None)
+                 for i, a in enumerate(value.args)]
+        bound_kw = {k: wrap(tx, v, GetItemSource(AttrSource(src, "keywords"), k) if src else None)
+                    for k, v in value.keywords.items()}
+        return call(tx, func, [*bound, *args], {**bound_kw, **kwargs})
+    owner = getattr(value, "__self__", None)
+    if owner is not None and not isinstance(owner, types.ModuleType) and is_constant(owner) and \
+            all(is_const(tx, a) for a in args) and all(is_const(tx, v) for v in kwargs.values()):
+        return tx.push(fold(tx, value, args, kwargs))  # a method of a constant: "a,b".split(","), ...
     if value is object.__setattr__:
         store_attr(tx, args[0], const_value(tx, args[1]), args[2])
         return tx.push(ConstantVariable(None))

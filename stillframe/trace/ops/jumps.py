@@ -27,14 +27,12 @@ from ..interpreter import handler
 
 def truthiness(tx, var) -> bool:
     """``bool(var)`` at trace time, or Unsupported when it depends on tensor data."""
+    from ...variables.calls import _len
+
     if isinstance(var, ConstantVariable):
         return bool(var.value)
-    if isinstance(var, TupleVariable):
-        return bool(var.items)
-    if isinstance(var, ListVariable):
-        return bool(tx.list_items(var))
-    if isinstance(var, DictVariable):
-        return bool(tx.dict_entry(var).items)
+    if isinstance(var, (TupleVariable, ListVariable, DictVariable)):
+        return _len(tx, var) > 0
     if isinstance(var, RangeVariable):
         return bool(var.value)
     if isinstance(var, TensorVariable):
@@ -42,8 +40,6 @@ def truthiness(tx, var) -> bool:
                        ("use torch.where, or move the branch out of the compiled function",))
     if isinstance(var, NNModuleVariable):
         if hasattr(type(var.module), "__len__") or hasattr(type(var.module), "__bool__"):
-            from ...variables.calls import _len
-
             return bool(_len(tx, var))
         return True
     if isinstance(var, (UserFunctionVariable, UserMethodVariable, TorchFunctionVariable, BuiltinVariable,

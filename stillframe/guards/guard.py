@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 import torch
 
-from .source import AttrSource, CellContentsSource, DefaultSource, GetItemSource, LiftedSource, ModuleMemberSource, Source
+from .source import AttrSource, DefaultSource, GetItemSource, LiftedSource, ModuleMemberSource, Source
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,8 +163,6 @@ class GuardCodegen:
             expr = f"{self.ref(source.base)}.{source.registry}[{source.attr!r}]"
         elif isinstance(source, GetItemSource):
             expr = f"{self.ref(source.base)}[{source.index!r}]"
-        elif isinstance(source, CellContentsSource):
-            expr = f"{self.ref(source.function)}.__closure__[{source.index}].cell_contents"
         elif isinstance(source, DefaultSource):
             attr = "__kwdefaults__" if source.kwonly else "__defaults__"
             expr = f"{self.ref(source.function)}.{attr}[{source.index!r}]"

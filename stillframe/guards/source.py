@@ -113,18 +113,6 @@ class GetItemSource(Source):
 
 
 @dataclass(frozen=True, slots=True)
-class CellContentsSource(Source):
-    """The contents of closure cell ``index`` of a function: ``fn.__closure__[i].cell_contents``."""
-
-    function: Source
-    index: int
-
-    @property
-    def name(self) -> str:
-        return f"{self.function.name}.__closure__[{self.index}].cell_contents"
-
-
-@dataclass(frozen=True, slots=True)
 class DefaultSource(Source):
     """A default argument value: positional (``__defaults__[i]``) or keyword-only (``__kwdefaults__['k']``)."""
 

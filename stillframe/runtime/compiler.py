@@ -24,7 +24,7 @@ from .. import compat
 from ..bytecode import read
 from ..diagnostics import log
 from ..guards.guard import Guard, GuardCodegen, aliasing_pattern, compile_guards
-from ..guards.source import CellContentsSource, FunctionSource, LocalSource, is_user_argument
+from ..guards.source import AttrSource, FunctionSource, GetItemSource, LocalSource, is_user_argument
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace.interpreter import Tracer, make_frame
 from ..variables.attrs import EMPTY_CELLS
@@ -60,7 +60,7 @@ def start_trace(fn: types.FunctionType, L: dict) -> Tracer:
     cells = {}
     if fn.__closure__:
         for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__)):
-            cells[name] = ("real", cell, CellContentsSource(FunctionSource(), i))
+            cells[name] = ("real", cell, GetItemSource(AttrSource(FunctionSource(), "__closure__"), i))
     locals_ = {name: LazyArgument(value, LocalSource(name)) for name, value in L.items()}
     frame = make_frame(read(code), locals_, fn.__globals__, None, fn, FunctionSource(), EMPTY_CELLS.update(cells))
     tracer = Tracer(frame, compat.new_fake_mode(), torch.is_grad_enabled())
@@ -217,6 +217,9 @@ class ResultCodegen:
             elif kind == "attr":
                 owner, value = payload
                 self.gen.lines.append(f"setattr({self.expr(owner)}, {key[2]!r}, {self.expr(value)})")
+            elif kind == "cell":
+                cell_source, value = payload
+                self.gen.lines.append(f"{self.gen.ref(cell_source)}.cell_contents = {self.expr(value)}")
             elif kind == "global":
                 module, name = key[1], key[2]
                 target = "G" if module is None else f"___module_globals({module!r})"

@@ -19,8 +19,8 @@ from typing import Any, Callable
 import torch
 
 from ..bytecode import read
-from ..guards.source import CellContentsSource, DefaultSource, GlobalSource
-from ..tensors.ops import call_tensor_op, to_fake
+from ..guards.source import AttrSource, DefaultSource, GetItemSource
+from ..tensors.ops import call_tensor_op
 from ..trace.interpreter import Tracer, UserError, make_frame
 from .attrs import getattr_var, module_hooks_guard, module_iterator
 from .base import (
@@ -177,7 +177,8 @@ def inline_call(tx: Tracer, fn: types.FunctionType, fn_source: Any, args: list, 
 
     cells = []
     for i, cell in enumerate(fn.__closure__ or ()):
-        cells.append(("real", cell, CellContentsSource(fn_source, i) if fn_source is not None else None))
+        cell_source = GetItemSource(AttrSource(fn_source, "__closure__"), i) if fn_source is not None else None
+        cells.append(("real", cell, cell_source))
     root_frame = tx.state.frames[0]
     globals_module = None if fn.__globals__ is root_frame.globals else fn.__globals__.get("__name__")
     push_code_frame(tx, code, fn.__qualname__, args, kwargs, len(defaults), default, kwdefault, tuple(cells),
@@ -765,4 +766,3 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
                    ("stillframe captures torch functions, tensor methods and Python functions",))
 
 
-_ = (GlobalSource, to_fake)

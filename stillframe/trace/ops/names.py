@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 
-from ...guards.source import GlobalSource
+from ...guards.source import AttrSource, GlobalSource
 from ...variables.attrs import getattr_var
 from ...variables.base import NULL, ConstantVariable, LazyArgument, TupleVariable
 from ...variables.builder import wrap
@@ -115,6 +115,11 @@ def LOAD_CLOSURE(tx, inst):
 @handler("LOAD_DEREF")
 def LOAD_DEREF(tx, inst):
     cell = tx.frame.cells.get(inst.argval)
+    if not isinstance(cell, int) and tx.state.side_effects:
+        pending = tx.state.side_effects.get(("cell", id(cell[1])))
+        if pending is not None:  # written earlier in this trace (nonlocal)
+            tx.push(pending[1][1])
+            return
     if isinstance(cell, int):
         contents = tx.heap(cell).contents
         if contents is None:
@@ -122,13 +127,13 @@ def LOAD_DEREF(tx, inst):
                                     "with a value in enclosing scope"))
         tx.push(contents)
         return
-    _, real_cell, source = cell
+    _, real_cell, cell_source = cell
     try:
         contents = real_cell.cell_contents
     except ValueError:
         tx.user_error(NameError(f"cannot access free variable '{inst.argval}' where it is not associated with "
                                 "a value in enclosing scope"))
-    tx.push(wrap(tx, contents, source))
+    tx.push(wrap(tx, contents, AttrSource(cell_source, "cell_contents") if cell_source is not None else None))
 
 
 @handler("STORE_DEREF")
@@ -140,8 +145,14 @@ def STORE_DEREF(tx, inst):
 
         tx.heap_set(cell, CellEntry(value))
         return
-    tx.unsupported("side_effect", f"assigning the closure variable '{inst.argval}' of an outer function",
-                   ("side effects on outside objects are replayed in a later release",))
+    from ...variables.objects import record_side_effect
+
+    _, real_cell, cell_source = cell
+    if cell_source is None:
+        tx.unsupported("side_effect", f"assigning the closure variable '{inst.argval}' of a function "
+                       "stillframe cannot name")
+    tx.keepalive.append(real_cell)
+    record_side_effect(tx, ("cell", id(real_cell)), (cell_source, value))
 
 
 @handler("LOAD_ATTR")

@@ -30,7 +30,8 @@ import torch
 from . import compat
 from .config import config
 from .errors import InternalError, StillframeWarning, Unsupported
-from .runtime.compiler import compile_frame, eager_entry
+from .runtime import live
+from .runtime.compiler import compile_frame, compile_segment, eager_entry, start_resume
 from .runtime.entry import CacheEntry
 from .trace.interpreter import UserError
 
@@ -127,7 +128,7 @@ class CompiledFunction:
                 counters["cache_hits"] += 1
                 if entry.eager:
                     return fn(*args, **kwargs)
-                return entry.run(L, G, fn)
+                return self._finish(entry.run(L, G, fn), G)
         if len(entries) >= config.cache_size_limit:
             self._warn_once("cache_size_limit", f"stillframe: {fn.__qualname__} ({_where(fn)}) hit "
                             f"config.cache_size_limit ({config.cache_size_limit}) cache entries; running it "
@@ -140,7 +141,7 @@ class CompiledFunction:
               entries: list[CacheEntry]) -> Any:
         counters["traces"] += 1
         try:
-            outcome = compile_frame(fn, L, G, fn, self._backend)
+            outcome = compile_frame(fn, L, G, fn, self._backend, self._fullgraph)
         except Unsupported as e:
             if self._fullgraph:
                 raise Unsupported(e.graph_break) from None
@@ -168,7 +169,64 @@ class CompiledFunction:
             return fn(*args, **kwargs)
         entries.append(outcome.entry)
         counters["graphs"] += outcome.entry.compiled is not None
-        return outcome.entry.run(L, G, fn)
+        return self._finish(outcome.entry.run(L, G, fn), G)
+
+    def _finish(self, result: Any, G: dict) -> Any:
+        """Carry a plan that ended at a graph break on: one real step, then the resumed plan, until return."""
+        while isinstance(result, live.Continuation):
+            result = self._resume(result, G)
+        return result
+
+    def _resume(self, cont: live.Continuation, G: dict) -> Any:
+        """One real instruction, then the plan cached for where that leaves the call stack (traced if new).
+
+        Where no plan can be had -- the point cannot be traced, or its cache is
+        full -- the call goes on one real instruction at a time until it reaches
+        a point with a plan, or returns.
+        """
+        if not cont.concrete:
+            counters["graph_breaks"] += 1
+        if cont.step():
+            return cont.returned
+        key = cont.key()
+        entries = self._cache.get(key)
+        if entries is None:
+            if cont.concrete:
+                return cont
+            entries = self._cache[key] = []
+        L = live.flatten(cont.frames)
+        for entry in entries:
+            if entry.check(L, G, None):
+                counters["cache_hits"] += 1
+                if entry.eager:  # this point cannot be traced: run one more instruction for real
+                    cont.concrete = True
+                    return cont
+                cont.concrete = False
+                return entry.run(L, G, None)
+        if cont.concrete:
+            return cont
+        if len(entries) >= config.cache_size_limit:
+            self._warn_once(("cache_size_limit", key), f"stillframe: {self._func.__qualname__} hit "
+                            f"config.cache_size_limit ({config.cache_size_limit}) plans for the code after a graph "
+                            f"break at {cont.frames[-1].code.location(cont.frames[-1].ip)}; running on from there "
+                            "instruction by instruction")
+            cont.concrete = True
+            return cont
+        counters["traces"] += 1
+        tracer = None
+        try:
+            tracer = start_resume(cont, L)
+            outcome = compile_segment(tracer, L, G, None, self._backend, False, self._func)
+        except Exception as e:  # Unsupported with no real step to fall back on, or a fault of ours
+            entries.append(eager_entry(getattr(e, "tracer", tracer), str(e)))
+            counters["fallbacks"] += 1
+            self._warn_once(str(e), f"stillframe: running part of {self._func.__qualname__} instruction by "
+                            f"instruction: {e}")
+            cont.concrete = True
+            return cont
+        entries.append(outcome.entry)
+        counters["graphs"] += outcome.entry.compiled is not None
+        return outcome.entry.run(L, G, None)
 
     def _warn_once(self, key: str, message: str) -> None:
         if key in self._warned:

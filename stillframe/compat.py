@@ -13,6 +13,28 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 
+def forget_fx_name(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
+    """Give an erased node's name back to the graph's namespace (FX never does), newest node first.
+
+    Without it a trace that is rolled back and resumed names its nodes ``add_1``
+    where a trace from scratch says ``add``, and the namespace keeps the erased
+    nodes alive.
+    """
+    from torch.fx.graph import _name_regex
+
+    namespace = graph._graph_namespace
+    namespace._used_names.discard(node.name)
+    namespace._obj_to_name.pop(node, None)
+    match = _name_regex.match(node.name)
+    if match is None:
+        return
+    base, num = match.group(1, 2)
+    if num is None:
+        namespace._base_count.pop(base, None)
+    else:
+        namespace._base_count[base] = int(num) - 1
+
+
 def new_fake_mode() -> FakeTensorMode:
     """A fake-tensor mode with static shapes (one per trace)."""
     return FakeTensorMode(allow_non_fake_inputs=False)

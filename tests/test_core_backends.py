@@ -171,6 +171,13 @@ def unsupported_tolist(x):
 UNSUPPORTED = [unsupported_print, unsupported_item_branch, unsupported_tolist]
 
 
+def unsupported_match(x):
+    match list(x.shape):
+        case [n]:  # unsupported
+            return x * n
+    return x
+
+
 def line_of(fn, marker="# unsupported"):
     """The line number of the line of ``fn`` marked with ``marker``."""
     lines, start = inspect.getsourcelines(fn)
@@ -179,14 +186,25 @@ def line_of(fn, marker="# unsupported"):
 
 
 @pytest.mark.parametrize("fn", UNSUPPORTED, ids=lambda fn: fn.__name__)
-def test_unsupported_falls_back_to_eager_with_one_warning(fn):
-    report = assert_parity(fn, lambda: (torch.randn(3, requires_grad=True),), calls=2, expect_fallback=True)
+def test_unsupported_step_graph_breaks_without_warning(fn):
+    """print / item / tolist: the graph ends there, the step runs for real, tracing resumes (no fallback)."""
+    report = assert_parity(fn, lambda: (torch.randn(3, requires_grad=True),), calls=2)
+    assert report.warnings == []
+    entries = report.compiled.cache_entries()
+    assert len(entries) == 1 and entries[0].graph_break is not None
+    assert f"{FILE}:{line_of(fn)}" in entries[0].graph_break.format()
+
+
+def test_untraceable_construct_falls_back_to_eager_with_one_warning():
+    """A construct with no handler at all (structural pattern matching) runs the whole call eagerly."""
+    report = assert_parity(unsupported_match, lambda: (torch.randn(3, requires_grad=True),), calls=2,
+                           expect_fallback=True)
     assert len(report.warnings) == 1, [str(w.message) for w in report.warnings]
     message = str(report.warnings[0].message)
-    assert f"{FILE}:{line_of(fn)}" in message, message
+    assert f"{FILE}:{line_of(unsupported_match)}" in message, message
 
 
-@pytest.mark.parametrize("fn", UNSUPPORTED, ids=lambda fn: fn.__name__)
+@pytest.mark.parametrize("fn", UNSUPPORTED + [unsupported_match], ids=lambda fn: fn.__name__)
 def test_unsupported_with_fullgraph_raises(fn):
     compiled = stillframe.compile(fn, backend="eager", fullgraph=True)
     with pytest.raises(stillframe.Unsupported) as info:

@@ -19,6 +19,8 @@ from typing import Any
 import torch
 import torch.fx
 
+from .. import compat
+
 
 class GraphBuilder:
     """Wraps a ``torch.fx.Graph``: placeholders first, then ops, then one tuple output."""
@@ -32,12 +34,22 @@ class GraphBuilder:
     def mark(self) -> int:
         return len(self.nodes)
 
-    def rollback(self, mark: int) -> None:
+    def rollback(self, mark: int, last_node: torch.fx.Node | None = None) -> None:
+        """Erase every node added after ``mark`` (newest first), and give their names back.
+
+        ``last_node`` is the newest node at the mark; if it is no longer there the
+        mark is from a rolled-back future and restoring it would corrupt the graph.
+        """
+        from ..errors import InternalError
+
+        if mark > len(self.nodes) or (mark and self.nodes[mark - 1] is not last_node):
+            raise InternalError("restoring a checkpoint whose graph nodes were already rolled back")
         while len(self.nodes) > mark:
             node = self.nodes.pop()
             if node is self._last_placeholder:
                 self._last_placeholder = self._previous_placeholder(node)
             self.graph.erase_node(node)
+            compat.forget_fx_name(self.graph, node)
 
     def _previous_placeholder(self, node: torch.fx.Node) -> torch.fx.Node | None:
         prev = node.prev

@@ -42,8 +42,10 @@ from ..variables.base import (
     UserFunctionVariable,
     VariableTracker,
 )
-from ..variables.objects import ObjectVariable
+from ..variables.builder import wrap
+from . import live
 from .entry import CacheEntry
+from .rebuild import StateCodegen
 
 
 @dataclass
@@ -64,46 +66,99 @@ def start_trace(fn: types.FunctionType, L: dict) -> Tracer:
     locals_ = {name: LazyArgument(value, LocalSource(name)) for name, value in L.items()}
     frame = make_frame(read(code), locals_, fn.__globals__, None, fn, FunctionSource(), EMPTY_CELLS.update(cells))
     tracer = Tracer(frame, compat.new_fake_mode(), torch.is_grad_enabled())
+    _global_guards(tracer)
+    return tracer
+
+
+def start_resume(cont: live.Continuation, L: dict) -> Tracer:
+    """A tracer positioned where a continuation stands after its real step, reading live values from ``L``.
+
+    ``L`` is :func:`stillframe.runtime.live.flatten` of the continuation: stack
+    values are wrapped (and guarded) now, locals lazily on first read, and live
+    cells are read through their own sources.
+    """
+    frames = []
+    tracer = Tracer(None, compat.new_fake_mode(), torch.is_grad_enabled())
+    _global_guards(tracer)
+    for i, f in enumerate(cont.frames):
+        locals_ = {name: LazyArgument(value, LocalSource(f"{i}:{name}")) for name, value in f.locals.items()}
+        cells = {name: ("real", cell, LocalSource(f"{i}:cell:{name}")) for name, cell in f.cells.items()}
+        frame = make_frame(read(f.code.code), locals_, f.globals, f.globals_module, None, None,
+                           EMPTY_CELLS.update(cells))
+        frames.append(frame.with_ip(f.ip))
+    tracer.state = tracer.state.replace(frames=tuple(frames))
+    for i, f in enumerate(cont.frames):  # stack values are read by handlers directly: wrap them now
+        tracer.state = tracer.state.replace(frames=tracer.state.frames)
+        stack = tuple(wrap(tracer, v, LocalSource(f"{i}:s{j}")) for j, v in enumerate(f.stack))
+        yields = None if f.yields is None else tuple(
+            wrap(tracer, v, GetItemSource(LocalSource(f"{i}:yields"), k)) for k, v in enumerate(f.yields))
+        frames = list(tracer.state.frames)
+        frames[i] = frames[i].with_stack(stack)._with(kw_names=tuple(f.kw_names), yields=yields)
+        tracer.state = tracer.state.replace(frames=tuple(frames))
+    return tracer
+
+
+def _global_guards(tracer: Tracer) -> None:
     tracer.add_guard(Guard(None, "GLOBAL", ("grad_enabled", torch.is_grad_enabled())))
     tracer.add_guard(Guard(None, "GLOBAL", ("default_dtype", torch.get_default_dtype())))
     autocast_cpu = (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"))
     tracer.add_guard(Guard(None, "GLOBAL", ("autocast_cpu", autocast_cpu)))
     if autocast_cpu[0]:  # called inside an autocast block: ops propagate under it (the graph runs under it too)
         tracer.state = tracer.state.replace(autocast=(("cpu", autocast_cpu[1], True, None),))
-    return tracer
 
 
-def compile_frame(fn: types.FunctionType, L: dict, G: dict, F: Any, backend: Callable) -> TraceOutcome:
-    """Trace one call and build its cache entry (raises Unsupported / UserError from the trace)."""
+def compile_frame(fn: types.FunctionType, L: dict, G: dict, F: Any, backend: Callable,
+                  fullgraph: bool = False) -> TraceOutcome:
+    """Trace one call of ``fn`` and build its cache entry (raises Unsupported / UserError from the trace)."""
+    return compile_segment(start_trace(fn, L), L, G, F, backend, fullgraph, fn)
+
+
+def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable, fullgraph: bool,
+                    fn: Any = None) -> TraceOutcome:
+    """Run ``tracer`` to a return or a graph break and build the cache entry for what it traced.
+
+    The entry's plan ends in the function's return value, or -- at a graph
+    break -- in a :class:`~stillframe.runtime.live.Continuation` holding the
+    live call stack, whose one instruction the runtime then executes for real.
+    """
     t0 = time.perf_counter()
-    tracer = start_trace(fn, L)
+    tracer.fullgraph = fullgraph
     try:
         result = tracer.run()
-        if tracer.state.grad_enabled != torch.is_grad_enabled() or \
-                len(tracer.state.autocast) != int(torch.is_autocast_enabled("cpu")):
-            tracer.unsupported("global_state", "the function returns with a different grad mode than it was "
-                               "called with (torch.set_grad_enabled without a `with`)")
-        recipe = ResultCodegen(tracer)
-        result_expr = recipe.expr(result)
-        recipe.side_effects()
+        codegen = StateCodegen(tracer)
+        if result is not None:
+            if tracer.state.grad_enabled != torch.is_grad_enabled() or tracer.state.autocast and \
+                    len(tracer.state.autocast) != int(torch.is_autocast_enabled("cpu")):
+                tracer.unsupported("global_state", "the function returns with a different grad mode or autocast "
+                                   "state than it was called with (torch.set_grad_enabled without a `with`)")
+            result_expr = codegen.expr(result)
+        else:
+            if tracer.state.autocast and len(tracer.state.autocast) != int(torch.is_autocast_enabled("cpu")):
+                tracer.unsupported("unsupported_live_value", "an autocast block cannot span a graph break yet")
+            result_expr = (f"{codegen.gen.const(live.Continuation)}({codegen.frames()}, "
+                           f"{codegen.gen.const(tracer.graph_break)})")
+        codegen.side_effects()
+        if result is None and tracer.state.grad_enabled != torch.is_grad_enabled():
+            codegen.gen.lines.append(f"torch._C._set_grad_enabled({tracer.state.grad_enabled!r})")
     except Exception as e:
         e.tracer = tracer  # the guards collected so far describe the path that failed
         raise
     _add_aliasing_guard(tracer)
     guards = tracer.guards()
     check, guard_source = compile_guards(guards)
-    gm = tracer.graph.finish(tuple(recipe.output_nodes))
+    gm = tracer.graph.finish(tuple(codegen.output_nodes))
     fetch, fetch_source = _fetch_function(tracer)
-    rebuild, rebuild_source = recipe.function(result_expr)
+    rebuild, rebuild_source = codegen.function(result_expr)
     t1 = time.perf_counter()
     compiled = None
-    if tracer.graph.num_ops() or recipe.output_nodes:
+    if tracer.graph.num_ops() or codegen.output_nodes:
         example_inputs = fetch(L, G, F)
         compiled = backend(gm, example_inputs)
     t2 = time.perf_counter()
     log.graph(fn, gm, guard_source)
     entry = CacheEntry(check=check, guard_source=guard_source, fetch=fetch, compiled=compiled, rebuild=rebuild,
-                       graph_module=gm, rebuild_source=rebuild_source + "\n" + fetch_source)
+                       graph_module=gm, rebuild_source=rebuild_source + "\n" + fetch_source,
+                       graph_break=tracer.graph_break)
     return TraceOutcome(entry, tracer, t1 - t0, t2 - t1)
 
 
@@ -127,114 +182,6 @@ def _fetch_function(tracer: Tracer) -> tuple[Callable, str]:
     ns = gen.namespace()
     exec(compile(text, "<stillframe fetch>", "exec"), ns)
     return ns["___fetch"], text
-
-
-class ResultCodegen:
-    """Renders the traced return value as a Python expression over graph outputs and sources."""
-
-    def __init__(self, tracer: Tracer) -> None:
-        self.tracer = tracer
-        self.gen = GuardCodegen()
-        self.output_nodes: list = []
-        self.output_index: dict[int, int] = {}
-        self.input_position = {tid: i for i, (_src, tid) in enumerate(tracer.state.inputs)}
-        self.objects: dict[int, str] = {}
-
-    def expr(self, var: VariableTracker) -> str:
-        tx = self.tracer
-        if isinstance(var, LazyArgument):
-            return self.gen.ref(var.source)
-        if isinstance(var, TensorVariable):
-            entry = tx.tensor(var)
-            if var.tid in self.input_position:
-                return f"___in[{self.input_position[var.tid]}]"  # the very object fetched, as eager returns it
-            if var.tid not in self.output_index:
-                if entry.node is None:
-                    tx.unsupported("hidden_base", "returning the base of an input view")
-                self.output_index[var.tid] = len(self.output_nodes)
-                self.output_nodes.append(entry.node)
-            return f"___out[{self.output_index[var.tid]}]"
-        if isinstance(var, ConstantVariable):
-            v = var.value
-            if type(v) in (int, bool, str, type(None)) or (type(v) is float and v == v and v not in (float("inf"),
-                                                                                                   float("-inf"))):
-                return repr(v)
-            return self.gen.const(v)
-        if isinstance(var, TupleVariable):
-            inner = "".join(self.expr(v) + ", " for v in var.items)
-            if var.cls is tuple:
-                return f"({inner})"
-            cls = self.gen.const(var.cls)
-            if var.cls is torch.Size or hasattr(var.cls, "n_fields"):
-                return f"{cls}(({inner}))"
-            return f"{cls}({inner})"
-        if isinstance(var, ListVariable):
-            entry = tx.heap(var.oid)
-            if entry.source is not None:
-                return self.gen.ref(entry.source)
-            return "[" + ", ".join(self.expr(v) for v in entry.items) + "]"
-        if isinstance(var, DictVariable):
-            entry = tx.heap(var.oid)
-            if entry.source is not None:
-                return self.gen.ref(entry.source)
-            return "{" + ", ".join(f"{self._key(k)}: {self.expr(v)}" for k, v in entry.items) + "}"
-        if isinstance(var, ObjectVariable):
-            return self._object(var)
-        if isinstance(var, (NNModuleVariable, PythonObjectVariable, UserFunctionVariable, TorchFunctionVariable,
-                            BuiltinVariable)):
-            if var.source is not None:
-                return self.gen.ref(var.source)
-            value = var.module if isinstance(var, NNModuleVariable) else getattr(var, "value", None) or var.fn
-            return self.gen.const(value)
-        tx.unsupported("unsupported_return", f"returning a {var.python_type().__name__} value")
-
-    def _object(self, var: ObjectVariable) -> str:
-        """An object made in the trace: created once (``cls.__new__``), then its attributes set."""
-        if var.oid in self.objects:
-            return self.objects[var.oid]
-        name = f"o{len(self.objects)}"
-        self.objects[var.oid] = name
-        entry = self.tracer.heap(var.oid)
-        self.gen.lines.append(f"{name} = {self.gen.const(entry.cls)}.__new__({self.gen.const(entry.cls)})")
-        for attr, value in entry.attrs.items():
-            self.gen.lines.append(f"object.__setattr__({name}, {attr!r}, {self.expr(value)})")
-        return name
-
-    def side_effects(self) -> None:
-        """Statements replaying recorded mutations of outside objects, in the order they were first made."""
-        tx = self.tracer
-        for key, (_order, payload) in sorted(tx.state.side_effects.items(), key=lambda kv: kv[1][0]):
-            kind = key[0]
-            if kind == "list":
-                entry = tx.heap(payload.oid)
-                items = ", ".join(self.expr(v) for v in entry.items)
-                self.gen.lines.append(f"{self.gen.ref(entry.source)}[:] = [{items}]")
-            elif kind == "dict":
-                entry = tx.heap(payload.oid)
-                ref = self.gen.ref(entry.source)
-                items = ", ".join(f"{self._key(k)}: {self.expr(v)}" for k, v in entry.items)
-                self.gen.lines.append(f"{ref}.clear(); {ref}.update({{{items}}})")
-            elif kind == "attr":
-                owner, value = payload
-                self.gen.lines.append(f"setattr({self.expr(owner)}, {key[2]!r}, {self.expr(value)})")
-            elif kind == "cell":
-                cell_source, value = payload
-                self.gen.lines.append(f"{self.gen.ref(cell_source)}.cell_contents = {self.expr(value)}")
-            elif kind == "global":
-                module, name = key[1], key[2]
-                target = "G" if module is None else f"___module_globals({module!r})"
-                self.gen.lines.append(f"{target}[{name!r}] = {self.expr(payload)}")
-
-    def _key(self, k: Any) -> str:
-        return repr(k) if type(k) in (int, str, bool, type(None)) else self.gen.const(k)
-
-    def function(self, result_expr: str) -> tuple[Callable, str]:
-        text = "def ___rebuild(___out, ___in, L, G, F):\n"
-        text += "".join(f"    {line}\n" for line in self.gen.lines)
-        text += f"    return {result_expr}\n"
-        ns = self.gen.namespace()
-        exec(compile(text, "<stillframe rebuild>", "exec"), ns)
-        return ns["___rebuild"], text
 
 
 def eager_entry(tracer: Tracer | None, reason: str) -> CacheEntry:

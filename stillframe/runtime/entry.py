@@ -21,7 +21,9 @@ class CacheEntry:
     tensors, through their sources); ``compiled`` is what the backend returned
     for ``graph_module`` (``None`` when the graph has no ops);
     ``rebuild(outputs, inputs, L, G, F)`` makes the function's return value
-    (an input returned as is is the very object fetched, as in eager). An
+    (an input returned as is is the very object fetched, as in eager), or, when
+    the trace ended at a graph break (``graph_break``), the
+    :class:`~stillframe.runtime.live.Continuation` the runtime carries on from. An
     ``eager`` entry runs the original function instead (its trace was
     unsupported along the path its guards describe); ``reason`` says why.
     """
@@ -35,6 +37,7 @@ class CacheEntry:
     eager: bool = False
     reason: str = ""
     rebuild_source: str = ""
+    graph_break: Any = None
     hits: int = field(default=0)
 
     def run(self, L: dict, G: dict, F: Any) -> Any:

@@ -66,6 +66,21 @@ class GradModeExit:
         torch._C._set_grad_enabled(self.restore)
 
 
+@dataclass(frozen=True)
+class GradModeEnter:
+    """A grad-mode context manager not entered yet (``torch.no_grad()`` made in traced code)."""
+
+    mode: bool
+    applied: bool = False
+    previous: bool | None = None
+
+    def __enter__(self) -> None:
+        torch._C._set_grad_enabled(self.mode)
+
+    def __exit__(self, *exc_info: Any) -> None:
+        torch._C._set_grad_enabled(self.previous if self.applied else not self.mode)
+
+
 @dataclass
 class LiveFrame:
     """One frame of the call stack with real values: what ``Frame`` is with VariableTrackers."""
@@ -88,18 +103,29 @@ class Continuation:
     frames: list
     reason: Any = None
     returned: Any = field(default=None)
+    concrete: bool = False  # running instruction by instruction (no plan for where the stack stands)
 
     def key(self) -> tuple:
         """What resumed cache entries are keyed by: the code objects and instruction indexes of the stack."""
         return tuple((f.code.code, f.ip) for f in self.frames)
 
     def step(self) -> bool:
-        """Execute the top frame's instruction for real. True if the outermost frame returned."""
+        """Execute the top frame's instruction for real. True once the outermost frame has returned
+        (its value is then in ``returned``)."""
         frame = self.frames[-1]
         inst = frame.code.instructions[frame.ip]
         frame.ip += 1
         EXECUTORS[inst.opname](self, frame, inst)
-        return False
+        return not self.frames
+
+    def return_value(self, value: Any) -> None:
+        frame = self.frames.pop()
+        if frame.yields is not None:
+            value = ResumableIterator(frame.yields)
+        if self.frames:
+            self.frames[-1].stack.append(value)
+        else:
+            self.returned = value
 
 
 def flatten(frames: list) -> dict:
@@ -258,6 +284,178 @@ def _RAISE_VARARGS(cont: Continuation, frame: LiveFrame, inst: Instruction) -> N
     raise frame.stack.pop()
 
 
+def _simple(fn: Any) -> Any:
+    """An executor from a function of (frame, inst) that needs no continuation."""
+
+    def run(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+        fn(frame, inst)
+
+    return run
+
+
+def _pop_n(frame: LiveFrame, n: int) -> list:
+    if n == 0:
+        return []
+    values = frame.stack[-n:]
+    del frame.stack[-n:]
+    return values
+
+
+def _load_fast(frame: LiveFrame, inst: Instruction) -> None:
+    if inst.argval not in frame.locals:
+        raise UnboundLocalError(f"cannot access local variable '{inst.argval}' where it is not associated with "
+                                "a value")
+    frame.stack.append(frame.locals[inst.argval])
+
+
+def _load_global(frame: LiveFrame, inst: Instruction) -> None:
+    import builtins
+
+    if inst.push_null:
+        frame.stack.append(NULL)
+    name = inst.argval
+    if name in frame.globals:
+        frame.stack.append(frame.globals[name])
+    elif hasattr(builtins, name):
+        frame.stack.append(getattr(builtins, name))
+    else:
+        raise NameError(f"name '{name}' is not defined")
+
+
+def _swap(frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack[-1], frame.stack[-inst.arg] = frame.stack[-inst.arg], frame.stack[-1]
+
+
+def _build_map(frame: LiveFrame, inst: Instruction) -> None:
+    flat = _pop_n(frame, 2 * inst.arg)
+    frame.stack.append(dict(zip(flat[::2], flat[1::2])))
+
+
+def _build_const_key_map(frame: LiveFrame, inst: Instruction) -> None:
+    keys = frame.stack.pop()
+    frame.stack.append(dict(zip(keys, _pop_n(frame, inst.arg))))
+
+
+def _make_function(frame: LiveFrame, inst: Instruction) -> None:
+    import types
+
+    code = frame.stack.pop()
+    closure = frame.stack.pop() if inst.arg & 0x08 else None
+    annotations = frame.stack.pop() if inst.arg & 0x04 else None
+    kwdefaults = frame.stack.pop() if inst.arg & 0x02 else None
+    defaults = frame.stack.pop() if inst.arg & 0x01 else None
+    fn = types.FunctionType(code, frame.globals, code.co_name, defaults, closure)
+    fn.__qualname__ = code.co_qualname
+    fn.__kwdefaults__ = kwdefaults
+    if annotations is not None:
+        fn.__annotations__ = dict(zip(annotations[::2], annotations[1::2])) if isinstance(annotations, tuple) \
+            else annotations
+    frame.stack.append(fn)
+
+
+def _make_cell(frame: LiveFrame, inst: Instruction) -> None:
+    import types
+
+    cell = types.CellType()
+    if inst.argval in frame.locals:
+        cell.cell_contents = frame.locals[inst.argval]
+    frame.cells[inst.argval] = cell
+
+
+def _load_deref(frame: LiveFrame, inst: Instruction) -> None:
+    try:
+        frame.stack.append(frame.cells[inst.argval].cell_contents)
+    except ValueError:
+        raise NameError(f"cannot access free variable '{inst.argval}' where it is not associated with a value "
+                        "in enclosing scope") from None
+
+
+def _store_deref(frame: LiveFrame, inst: Instruction) -> None:
+    frame.cells[inst.argval].cell_contents = frame.stack.pop()
+
+
+def _BEFORE_WITH(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    manager = frame.stack.pop()
+    exit_ = type(manager).__exit__.__get__(manager)
+    frame.stack.append(exit_)
+    frame.stack.append(type(manager).__enter__(manager))
+
+
+def _RETURN_VALUE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    cont.return_value(frame.stack.pop())
+
+
+def _RETURN_CONST(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    cont.return_value(inst.argval)
+
+
+def _YIELD_VALUE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.yields.append(frame.stack.pop())
+    frame.stack.append(None)
+
+
+def _unpack_ex(frame: LiveFrame, inst: Instruction) -> None:
+    before, after = inst.arg & 0xFF, inst.arg >> 8
+    values = list(frame.stack.pop())
+    if len(values) < before + after:
+        raise ValueError(f"not enough values to unpack (expected at least {before + after}, got {len(values)})")
+    middle = values[before:len(values) - after]
+    frame.stack.extend(reversed(values[:before] + [middle] + values[len(values) - after:]))
+
+
+def _delete_subscr(frame: LiveFrame, inst: Instruction) -> None:
+    key = frame.stack.pop()
+    del frame.stack.pop()[key]
+
+
+def _binary_slice(frame: LiveFrame, inst: Instruction) -> None:
+    stop, start = frame.stack.pop(), frame.stack.pop()
+    frame.stack.append(frame.stack.pop()[start:stop])
+
+
+def _store_slice(frame: LiveFrame, inst: Instruction) -> None:
+    stop, start = frame.stack.pop(), frame.stack.pop()
+    container = frame.stack.pop()
+    container[start:stop] = frame.stack.pop()
+
+
+def _import_name(frame: LiveFrame, inst: Instruction) -> None:
+    fromlist = frame.stack.pop()
+    level = frame.stack.pop()
+    frame.stack.append(__import__(inst.argval, frame.globals, None, fromlist, level))
+
+
+def _load_fast_and_clear(frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.append(frame.locals.pop(inst.argval, NULL))
+
+
+def _store_fast(frame: LiveFrame, inst: Instruction) -> None:
+    value = frame.stack.pop()
+    if value is NULL:
+        frame.locals.pop(inst.argval, None)
+    else:
+        frame.locals[inst.argval] = value
+
+
+def _intrinsic_1(frame: LiveFrame, inst: Instruction) -> None:
+    if inst.argval == "INTRINSIC_LIST_TO_TUPLE":
+        frame.stack.append(tuple(frame.stack.pop()))
+    elif inst.argval == "INTRINSIC_UNARY_POSITIVE":
+        frame.stack.append(+frame.stack.pop())
+    else:
+        raise NotImplementedError(inst.argval)
+
+
+def _load_super_attr(frame: LiveFrame, inst: Instruction) -> None:
+    self_ = frame.stack.pop()
+    cls = frame.stack.pop()
+    super_ = frame.stack.pop()
+    attr = getattr(super_(cls, self_), inst.argval)
+    if inst.push_null:
+        frame.stack.append(NULL)
+    frame.stack.append(attr)
+
+
 def _is_none(v: Any) -> bool:
     return v is None
 
@@ -289,5 +487,60 @@ EXECUTORS = {
     "FORMAT_VALUE": _FORMAT_VALUE,
     "BUILD_STRING": _BUILD_STRING,
     "RAISE_VARARGS": _RAISE_VARARGS,
+    "BEFORE_WITH": _BEFORE_WITH,
+    "RETURN_VALUE": _RETURN_VALUE,
+    "RETURN_CONST": _RETURN_CONST,
+    "YIELD_VALUE": _YIELD_VALUE,
+    "RETURN_GENERATOR": _simple(lambda f, i: f.stack.append(None)),
+    "NOP": _simple(lambda f, i: None),
+    "RESUME": _simple(lambda f, i: None),
+    "PRECALL": _simple(lambda f, i: None),
+    "COPY_FREE_VARS": _simple(lambda f, i: None),
+    "KW_NAMES": _simple(lambda f, i: setattr(f, "kw_names", tuple(i.argval))),
+    "LOAD_CONST": _simple(lambda f, i: f.stack.append(i.argval)),
+    "LOAD_FAST": _simple(_load_fast),
+    "LOAD_FAST_CHECK": _simple(_load_fast),
+    "STORE_FAST": _simple(_store_fast),
+    "LOAD_FAST_AND_CLEAR": _simple(_load_fast_and_clear),
+    "LOAD_ASSERTION_ERROR": _simple(lambda f, i: f.stack.append(AssertionError)),
+    "END_FOR": _simple(lambda f, i: _pop_n(f, 2)),
+    "UNPACK_EX": _simple(_unpack_ex),
+    "DELETE_SUBSCR": _simple(_delete_subscr),
+    "BINARY_SLICE": _simple(_binary_slice),
+    "STORE_SLICE": _simple(_store_slice),
+    "IMPORT_NAME": _simple(_import_name),
+    "IMPORT_FROM": _simple(lambda f, i: f.stack.append(getattr(f.stack[-1], i.argval))),
+    "CALL_INTRINSIC_1": _simple(_intrinsic_1),
+    "SET_UPDATE": _simple(lambda f, i: f.stack[-i.arg - 1].update(f.stack.pop())),
+    "LOAD_SUPER_ATTR": _simple(_load_super_attr),
+    "DELETE_FAST": _simple(lambda f, i: f.locals.pop(i.argval)),
+    "LOAD_GLOBAL": _simple(_load_global),
+    "STORE_GLOBAL": _simple(lambda f, i: f.globals.__setitem__(i.argval, f.stack.pop())),
+    "LOAD_DEREF": _simple(_load_deref),
+    "STORE_DEREF": _simple(_store_deref),
+    "LOAD_CLOSURE": _simple(lambda f, i: f.stack.append(f.cells[i.argval])),
+    "MAKE_CELL": _simple(_make_cell),
+    "MAKE_FUNCTION": _simple(_make_function),
+    "POP_TOP": _simple(lambda f, i: f.stack.pop()),
+    "PUSH_NULL": _simple(lambda f, i: f.stack.append(NULL)),
+    "COPY": _simple(lambda f, i: f.stack.append(f.stack[-i.arg])),
+    "SWAP": _simple(_swap),
+    "JUMP_FORWARD": _simple(lambda f, i: setattr(f, "ip", i.target)),
+    "JUMP_BACKWARD": _simple(lambda f, i: setattr(f, "ip", i.target)),
+    "BUILD_TUPLE": _simple(lambda f, i: f.stack.append(tuple(_pop_n(f, i.arg)))),
+    "BUILD_LIST": _simple(lambda f, i: f.stack.append(_pop_n(f, i.arg))),
+    "BUILD_SET": _simple(lambda f, i: f.stack.append(set(_pop_n(f, i.arg)))),
+    "BUILD_MAP": _simple(_build_map),
+    "BUILD_CONST_KEY_MAP": _simple(_build_const_key_map),
+    "BUILD_SLICE": _simple(lambda f, i: f.stack.append(slice(*_pop_n(f, i.arg)))),
+    "LIST_APPEND": _simple(lambda f, i: f.stack[-i.arg - 1].append(f.stack.pop())),
+    "LIST_EXTEND": _simple(lambda f, i: f.stack[-i.arg - 1].extend(f.stack.pop())),
+    "LIST_TO_TUPLE": _simple(lambda f, i: f.stack.append(tuple(f.stack.pop()))),
+    "SET_ADD": _simple(lambda f, i: f.stack[-i.arg - 1].add(f.stack.pop())),
+    "MAP_ADD": _simple(lambda f, i: f.stack[-i.arg - 2].__setitem__(*_pop_n(f, 2))),
+    "DICT_UPDATE": _simple(lambda f, i: f.stack[-i.arg - 1].update(f.stack.pop())),
+    "DICT_MERGE": _simple(lambda f, i: f.stack[-i.arg - 1].update(f.stack.pop())),
+    "IS_OP": _simple(lambda f, i: f.stack.append((f.stack.pop() is f.stack.pop()) != bool(i.argval))),
+    "GET_LEN": _simple(lambda f, i: f.stack.append(len(f.stack[-1]))),
 }
 

@@ -73,8 +73,11 @@ class Tracer:
     plus erasing FX nodes after the mark (see :mod:`stillframe.trace.state`).
     """
 
-    def __init__(self, root: Frame, fake_mode: Any, grad_enabled: bool):
-        self.state = TraceState(frames=(root,), grad_enabled=grad_enabled)
+    def __init__(self, root: Frame | None, fake_mode: Any, grad_enabled: bool):
+        self.state = TraceState(frames=(root,) if root is not None else (), grad_enabled=grad_enabled)
+        self.fullgraph = False
+        self.graph_break: GraphBreak | None = None  # set when run() stopped at a graph break
+        self.nested = 0  # depth of synchronous nested runs (property getters, hooks, __init__ ...)
         self.graph = GraphBuilder()
         self.fake_mode = fake_mode
         self.result: VariableTracker | None = None
@@ -84,11 +87,13 @@ class Tracer:
 
     # ---------------------------------------------------------------- state
     def checkpoint(self) -> Checkpoint:
-        return Checkpoint(self.state, self.graph.mark())
+        mark = self.graph.mark()
+        return Checkpoint(self.state, mark, self.graph.nodes[mark - 1] if mark else None)
 
     def restore(self, token: Checkpoint) -> None:
+        self.graph.rollback(token.graph_mark, token.last_node)
         self.state = token.state
-        self.graph.rollback(token.graph_mark)
+        self.result = None
 
     @property
     def frame(self) -> Frame:
@@ -177,19 +182,24 @@ class Tracer:
         base_tid = None
         base = fake._base
         if base is not None:
-            base_tid = self.state.fakes.get(id(base))
+            base_tid = self.tid_of_fake(base)
             if base_tid is None:  # the base of an input view: tracked, never read by the graph
                 base_tid = self.new_tensor(base, None).tid
         tid = self.new_id()
         meta = TensorMeta.of(fake, base_tid, self.state.grad_enabled if base_tid is not None else True)
         self.heap_set(tid, TensorEntry(meta, fake, node, source))
-        self.state = self.state.replace(fakes=self.state.fakes.set(id(fake), tid))
+        self.state = self.state.replace(fakes=self.state.fakes.set(id(fake), (tid, fake)))
         return TensorVariable(tid)
+
+    def tid_of_fake(self, fake: Any) -> int | None:
+        """The tensor identity whose (current or earlier) version is ``fake``, if any."""
+        hit = self.state.fakes.get(id(fake))
+        return hit[0] if hit is not None and hit[1] is fake else None
 
     def bind_tensor(self, tid: int, entry: TensorEntry) -> None:
         """Bind a new version of ``tid`` (after an in-place op)."""
         self.heap_set(tid, entry)
-        self.state = self.state.replace(fakes=self.state.fakes.set(id(entry.fake), tid))
+        self.state = self.state.replace(fakes=self.state.fakes.set(id(entry.fake), (tid, entry.fake)))
 
     def alias_group(self, tids: set[int]) -> tuple[list[int], list[int]]:
         """The autograd alias group of ``tids``: (roots, views) currently in the heap."""
@@ -256,16 +266,41 @@ class Tracer:
             self.unsupported("trace_too_long", f"the trace exceeded {config.max_trace_steps} instructions")
         fn(self, inst)
 
-    def run(self) -> VariableTracker:
-        """Interpret until the root frame returns; returns the VT of the return value."""
+    def run(self) -> VariableTracker | None:
+        """Interpret until the root frame returns (its VT) or a graph break (``None``; see ``graph_break``).
+
+        A graph break restores the checkpoint taken before the instruction that
+        could not be captured, so the state is exactly what it was before it:
+        the plan executes that one instruction for real (DESIGN invariant 6).
+        """
+        from ..runtime.live import EXECUTORS
+
         while self.result is None:
-            self.step()
+            token = self.checkpoint()
+            try:
+                self.step()
+            except (Unsupported, UserError) as e:
+                frame = token.state.frames[-1]
+                inst = frame.code.instructions[frame.ip]
+                if self.fullgraph or inst.opname not in EXECUTORS:
+                    raise
+                self.restore(token)
+                self.graph_break = _as_break(e, self.location(frame.with_ip(frame.ip + 1)))
+                return None
         return self.result
 
     def run_until_return(self, depth: int) -> VariableTracker:
-        """Run a frame pushed at stack depth ``depth`` until it returns; pops and returns its value."""
-        while len(self.state.frames) > depth:
-            self.step()
+        """Run a frame pushed at stack depth ``depth`` until it returns; pops and returns its value.
+
+        A graph break inside such a nested run propagates to the instruction
+        that started it, which then breaks as a whole.
+        """
+        self.nested += 1
+        try:
+            while len(self.state.frames) > depth:
+                self.step()
+        finally:
+            self.nested -= 1
         return self.pop()
 
     def push_frame(self, frame: Frame) -> None:
@@ -285,6 +320,13 @@ class Tracer:
             return
         self.state = self.state.replace(frames=frames[:-1])
         self.push(value)
+
+
+def _as_break(e: Exception, location: UserLocation) -> GraphBreak:
+    if isinstance(e, Unsupported):
+        return e.graph_break
+    return GraphBreak("user_exception", f"the traced code raises {e}: the step runs for real, so the exception "
+                      "(if it happens) is eager's own", (), location)
 
 
 def make_frame(code: Bytecode, locals_: dict, globals_: dict, globals_module: str | None,

@@ -28,8 +28,9 @@ Strategy, field by field:
 * ``inputs``: :class:`PLog` of ``(source, tid)`` graph inputs, in placeholder order.
 * ``memo``: ``immutables.Map`` from a source name / ``id()`` of a live object
   to the VT built for it, so a value read twice is one identity.
-* ``fakes``: ``immutables.Map`` from ``id(fake tensor)`` to tid, to find the
-  tracked base of a view returned by an op.
+* ``fakes``: ``immutables.Map`` from ``id(fake tensor)`` to ``(tid, fake)``, to
+  find the tracked base of a view returned by an op (the fake is kept, so its
+  id cannot be reused by a newer fake while the entry exists).
 * ``side_effects``: ``immutables.Map`` of recorded mutations of outside
   objects, target -> ``(order, payload)`` (:mod:`stillframe.variables.objects`).
 * ``prologue``: :class:`PLog` of ``(source, method, args)`` calls applied to live
@@ -155,7 +156,12 @@ class TraceState:
 
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """A token from ``checkpoint()``: the state reference and the FX graph's length at that moment."""
+    """A token from ``checkpoint()``: the state reference and the FX graph's length at that moment.
+
+    ``last_node`` (the newest node at the mark) lets ``restore`` refuse a token
+    whose nodes were already erased by restoring an older one.
+    """
 
     state: TraceState
     graph_mark: int
+    last_node: Any = None

@@ -91,6 +91,9 @@ def _guard(tx: Any, source: Source | None, kind: str, expected: Any = None) -> N
 def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> VariableTracker:
     if isinstance(value, torch.Tensor):
         return wrap_tensor(tx, value, source)
+    live_var = _wrap_live_marker(tx, value, source)
+    if live_var is not None:
+        return live_var
     if value is None or value is True or value is False or value is Ellipsis:
         _guard(tx, source, "IS", value)
         return ConstantVariable(value, source)
@@ -117,7 +120,7 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
             _guard(tx, source, "ID", id(value))
         return TorchFunctionVariable(value, source)
     if isinstance(value, types.FunctionType):
-        return _identity(tx, value, source, lambda: UserFunctionVariable(value, source))
+        return _function(tx, value, source)
     if isinstance(value, types.ModuleType) or isinstance(value, type) or callable(value):
         if not trusted:
             _guard(tx, source, "ID", id(value))
@@ -128,6 +131,48 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
 
 
 _BUILTIN_IDS = {id(v) for v in vars(builtins).values() if callable(v)}
+
+
+def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTracker | None:
+    """Values that exist only between two graphs of one call (see :mod:`stillframe.runtime.live`)."""
+    from ..guards.source import AttrSource
+    from ..runtime import live
+    from .base import NULL, ContextExitVariable, GradModeVariable, IteratorVariable, UserMethodVariable
+
+    if value is live.NULL:
+        return NULL
+    if isinstance(value, live.ResumableIterator):
+        _guard(tx, source, "TYPE", live.ResumableIterator)
+        items_source = AttrSource(source, "items") if source else None
+        _guard(tx, items_source, "LEN", len(value.items))
+        _guard(tx, AttrSource(source, "index") if source else None, "EQUALS", value.index)
+        items = tuple(wrap(tx, v, GetItemSource(items_source, i) if source else None)
+                      for i, v in enumerate(value.items))
+        return IteratorVariable(items, value.index)
+    if isinstance(value, live.GradModeExit):
+        _guard(tx, source, "EQUALS", value)
+        return ContextExitVariable(value.restore)
+    if isinstance(value, live.GradModeEnter):
+        _guard(tx, source, "EQUALS", value)
+        return GradModeVariable(value.mode, value.applied, value.previous)
+    if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
+        _guard(tx, source, "TYPE", types.MethodType)
+        fn = wrap(tx, value.__func__, AttrSource(source, "__func__") if source else None)
+        self_var = wrap(tx, value.__self__, AttrSource(source, "__self__") if source else None)
+        return UserMethodVariable(fn.fn, self_var)
+    if isinstance(value, types.BuiltinMethodType) and isinstance(getattr(value, "__self__", None), torch.Tensor):
+        from .base import TensorMethodVariable
+
+        self_var = wrap(tx, value.__self__, AttrSource(source, "__self__") if source else None)
+        _guard(tx, AttrSource(source, "__name__") if source else None, "EQUALS", value.__name__)
+        return TensorMethodVariable(value.__name__, self_var)
+    if isinstance(value, types.BuiltinMethodType) and type(getattr(value, "__self__", None)) in (list, dict):
+        from .objects import ContainerMethodVariable
+
+        owner = wrap(tx, value.__self__, AttrSource(source, "__self__") if source else None)
+        _guard(tx, AttrSource(source, "__name__") if source else None, "EQUALS", value.__name__)
+        return ContainerMethodVariable(owner, value.__name__)
+    return None
 
 
 def _is_namedtuple(value: Any) -> bool:
@@ -144,9 +189,32 @@ def _identity(tx: Any, value: Any, source: Source | None, build: Any) -> Variabl
         return hit
     if isinstance(value, torch.nn.Module):
         _guard(tx, source, "ID", id(value))
-    elif isinstance(value, types.FunctionType):
-        _guard(tx, source, "ID", id(value))
     var = build()
+    tx.state = tx.state.replace(memo=tx.state.memo.set(key, var))
+    tx.keepalive.append(value)
+    return var
+
+
+def _function(tx: Any, value: types.FunctionType, source: Source | None) -> VariableTracker:
+    """A Python function: guarded by the identity of its code (as TorchDynamo does), not of the function.
+
+    A closure or lambda made afresh on every call (or rebuilt after a graph
+    break) is the same code; what differs between instances -- closure cells,
+    defaults -- is read through sources and guarded where the trace uses it.
+    """
+    from ..guards.source import AttrSource
+
+    key = ("id", id(value))
+    hit = tx.state.memo.get(key)
+    if hit is not None:
+        if source is not None and hit.source is not None:
+            _guard(tx, source, "SAME", hit.source)
+        return hit
+    _guard(tx, source, "TYPE", types.FunctionType)
+    _guard(tx, AttrSource(source, "__code__") if source else None, "ID", id(value.__code__))
+    if value.__closure__ and source is not None:
+        _guard(tx, AttrSource(source, "__closure__"), "LEN", len(value.__closure__))
+    var = UserFunctionVariable(value, source)
     tx.state = tx.state.replace(memo=tx.state.memo.set(key, var))
     tx.keepalive.append(value)
     return var
@@ -184,7 +252,7 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
         tx.unsupported("tensor_subclass", f"tensor subclass {type(value).__name__} is not supported")
     _guard(tx, source, "TENSOR", tensor_signature(value))
     fake = tx.fake_mode.from_tensor(value)
-    existing = tx.state.fakes.get(id(fake))
+    existing = tx.tid_of_fake(fake)
     node = tx.graph.placeholder(source.name, value)
     if existing is not None:  # a hidden base (seen as the base of a view) now read directly
         entry = tx.state.heap[existing]

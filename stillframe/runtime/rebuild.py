@@ -1,0 +1,239 @@
+"""Rebuilding live Python values from the trace state: the plan's return value and a break's call stack.
+
+:class:`StateCodegen` renders VariableTrackers as Python expressions over the
+graph's outputs (``___out``), the fetched graph inputs (``___in``) and sources
+(``L``, ``G``, ``F``). Objects with identity (lists, dicts, objects and cells
+made in the trace) are built once, into a local, so two references to one
+heap object rebuild one object. Recorded side effects become statements that
+replay them on the real objects. The result is one generated function::
+
+    def ___rebuild(___out, ___in, L, G, F):
+        l0 = []
+        l0.extend([___out[0], ___in[1]])
+        L['log'][:] = [___out[1]]           # a replayed side effect
+        return (l0, l0, 3)
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any, Callable
+
+import torch
+
+from ..guards.guard import GuardCodegen
+from ..trace.interpreter import Tracer
+from ..variables.base import (
+    AutocastExitVariable,
+    AutocastVariable,
+    BuiltinVariable,
+    CellVariable,
+    ConstantVariable,
+    ContextExitVariable,
+    DictVariable,
+    GradModeVariable,
+    IteratorVariable,
+    LazyArgument,
+    ListVariable,
+    NestedFunctionVariable,
+    NNModuleVariable,
+    NullVariable,
+    PythonObjectVariable,
+    RangeVariable,
+    SliceVariable,
+    TensorMethodVariable,
+    TensorVariable,
+    TorchFunctionVariable,
+    TupleVariable,
+    UserFunctionVariable,
+    UserMethodVariable,
+    VariableTracker,
+)
+from ..variables.objects import ContainerMethodVariable, ObjectVariable
+from . import live
+
+_LITERALS = (int, bool, str, type(None))
+
+
+class StateCodegen:
+    """Renders VTs (and the recorded side effects) as statements and expressions of one generated function."""
+
+    def __init__(self, tracer: Tracer) -> None:
+        self.tracer = tracer
+        self.gen = GuardCodegen()
+        self.output_nodes: list = []
+        self.output_index: dict[int, int] = {}
+        self.input_position = {tid: i for i, (_src, tid) in enumerate(tracer.state.inputs)}
+        self.named: dict[tuple, str] = {}
+
+    # --------------------------------------------------------------- values
+    def expr(self, var: VariableTracker) -> str:
+        tx = self.tracer
+        if isinstance(var, LazyArgument):
+            return self.gen.ref(var.source)
+        if isinstance(var, TensorVariable):
+            return self._tensor(var)
+        if isinstance(var, ConstantVariable):
+            v = var.value
+            if type(v) in _LITERALS or (type(v) is float and v == v and abs(v) != float("inf")):
+                return repr(v)
+            return self.gen.const(v)
+        if isinstance(var, TupleVariable):
+            inner = "".join(self.expr(v) + ", " for v in var.items)
+            if var.cls is tuple:
+                return f"({inner})"
+            cls = self.gen.const(var.cls)
+            if var.cls is torch.Size or hasattr(var.cls, "n_fields"):
+                return f"{cls}(({inner}))"
+            return f"{cls}({inner})"
+        if isinstance(var, ListVariable):
+            entry = tx.heap(var.oid)
+            if entry.source is not None:
+                return self.gen.ref(entry.source)
+            return self._once(("heap", var.oid), "[]", lambda name: f"{name}.extend([{self._items(entry.items)}])")
+        if isinstance(var, DictVariable):
+            entry = tx.heap(var.oid)
+            if entry.source is not None:
+                return self.gen.ref(entry.source)
+            return self._once(("heap", var.oid), "{}", lambda name: f"{name}.update({self._dict(entry.items)})")
+        if isinstance(var, ObjectVariable):
+            entry = tx.heap(var.oid)
+            cls = self.gen.const(entry.cls)
+            return self._once(("heap", var.oid), f"{cls}.__new__({cls})", lambda name: "; ".join(
+                f"object.__setattr__({name}, {attr!r}, {self.expr(value)})" for attr, value in entry.attrs.items())
+                or "pass")
+        if isinstance(var, SliceVariable):
+            return f"slice({self.expr(var.start)}, {self.expr(var.stop)}, {self.expr(var.step)})"
+        if isinstance(var, RangeVariable):
+            return self.gen.const(var.value)
+        if isinstance(var, NullVariable):
+            return self.gen.const(live.NULL)
+        if isinstance(var, IteratorVariable):
+            return f"{self.gen.const(live.ResumableIterator)}([{self._items(var.items)}], {var.index})"
+        if isinstance(var, CellVariable):
+            return self.cell(var.ref)
+        if isinstance(var, NestedFunctionVariable):
+            return self._function(var)
+        if isinstance(var, UserMethodVariable):
+            return f"{self.gen.const(types.MethodType)}({self._callable(var.fn)}, {self.expr(var.self_var)})"
+        if isinstance(var, TensorMethodVariable):
+            return f"getattr({self.expr(var.self_var)}, {var.name!r})"
+        if isinstance(var, ContainerMethodVariable):
+            return f"getattr({self.expr(var.obj)}, {var.name!r})"
+        if isinstance(var, ContextExitVariable):
+            return f"{self.gen.const(live.GradModeExit)}({var.restore!r})"
+        if isinstance(var, GradModeVariable):
+            return f"{self.gen.const(live.GradModeEnter)}({var.mode!r}, {var.applied!r}, {var.previous!r})"
+        if isinstance(var, (NNModuleVariable, PythonObjectVariable, UserFunctionVariable, TorchFunctionVariable,
+                            BuiltinVariable)):
+            if var.source is not None:
+                return self.gen.ref(var.source)
+            value = var.module if isinstance(var, NNModuleVariable) else \
+                var.value if isinstance(var, PythonObjectVariable) else var.fn
+            return self.gen.const(value)
+        if isinstance(var, (AutocastVariable, AutocastExitVariable)):
+            tx.unsupported("unsupported_live_value", "an autocast block cannot span a graph break yet")
+        tx.unsupported("unsupported_live_value", f"a {var.python_type().__name__} value cannot be rebuilt")
+
+    def _tensor(self, var: TensorVariable) -> str:
+        tx = self.tracer
+        if var.tid in self.input_position:
+            return f"___in[{self.input_position[var.tid]}]"  # the very object fetched, as eager returns it
+        if var.tid not in self.output_index:
+            entry = tx.tensor(var)
+            if entry.node is None:
+                tx.unsupported("hidden_base", "the base of an input view is needed outside the graph")
+            self.output_index[var.tid] = len(self.output_nodes)
+            self.output_nodes.append(entry.node)
+        return f"___out[{self.output_index[var.tid]}]"
+
+    def _callable(self, fn: Any) -> str:
+        if isinstance(fn, NestedFunctionVariable):
+            return self._function(fn)
+        return self.gen.const(fn)
+
+    def _items(self, items: tuple) -> str:
+        return ", ".join(self.expr(v) for v in items)
+
+    def _dict(self, items: tuple) -> str:
+        return "{" + ", ".join(f"{self._key(k)}: {self.expr(v)}" for k, v in items) + "}"
+
+    def _key(self, k: Any) -> str:
+        return repr(k) if type(k) in _LITERALS else self.gen.const(k)
+
+    def _once(self, key: tuple, create: str, fill: Callable[[str], str]) -> str:
+        """Create an object with identity once (so cycles and shared references work), then fill it."""
+        if key in self.named:
+            return self.named[key]
+        name = f"o{len(self.named)}"
+        self.named[key] = name
+        self.gen.lines.append(f"{name} = {create}")
+        self.gen.lines.append(fill(name))
+        return name
+
+    def cell(self, ref: Any) -> str:
+        """A closure cell: one made in the trace (a heap id) or a live one (``("real", cell, source)``)."""
+        if isinstance(ref, int):
+            contents = self.tracer.heap(ref).contents
+            return self._once(("cell", ref), f"{self.gen.const(types.CellType)}()",
+                              lambda name: f"{name}.cell_contents = {self.expr(contents)}" if contents is not None
+                              else "pass")
+        _, real_cell, source = ref
+        return self.gen.ref(source) if source is not None else self.gen.const(real_cell)
+
+    def _function(self, fn: NestedFunctionVariable) -> str:
+        closure = "(" + "".join(self.cell(c) + ", " for c in fn.closure) + ")" if fn.closure else "None"
+        defaults = "(" + "".join(self.expr(v) + ", " for v in fn.defaults) + ")" if fn.defaults else "None"
+        globals_ = "G" if fn.globals_module is None else f"___module_globals({fn.globals_module!r})"
+        text = (f"{self.gen.const(types.FunctionType)}({self.gen.const(fn.code)}, {globals_}, "
+                f"{fn.code.co_name!r}, {defaults}, {closure})")
+        if fn.kwdefaults:
+            name = self._once(("function", id(fn)), text, lambda n: f"{n}.__kwdefaults__ = {self._dict(fn.kwdefaults)}")
+            return name
+        return text
+
+    # --------------------------------------------------------- side effects
+    def side_effects(self) -> None:
+        """Statements replaying recorded mutations of outside objects, in the order they were first made."""
+        tx = self.tracer
+        for key, (_order, payload) in sorted(tx.state.side_effects.items(), key=lambda kv: kv[1][0]):
+            kind = key[0]
+            if kind == "list":
+                entry = tx.heap(payload.oid)
+                self.gen.lines.append(f"{self.gen.ref(entry.source)}[:] = [{self._items(entry.items)}]")
+            elif kind == "dict":
+                entry = tx.heap(payload.oid)
+                ref = self.gen.ref(entry.source)
+                self.gen.lines.append(f"{ref}.clear(); {ref}.update({self._dict(entry.items)})")
+            elif kind == "attr":
+                owner, value = payload
+                self.gen.lines.append(f"setattr({self.expr(owner)}, {key[2]!r}, {self.expr(value)})")
+            elif kind == "cell":
+                cell_source, value = payload
+                self.gen.lines.append(f"{self.gen.ref(cell_source)}.cell_contents = {self.expr(value)}")
+            elif kind == "global":
+                module, name = key[1], key[2]
+                target = "G" if module is None else f"___module_globals({module!r})"
+                self.gen.lines.append(f"{target}[{name!r}] = {self.expr(payload)}")
+
+    # ------------------------------------------------------------- frames
+    def frames(self) -> str:
+        """The live call stack at a break: a list of ``LiveFrame`` expressions, outermost first."""
+        parts = []
+        for frame in self.tracer.state.frames:
+            stack = self._items(frame.stack)
+            locals_ = "{" + ", ".join(f"{k!r}: {self.expr(v)}" for k, v in frame.locals.items()) + "}"
+            cells = "{" + ", ".join(f"{k!r}: {self.cell(v)}" for k, v in frame.cells.items()) + "}"
+            globals_ = "G" if frame.globals_module is None else f"___module_globals({frame.globals_module!r})"
+            yields = "None" if frame.yields is None else f"[{self._items(frame.yields)}]"
+            parts.append(f"{self.gen.const(live.LiveFrame)}({self.gen.const(frame.code)}, {frame.ip}, [{stack}], "
+                         f"{locals_}, {cells}, {globals_}, {frame.globals_module!r}, {frame.kw_names!r}, {yields})")
+        return "[" + ", ".join(parts) + "]"
+
+    def function(self, result_expr: str, name: str = "___rebuild") -> tuple[Callable, str]:
+        text = f"def {name}(___out, ___in, L, G, F):\n"
+        text += "".join(f"    {line}\n" for line in self.gen.lines)
+        text += f"    return {result_expr}\n"
+        ns = self.gen.namespace()
+        exec(compile(text, f"<stillframe {name.strip('_')}>", "exec"), ns)
+        return ns[name], text

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import linecache
+import logging
 from typing import Any, Callable, Iterator
 
 import torch
@@ -218,8 +219,13 @@ class Tracer:
 
     @contextlib.contextmanager
     def fake_context(self) -> Iterator[None]:
-        """Fake mode plus the traced grad mode and autocast settings, for propagating an op."""
+        """Fake mode plus the traced grad mode and autocast settings, for propagating an op.
+
+        A fake kernel that raises is the user's error (re-raised as eager's at
+        the real step): torch's own error log of it is silenced meanwhile.
+        """
         with contextlib.ExitStack() as stack:
+            stack.enter_context(_quiet_fake_tensor_log())
             stack.enter_context(self.fake_mode)
             stack.enter_context(torch.set_grad_enabled(self.state.grad_enabled))
             for device_type, dtype, enabled, cache_enabled in self.state.autocast:
@@ -320,6 +326,19 @@ class Tracer:
             return
         self.state = self.state.replace(frames=frames[:-1])
         self.push(value)
+
+
+_FAKE_LOG = logging.getLogger("torch._subclasses.fake_tensor")
+
+
+@contextlib.contextmanager
+def _quiet_fake_tensor_log() -> Iterator[None]:
+    previous = _FAKE_LOG.disabled
+    _FAKE_LOG.disabled = True
+    try:
+        yield
+    finally:
+        _FAKE_LOG.disabled = previous
 
 
 def _as_break(e: Exception, location: UserLocation) -> GraphBreak:

@@ -30,6 +30,7 @@ import torch
 from . import compat
 from .config import config
 from .errors import InternalError, StillframeWarning, Unsupported
+from .diagnostics import log
 from .runtime import live
 from .runtime.compiler import compile_frame, compile_segment, eager_entry, start_resume
 from .runtime.entry import CacheEntry
@@ -44,6 +45,7 @@ def reset() -> None:
     for compiled in list(_LIVE):
         compiled._cache.clear()
         compiled._warned.clear()
+        compiled._events.clear()
     counters.clear()
 
 
@@ -97,8 +99,9 @@ class CompiledFunction:
         self._fullgraph = fullgraph
         self._dynamic = dynamic
         self._disable = disable
-        self._cache: dict[types.CodeType, list[CacheEntry]] = {}
+        self._cache: dict[Any, list[CacheEntry]] = {}
         self._warned: set = set()
+        self._events: list[dict] = []
         self._bind = _make_binder(self._func)
         self._method_self = fn.__self__ if isinstance(fn, types.MethodType) else None
         functools.update_wrapper(self, self._func)
@@ -110,7 +113,13 @@ class CompiledFunction:
         return functools.partial(self, obj)
 
     def cache_entries(self) -> list[CacheEntry]:
+        """The cache entries of the function's own code object (its first graph on each path)."""
         return list(self._cache.get(self._func.__code__, []))
+
+    def all_cache_entries(self) -> dict:
+        """Every cache entry, by key: the code object, or for code after a graph break the call stack
+        ``((code, instruction index), ...)`` at which it resumes."""
+        return {key: list(entries) for key, entries in self._cache.items()}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._disable:
@@ -137,9 +146,19 @@ class CompiledFunction:
             return fn(*args, **kwargs)
         return self._miss(fn, args, kwargs, L, G, entries)
 
+    def _record_recompile(self, where: str, entries: list[CacheEntry], L: dict, G: dict, F: Any) -> None:
+        """Note why a code point that already has plans is traced again (the first failing guard of the newest)."""
+        if not entries:
+            return
+        reason = entries[-1].failing_guard(L, G, F)
+        self._events.append({"kind": "recompile", "where": where, "guard": reason})
+        counters["recompiles"] += 1
+        log.event("recompiles", "recompiling %s at %s: guard failed: %s", self._func.__qualname__, where, reason)
+
     def _miss(self, fn: types.FunctionType, args: tuple, kwargs: dict, L: dict, G: dict,
               entries: list[CacheEntry]) -> Any:
         counters["traces"] += 1
+        self._record_recompile(_where(fn), entries, L, G, fn)
         try:
             outcome = compile_frame(fn, L, G, fn, self._backend, self._fullgraph)
         except Unsupported as e:
@@ -205,6 +224,8 @@ class CompiledFunction:
                 return entry.run(L, G, None)
         if cont.concrete:
             return cont
+        where = "%s:%s" % cont.frames[-1].code.location(cont.frames[-1].ip)
+        self._record_recompile(where, entries, L, G, None)
         if len(entries) >= config.cache_size_limit:
             self._warn_once(("cache_size_limit", key), f"stillframe: {self._func.__qualname__} hit "
                             f"config.cache_size_limit ({config.cache_size_limit}) plans for the code after a graph "

@@ -65,6 +65,44 @@ class Guard:
         return (src, self.kind, exp if _hashable(exp) else repr(exp))
 
 
+def describe(guard: Guard) -> str:
+    """A guard as a readable Python-like expression (for reports and recompilation messages)."""
+    kind, exp = guard.kind, guard.expected
+    name = guard.source.name if guard.source is not None else ""
+    if kind == "GLOBAL":
+        what, value = exp
+        return {"grad_enabled": f"torch.is_grad_enabled() == {value}",
+                "default_dtype": f"torch.get_default_dtype() == {value}",
+                "autocast_cpu": f"(torch.is_autocast_enabled('cpu'), torch.get_autocast_dtype('cpu')) == {value}",
+                "global_hooks": "no global module hooks"}[what]
+    if kind == "TENSOR":
+        cls, dtype, device, shape, stride, offset, rg, leaf, view = exp
+        return (f"{name} is a {cls.__name__}(dtype={dtype}, device={device}, shape={shape}, stride={stride}, "
+                f"storage_offset={offset}, requires_grad={rg}, is_leaf={leaf}, is_view={view})")
+    if kind == "TYPE":
+        return f"type({name}) is {getattr(exp, '__qualname__', exp)}"
+    if kind == "ID":
+        return f"{name} is the object seen when tracing (id {exp})"
+    if kind == "EQUALS":
+        return f"{name} == {exp!r}"
+    if kind == "IS":
+        return f"{name} is {exp!r}"
+    if kind == "LEN":
+        return f"len({name}) == {exp}"
+    if kind == "KEYS":
+        return f"list({name}.keys()) == {list(exp)!r}"
+    if kind == "NO_HOOKS":
+        return f"{name} has no forward hooks"
+    if kind == "HOOKS":
+        return f"{name} has the same forward hooks"
+    if kind == "SAME":
+        return f"{name} is {exp.name}"
+    if kind == "ALIASING":
+        sources, pattern = exp
+        return f"storage sharing among {', '.join(s.name for s in sources)} is {pattern}"
+    return f"{kind}({name}, {exp!r})"
+
+
 def _hashable(x: Any) -> bool:
     try:
         hash(x)
@@ -228,8 +266,13 @@ def _condition(gen: GuardCodegen, guard: Guard) -> str:
     raise ValueError(f"unknown guard kind {kind}")
 
 
-def compile_guards(guards: list[Guard]) -> tuple[Callable[..., bool], str]:
-    """Compile guards into ``check(L, G, F) -> bool`` and return it with its printable source."""
+def compile_guards(guards: list[Guard], verbose: bool = False) -> tuple[Callable[..., Any], str]:
+    """Compile guards into ``check(L, G, F) -> bool`` and return it with its printable source.
+
+    With ``verbose`` the function instead returns ``None`` when every guard
+    holds and otherwise the text of the first one that fails (for
+    recompilation reports).
+    """
     gen = GuardCodegen()
     body: list[str] = []
     for guard in guards:
@@ -237,12 +280,14 @@ def compile_guards(guards: list[Guard]) -> tuple[Callable[..., bool], str]:
         cond = _condition(gen, guard)
         body.extend(gen.lines[before:])
         del gen.lines[before:]
-        body.append(f"if not ({cond}): return False")
+        failed = repr(describe(guard)) if verbose else "False"
+        body.append(f"if not ({cond}): return {failed}")
     text = "def ___guard(L, G, F):\n"
     text += "    try:\n        pass\n" if not body else "    try:\n"
     text += "".join(f"        {line}\n" for line in body)
-    text += "    except Exception:\n        return False\n"
-    text += "    return True\n"
+    text += "    except Exception as e:\n        return " + ("f'evaluating a guard raised {e!r}'" if verbose
+                                                                else "False") + "\n"
+    text += "    return " + ("None" if verbose else "True") + "\n"
     ns = gen.namespace()
     exec(compile(text, "<stillframe guards>", "exec"), ns)
     return ns["___guard"], text

@@ -158,7 +158,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     log.graph(fn, gm, guard_source)
     entry = CacheEntry(check=check, guard_source=guard_source, fetch=fetch, compiled=compiled, rebuild=rebuild,
                        graph_module=gm, rebuild_source=rebuild_source + "\n" + fetch_source,
-                       graph_break=tracer.graph_break)
+                       graph_break=tracer.graph_break, guards=guards)
     return TraceOutcome(entry, tracer, t1 - t0, t2 - t1)
 
 
@@ -188,4 +188,4 @@ def eager_entry(tracer: Tracer | None, reason: str) -> CacheEntry:
     """An entry that runs the function eagerly under the guards collected so far."""
     guards = tracer.guards() if tracer is not None else []
     check, source = compile_guards(guards)
-    return CacheEntry(check=check, guard_source=source, eager=True, reason=reason)
+    return CacheEntry(check=check, guard_source=source, eager=True, reason=reason, guards=guards)

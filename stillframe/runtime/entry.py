@@ -38,7 +38,15 @@ class CacheEntry:
     reason: str = ""
     rebuild_source: str = ""
     graph_break: Any = None
+    guards: list = field(default_factory=list)
     hits: int = field(default=0)
+
+    def failing_guard(self, L: dict, G: dict, F: Any) -> str | None:
+        """The text of the first guard that does not hold for this call (``None`` if all hold)."""
+        from ..guards.guard import compile_guards
+
+        check, _ = compile_guards(self.guards, verbose=True)
+        return check(L, G, F)
 
     def run(self, L: dict, G: dict, F: Any) -> Any:
         inputs = self.fetch(L, G, F)

@@ -123,6 +123,8 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     """
     t0 = time.perf_counter()
     tracer.fullgraph = fullgraph
+    top = tracer.state.frames[-1]
+    log.event("bytecode", "tracing %s from instruction %d:\n%s", top.code.code.co_qualname, top.ip, top.code.format())
     try:
         result = tracer.run()
         codegen = StateCodegen(tracer)
@@ -156,6 +158,8 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         compiled = backend(gm, example_inputs)
     t2 = time.perf_counter()
     log.graph(fn, gm, guard_source)
+    if tracer.graph_break is not None:
+        log.event("breaks", "graph break in %s: %s", getattr(fn, "__qualname__", fn), tracer.graph_break.format())
     entry = CacheEntry(check=check, guard_source=guard_source, fetch=fetch, compiled=compiled, rebuild=rebuild,
                        graph_module=gm, rebuild_source=rebuild_source + "\n" + fetch_source,
                        graph_break=tracer.graph_break, guards=guards)

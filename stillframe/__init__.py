@@ -19,6 +19,7 @@ backend, guards the result, and runs it::
 from .api import CompiledFunction, CompiledModule, compile, counters, reset
 from .config import config
 from .errors import GraphBreak, InternalError, StillframeWarning, Unsupported
+from .diagnostics.explain import explain
 
 __all__ = [
     "CompiledFunction",
@@ -30,6 +31,7 @@ __all__ = [
     "compile",
     "config",
     "counters",
+    "explain",
     "reset",
 ]
 __version__ = "0.1.0"

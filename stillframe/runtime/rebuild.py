@@ -16,6 +16,7 @@ replay them on the real objects. The result is one generated function::
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any, Callable
 
@@ -38,6 +39,7 @@ from ..variables.base import (
     NestedFunctionVariable,
     NNModuleVariable,
     NullVariable,
+    PartialVariable,
     PythonObjectVariable,
     RangeVariable,
     SliceVariable,
@@ -114,6 +116,9 @@ class StateCodegen:
             return self.cell(var.ref)
         if isinstance(var, NestedFunctionVariable):
             return self._function(var)
+        if isinstance(var, PartialVariable):
+            kwargs = "".join(f", {k}={self.expr(v)}" for k, v in var.kwargs)
+            return f"{self.gen.const(functools.partial)}({self.expr(var.fn)}, {self._items(var.args)}{kwargs})"
         if isinstance(var, UserMethodVariable):
             return f"{self.gen.const(types.MethodType)}({self._callable(var.fn)}, {self.expr(var.self_var)})"
         if isinstance(var, TensorMethodVariable):

@@ -164,6 +164,20 @@ class NestedFunctionVariable(VariableTracker):
 
 
 @dataclass(frozen=True, slots=True)
+class PartialVariable(VariableTracker):
+    """``functools.partial(fn, *args, **kwargs)`` made during the trace (``kwargs``: ``(name, VT)`` pairs)."""
+
+    fn: VariableTracker
+    args: tuple
+    kwargs: tuple
+
+    def python_type(self) -> type:
+        import functools
+
+        return functools.partial
+
+
+@dataclass(frozen=True, slots=True)
 class UserMethodVariable(VariableTracker):
     """A Python function bound to ``self_var`` (a method), inlined when called."""
 

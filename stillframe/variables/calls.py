@@ -35,6 +35,7 @@ from .base import (
     ListVariable,
     NestedFunctionVariable,
     NNModuleVariable,
+    PartialVariable,
     PythonObjectVariable,
     RangeVariable,
     SliceVariable,
@@ -77,6 +78,8 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         return inline_call(tx, fn.fn, fn.source, [fn.self_var, *args], kwargs)
     if isinstance(fn, NestedFunctionVariable):
         return inline_nested(tx, fn, args, kwargs)
+    if isinstance(fn, PartialVariable):
+        return call(tx, fn.fn, [*fn.args, *args], {**dict(fn.kwargs), **kwargs})
     if isinstance(fn, NNModuleVariable):
         return call_module(tx, fn, args, kwargs)
     if isinstance(fn, TensorMethodVariable):
@@ -733,6 +736,8 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
         return tx.push(_grad_mode_manager(tx, value, args, kwargs))
     if value is _noop:
         return tx.push(ConstantVariable(None))
+    if value is functools.partial:
+        return tx.push(PartialVariable(args[0], tuple(args[1:]), tuple(kwargs.items())))
     if isinstance(value, functools.partial):
         from ..guards.source import AttrSource, GetItemSource
 

@@ -8,6 +8,8 @@ Example::
 
     $ stillframe demo --backend eager
     $ python -m stillframe demo --only gpt --full
+    $ stillframe explain train.py:main
+    $ stillframe explain train.py --epochs 1
 """
 
 from __future__ import annotations
@@ -49,9 +51,55 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(backend=args.backend, only=args.only, full=args.full)
 
 
-# name -> (declare arguments, run); `explain` and `run` come here next.
+def _add_explain(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "explain",
+        help="run a program under stillframe and report its graphs, graph breaks, guards and recompiles",
+        description=(
+            "Run a program with every torch.compile and stillframe.compile call routed to stillframe, then\n"
+            "print stillframe.explain's report for each compiled object: its graphs (code, op counts), graph\n"
+            "breaks (kind, reason, hint, file:line), guards, recompiles and eager fallbacks.\n\n"
+            "  stillframe explain FILE.py:FUNCTION\n"
+            "      Import FILE.py as a module and call FUNCTION. If FILE.py defines FUNCTION_example_inputs(),\n"
+            "      FUNCTION (a function or nn.Module) is itself explained on the tuple of arguments it returns;\n"
+            "      otherwise FUNCTION is an entry point, called with no arguments, that calls compiled code.\n"
+            "  stillframe explain SCRIPT.py [ARGS...]\n"
+            "      Run SCRIPT.py as __main__ with sys.argv = [SCRIPT.py, ARGS...].\n\n"
+            "Exit status: 0 on success, 1 if the program raised (the reports of what ran are printed\n"
+            "first), 2 for a bad FILE:FUNCTION or SCRIPT."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--backend",
+        default="eager",
+        help="backend every routed compile uses (default eager: the report is about capture); "
+             "'keep' keeps each call's own backend",
+    )
+    parser.add_argument("--no-code", action="store_true", help="leave the graphs' code out of the report")
+    parser.add_argument("--no-guards", action="store_true", help="leave the guards out of the report")
+    parser.add_argument("target", metavar="FILE.py:FUNCTION | SCRIPT.py", help="what to run")
+    parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's arguments")
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from stillframe.diagnostics.explain import run_cli
+
+    if not args.target.endswith(".py") and args.args:  # FILE.py:FUNCTION takes no ARGS: options may follow it
+        options = argparse.ArgumentParser(prog="stillframe explain")
+        options.add_argument("--backend", default=args.backend)
+        options.add_argument("--no-code", action="store_true", default=args.no_code)
+        options.add_argument("--no-guards", action="store_true", default=args.no_guards)
+        rest, extra = options.parse_known_args(args.args)
+        args.backend, args.no_code, args.no_guards, args.args = rest.backend, rest.no_code, rest.no_guards, extra
+    return run_cli(args.target, args.args, backend=None if args.backend == "keep" else args.backend,
+                   code=not args.no_code, guards=not args.no_guards)
+
+
+# name -> (declare arguments, run); `run` comes here next.
 SUBCOMMANDS = {
     "demo": (_add_demo, _demo),
+    "explain": (_add_explain, _explain),
 }
 
 

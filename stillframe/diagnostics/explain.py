@@ -10,34 +10,60 @@ again, so a second call with another input shape shows the recompile::
     >>> import torch, stillframe
     >>> def f(x):
     ...     y = x.sin()
-    ...     print("y computed")            # a graph break: print runs for real, tracing resumes after it
+    ...     print("y computed")   # a graph break: print runs for real, tracing resumes after it
     ...     return y + 1
     >>> explained = stillframe.explain(f)
     >>> report = explained(torch.ones(3))
     y computed
     >>> report.graph_count, report.break_count
     (2, 1)
-    >>> print(report)                      # doctest: +SKIP
+    >>> print(report)               # doctest: +SKIP
     stillframe.explain: f (example.py:1)
     2 graphs, 1 graph break, 2 ops, 0 recompiles, 0 eager fallbacks
     <BLANKLINE>
     Graph breaks:
       1. unsupported_builtin at example.py:3
-           print("y computed")            # a graph break: print runs for real, tracing resumes after it
+           print("y computed")   # a graph break: print runs for real, tracing resumes after it
          the builtin print is not supported here
     <BLANKLINE>
     Graphs:
       Graph 1: starts at f (example.py:1); 1 op; ends at graph break 1 (example.py:3)
         guards:
           torch.is_grad_enabled() == True
-          ...
-          L['x'] is a Tensor(dtype=torch.float32, device=cpu, shape=(3,), stride=(1,), ...)
+          torch.get_default_dtype() == torch.float32
+          (torch.is_autocast_enabled('cpu'), torch.get_autocast_dtype('cpu')) == (False, torch.bfloat16)
+          L['x'] is a Tensor(dtype=torch.float32, device=cpu, shape=(3,), stride=(1,), storage_offset=0, ...)
         code:
-          def forward(self, L_x_):
-              sin = torch.sin(L_x_);  L_x_ = None
+          def forward(self, L_x):
+              l_x = L_x
+              sin = l_x.sin();  l_x = None
               return (sin,)
-      Graph 2: resumes f at example.py:4 after graph break 1; 1 op; returns
-        ...
+    <BLANKLINE>
+      Graph 2: resumes f at example.py:3; 1 op; returns
+        guards:
+          ...
+          L['0:s0'] is None
+          L['0:y'] is a Tensor(dtype=torch.float32, device=cpu, shape=(3,), stride=(1,), storage_offset=0, ...)
+        code:
+          def forward(self, L_0_y):
+              l_0_y = L_0_y
+              add = l_0_y + 1;  l_0_y = None
+              return (add,)
+
+Graph 1 ends where the ``print`` is; the runtime rebuilds the live frame,
+runs the print for real, and resumes tracing at the next instruction (still
+line 3: the ``POP_TOP`` of the print's result), which is Graph 2. Its guards
+read the live values of the resumed frame: ``L['0:y']`` is local ``y`` of
+frame 0 (the outermost), ``L['0:s0']`` the first slot of its value stack.
+Calling ``explained(torch.ones(5))`` next adds two graphs and two recompiles,
+each naming the guard that failed (``L['x'] is a Tensor(... shape=(3,) ...)``).
+
+The same report for a whole program, from the command line (every
+``torch.compile`` and ``stillframe.compile`` call is routed to stillframe)::
+
+    $ stillframe explain train.py:main         # call main() and report every compiled object
+    $ stillframe explain model.py:Net          # explain Net on Net_example_inputs()
+    $ stillframe explain train.py --epochs 1   # run a script as __main__
 
 What each part means:
 
@@ -60,17 +86,24 @@ What each part means:
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import inspect
+import os
+import runpy
+import sys
+import traceback
 import types
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 
 from ..errors import GraphBreak, StillframeWarning
 
 __all__ = ["EntryGuards", "ExplainReport", "Explainer", "Fallback", "GraphInfo", "Recompile", "explain",
-           "report_for"]
+           "report_for", "routed_compiles", "run_cli"]
 
 _OPS = ("call_function", "call_method", "call_module")
 
@@ -178,6 +211,8 @@ class ExplainReport:
         if self.graphs:
             lines += ["", "Graphs:"]
             for i, g in enumerate(self.graphs, 1):
+                if i > 1 and (code or guards):
+                    lines.append("")
                 lines.extend(self._format_graph(i, g, code=code, guards=guards))
         if self.recompiles:
             lines += ["", "Recompiles:"]
@@ -215,7 +250,7 @@ class ExplainReport:
             lines.extend(f"      {text}" for text in g.guards or ("(none)",))
         if code:
             lines.append("    code:")
-            lines.extend(f"      {line}" for line in g.code.strip("\n").splitlines())
+            lines.extend(f"      {line}" for line in g.code.strip().splitlines())
         return lines
 
     def __str__(self) -> str:
@@ -336,21 +371,13 @@ class Explainer:
         from ..api import compile as sf_compile
 
         self.fn = fn
-        self.compiled = sf_compile(fn, backend=backend, **compile_kwargs)
+        # an object stillframe already compiled is explained as it is (with what it has done so far)
+        self.compiled = fn if _is_compiled(fn) else sf_compile(fn, backend=backend, **compile_kwargs)
         self._warnings: list[str] = []
 
     def __call__(self, *args: Any, **kwargs: Any) -> ExplainReport:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", StillframeWarning)
-            try:
-                result = self.compiled(*args, **kwargs)
-            finally:
-                for record in caught:
-                    if issubclass(record.category, StillframeWarning):
-                        self._warnings.append(str(record.message))
-                    else:  # not ours: show it as it would have been shown
-                        warnings.showwarning(record.message, record.category, record.filename, record.lineno,
-                                             record.file, record.line)
+        with _collect_warnings(self._warnings):
+            result = self.compiled(*args, **kwargs)
         report = self.report()
         report.result = result
         return report
@@ -365,6 +392,250 @@ def explain(fn: Callable, *, backend: Any = "eager", **compile_kwargs: Any) -> E
     ``backend`` defaults to ``"eager"`` (the report is about capture, not code
     generation); other keyword arguments go to :func:`stillframe.compile`
     (``fullgraph=True`` makes the first graph break raise, as in compile).
+    An object ``stillframe.compile`` already returned is explained as it is,
+    its earlier calls included. Each call of the result runs the compiled
+    object once and returns the report of everything it has done so far;
+    ``.report()`` returns that report without a call.
     See :mod:`stillframe.diagnostics.explain` for an example and its output.
     """
     return Explainer(fn, backend=backend, **compile_kwargs)
+
+
+# ------------------------------------------------------------------ routing compiles, and the CLI
+def _is_compiled(obj: Any) -> bool:
+    from ..api import CompiledFunction, CompiledModule
+
+    return isinstance(obj, (CompiledFunction, CompiledModule))
+
+
+@contextlib.contextmanager
+def routed_compiles(backend: Any = "eager") -> Iterator[list]:
+    """Route every ``torch.compile`` and ``stillframe.compile`` call to stillframe while active.
+
+    Yields the list the compiled objects created are appended to, in order.
+    ``backend`` replaces each call's own backend (``mode`` and ``options``,
+    which only the inductor backend reads, are dropped with it); ``None``
+    keeps each call's own.
+    """
+    import stillframe
+    from .. import api
+
+    created: list = []
+
+    def routed(model: Any = None, **kwargs: Any) -> Any:
+        if backend is not None:
+            kwargs["backend"] = backend
+            kwargs.pop("mode", None)
+            kwargs.pop("options", None)
+        if model is None:
+            return lambda m: routed(m, **kwargs)
+        compiled = api.compile(model, **kwargs)
+        if _is_compiled(compiled):
+            created.append(compiled)
+        return compiled
+
+    saved = (torch.compile, stillframe.compile)
+    torch.compile = routed
+    stillframe.compile = routed
+    try:
+        yield created
+    finally:
+        torch.compile, stillframe.compile = saved
+
+
+@contextlib.contextmanager
+def _collect_warnings(sink: list) -> Iterator[None]:
+    """Collect :class:`StillframeWarning` texts into ``sink``; pass every other warning on as usual."""
+    caught: list = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", StillframeWarning)
+            yield
+    finally:
+        for record in caught:
+            if issubclass(record.category, StillframeWarning):
+                sink.append(str(record.message))
+            else:  # filters were applied when it was raised: show it as it would have been shown
+                warnings.showwarning(record.message, record.category, record.filename, record.lineno,
+                                     record.file, record.line)
+
+
+class _BadTarget(Exception):
+    """The command line names something that cannot be run (exit status 2)."""
+
+
+def _import_file(path: str) -> types.ModuleType:
+    """Import ``path`` as a module, with its directory first on ``sys.path`` (as ``python path`` would)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    name = stem if stem.isidentifier() and stem not in sys.modules else f"__stillframe_explain_{abs(hash(path))}"
+    spec = importlib.util.spec_from_file_location(name, os.path.abspath(path))
+    if spec is None or spec.loader is None:
+        raise _BadTarget(f"cannot import {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _split_target(target: str) -> tuple[str, str | None]:
+    """``FILE.py:FUNCTION`` -> (FILE.py, FUNCTION); ``SCRIPT.py`` -> (SCRIPT.py, None)."""
+    path, sep, name = target.rpartition(":")
+    if sep and path and all(part.isidentifier() for part in name.split(".")):
+        return path, name
+    return target, None
+
+
+def _check_path(path: str) -> None:
+    if not os.path.exists(path):
+        raise _BadTarget(f"no such file: {path}")
+    if not os.path.isfile(path):
+        raise _BadTarget(f"not a file: {path}")
+
+
+def _lookup(module: types.ModuleType, path: str, name: str) -> Any:
+    obj: Any = module
+    for part in name.split("."):
+        if not hasattr(obj, part):
+            defined = sorted(n for n, v in vars(module).items()
+                             if not n.startswith("_") and callable(v) and getattr(v, "__module__", None) == module.__name__)
+            hint = f" (callables defined there: {', '.join(defined)})" if defined else ""
+            raise _BadTarget(f"{path} has no function {name!r}{hint}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise _BadTarget(f"{path}:{name} is not callable (it is a {type(obj).__name__}): name a function or an "
+                         "nn.Module")
+    return obj
+
+
+def _check_no_arguments(fn: Any, path: str, name: str) -> None:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    try:
+        sig.bind()
+    except TypeError:
+        raise _BadTarget(f"{path}:{name} takes arguments {sig}: define {name}_example_inputs() in {path}, "
+                         "returning a tuple of them, or name a function that takes none") from None
+
+
+def _print_reports(reports: list, notes: list[str], *, code: bool, guards: bool, out: Any) -> None:
+    for report in reports:
+        report.warnings = []  # shown once, below: warnings are not tied to one compiled object
+        print("=" * 78, file=out)
+        print(report.format(code=code, guards=guards), file=out)
+    if notes:
+        print("=" * 78, file=out)
+        print("StillframeWarnings:", file=out)
+        for text in notes:
+            first, *rest = text.splitlines() or [""]
+            print(f"  - {first}", file=out)
+            for line in rest:
+                print(f"    {line}", file=out)
+    print("=" * 78, file=out)
+
+
+def run_cli(target: str, argv: list[str], *, backend: Any = "eager", code: bool = True, guards: bool = True,
+            out: Any = None) -> int:
+    """``stillframe explain TARGET [ARGS...]``: run the target under :func:`routed_compiles` and print reports.
+
+    Returns the exit status: 0 on success, 1 if the program raised (the
+    reports of what ran are printed first), 2 for a bad target.
+    """
+    out = out if out is not None else sys.stdout
+    path, name = _split_target(target)
+    saved_path = list(sys.path)
+    try:
+        return _run_cli(target, path, name, argv, backend=backend, code=code, guards=guards, out=out)
+    finally:
+        sys.path[:] = saved_path
+
+
+def _run_cli(target: str, path: str, name: str | None, argv: list[str], *, backend: Any, code: bool, guards: bool,
+             out: Any) -> int:
+    notes: list[str] = []
+    reports: list[ExplainReport] = []
+    try:
+        _check_path(path)
+        if name is None and argv and not path.endswith(".py"):
+            raise _BadTarget(f"{target} is not a .py script or FILE.py:FUNCTION")
+        with _collect_warnings(notes), routed_compiles(backend) as created:
+            try:
+                if name is None:
+                    reports = _run_script(path, argv, created, notes)
+                else:
+                    if argv:
+                        raise _BadTarget(f"extra arguments after {target}: {' '.join(argv)} (only a script "
+                                         "takes arguments)")
+                    reports = _run_function(path, name, created, notes, backend)
+            except _BadTarget:
+                raise
+            except SystemExit as e:
+                status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+                if status != 0:
+                    reports = [_report(c, notes) for c in created]
+                    _print_reports(reports, notes, code=code, guards=guards, out=out)
+                    print(f"stillframe explain: {target} exited with status {status}", file=sys.stderr)
+                    return status
+                reports = [_report(c, notes) for c in created]
+            except BaseException:
+                reports = [_report(c, notes) for c in created]
+                _print_reports(reports, notes, code=code, guards=guards, out=out)
+                out.flush()
+                traceback.print_exc()
+                print(f"stillframe explain: {target} raised; the reports above cover what ran before that",
+                      file=sys.stderr)
+                return 1
+    except _BadTarget as e:
+        print(f"stillframe explain: error: {e}", file=sys.stderr)
+        return 2
+    if not reports:
+        print(f"stillframe explain: {target} created no compiled objects: call torch.compile or "
+              "stillframe.compile in it" + ("" if name is None else f", or define {name}_example_inputs()"),
+              file=out)
+        return 0
+    _print_reports(reports, notes, code=code, guards=guards, out=out)
+    return 0
+
+
+def _report(compiled: Any, notes: list[str]) -> ExplainReport:
+    return report_for(compiled)
+
+
+def _run_script(path: str, argv: list[str], created: list, notes: list[str]) -> list[ExplainReport]:
+    saved_argv, saved_path0 = sys.argv, list(sys.path)
+    sys.argv = [path, *argv]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        runpy.run_path(path, run_name="__main__")
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path0
+    return [_report(c, notes) for c in created]
+
+
+def _run_function(path: str, name: str, created: list, notes: list[str], backend: Any) -> list[ExplainReport]:
+    if not path.endswith(".py"):
+        raise _BadTarget(f"{path} is not a .py file")
+    module = _import_file(path)
+    fn = _lookup(module, path, name)
+    make_inputs = getattr(module, f"{name}_example_inputs", None)
+    if make_inputs is None:
+        _check_no_arguments(fn, path, name)
+        fn()
+        return [_report(c, notes) for c in created]
+    if not callable(make_inputs):
+        raise _BadTarget(f"{path}:{name}_example_inputs is not a function")
+    inputs = make_inputs()
+    args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    if _is_compiled(fn):  # already compiled in the file: run it and report on what it did
+        fn(*args)
+        return [_report(c, notes) for c in created]
+    explainer = Explainer(fn, backend="eager" if backend is None else backend)
+    explainer._warnings = notes
+    first = explainer(*args)
+    others = [c for c in created if _compiled_function(c).all_cache_entries()]  # those it ran
+    return [first] + [_report(c, notes) for c in others]

@@ -89,6 +89,8 @@ def describe(guard: Guard) -> str:
         return f"{name} is {exp!r}"
     if kind == "LEN":
         return f"len({name}) == {exp}"
+    if kind == "LEN_GT":
+        return f"len({name}) > {exp}"
     if kind == "KEYS":
         return f"list({name}.keys()) == {list(exp)!r}"
     if kind == "NO_HOOKS":
@@ -253,6 +255,8 @@ def _condition(gen: GuardCodegen, guard: Guard) -> str:
         return f"{v} is {exp!r}"
     if kind == "LEN":
         return f"len({v}) == {exp}"
+    if kind == "LEN_GT":
+        return f"len({v}) > {exp}"
     if kind == "KEYS":
         return f"list({v}.keys()) == {gen.const(list(exp))}"
     if kind == "TENSOR":

@@ -36,6 +36,7 @@ from ..variables.base import (
     IteratorVariable,
     LazyArgument,
     ListVariable,
+    LiveIteratorVariable,
     NestedFunctionVariable,
     NNModuleVariable,
     NullVariable,
@@ -92,7 +93,8 @@ class StateCodegen:
             entry = tx.heap(var.oid)
             if entry.source is not None:
                 return self.gen.ref(entry.source)
-            return self._once(("heap", var.oid), "[]", lambda name: f"{name}.extend([{self._items(entry.items)}])")
+            return self._once(("heap", var.oid), "[]",
+                              lambda name: f"{name}.extend([{self._items(tx.list_items(var))}])")
         if isinstance(var, DictVariable):
             entry = tx.heap(var.oid)
             if entry.source is not None:
@@ -111,7 +113,9 @@ class StateCodegen:
         if isinstance(var, NullVariable):
             return self.gen.const(live.NULL)
         if isinstance(var, IteratorVariable):
-            return f"{self.gen.const(live.ResumableIterator)}([{self._items(var.items)}], {var.index})"
+            return f"{self.gen.const(live.ResumableIterator)}([{self._items(var.items[var.index:])}])"
+        if isinstance(var, LiveIteratorVariable):
+            return f"{self.gen.const(live.ResumableIterator)}({self.gen.ref(var.items_source)}[{var.index}:])"
         if isinstance(var, CellVariable):
             return self.cell(var.ref)
         if isinstance(var, NestedFunctionVariable):
@@ -205,7 +209,10 @@ class StateCodegen:
             kind = key[0]
             if kind == "list":
                 entry = tx.heap(payload.oid)
-                self.gen.lines.append(f"{self.gen.ref(entry.source)}[:] = [{self._items(entry.items)}]")
+                if entry.items is None:  # only appended to: extend the caller's list, never read
+                    self.gen.lines.append(f"{self.gen.ref(entry.source)}.extend([{self._items(entry.appended)}])")
+                else:
+                    self.gen.lines.append(f"{self.gen.ref(entry.source)}[:] = [{self._items(entry.items)}]")
             elif kind == "dict":
                 entry = tx.heap(payload.oid)
                 ref = self.gen.ref(entry.source)

@@ -270,6 +270,12 @@ def to_fx(tx: Any, var: VariableTracker) -> Any:
 
 
 def _convert(tx: Any, var: VariableTracker, rec: Any) -> Any:
+    from ..variables.base import LazyArgument
+
+    if isinstance(var, LazyArgument):
+        from ..variables.builder import wrap
+
+        var = wrap(tx, var.value, var.source)
     if isinstance(var, ConstantVariable):
         return var.value
     if isinstance(var, TupleVariable):

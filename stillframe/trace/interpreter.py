@@ -53,6 +53,14 @@ class UserError(Exception):
 
 HANDLERS: dict[str, Callable[["Tracer", Instruction], None]] = {}
 
+# Opcodes that only move values (or decide their own realization, like CALL): lazy scalars on the stack
+# stay unguarded through them. Every other opcode first wraps and guards them (Tracer.realize_stack).
+MOVES_VALUES_ONLY = frozenset({
+    "LOAD_FAST", "LOAD_FAST_CHECK", "STORE_FAST", "LOAD_CONST", "LOAD_GLOBAL", "LOAD_DEREF", "POP_TOP", "COPY",
+    "SWAP", "PUSH_NULL", "NOP", "RESUME", "PRECALL", "KW_NAMES", "JUMP_FORWARD", "JUMP_BACKWARD", "FOR_ITER",
+    "RETURN_VALUE", "CALL",
+})
+
 
 def handler(opname: str) -> Callable:
     """Register the handler of one version-neutral opname (its name must match, as Thunder's registry asserts)."""
@@ -153,7 +161,19 @@ class Tracer:
         return oid
 
     def list_items(self, var: ListVariable) -> tuple:
-        return self.heap(var.oid).items
+        from ..variables.builder import read_list
+
+        return read_list(self, var.oid)
+
+    def append_to_list(self, var: ListVariable, values: tuple) -> None:
+        """``list.append`` / ``extend``: a caller's list not read yet records the values without reading it."""
+        entry: ListEntry = self.heap(var.oid)
+        if entry.items is not None:
+            return self.set_list_items(var, entry.items + tuple(values))
+        from ..variables.objects import record_side_effect
+
+        record_side_effect(self, ("list", var.oid), var)
+        self.heap_set(var.oid, ListEntry(None, entry.source, entry.live, entry.appended + tuple(values)))
 
     def set_list_items(self, var: ListVariable, items: tuple) -> None:
         entry: ListEntry = self.heap(var.oid)
@@ -270,7 +290,24 @@ class Tracer:
         self.steps += 1
         if self.steps > config.max_trace_steps:
             self.unsupported("trace_too_long", f"the trace exceeded {config.max_trace_steps} instructions")
+        if inst.opname not in MOVES_VALUES_ONLY:
+            self.realize_stack()
         fn(self, inst)
+
+    def realize_stack(self, depth: int | None = None) -> None:
+        """Wrap (and guard) the lazy scalars among the top ``depth`` stack values (all if ``None``)."""
+        from ..variables.base import LazyArgument
+        from ..variables.builder import wrap
+
+        frame = self.frame
+        start = 0 if depth is None else max(len(frame.stack) - depth, 0)
+        if not any(isinstance(v, LazyArgument) for v in frame.stack[start:]):
+            return
+        stack = list(frame.stack)
+        for i in range(start, len(stack)):
+            if isinstance(stack[i], LazyArgument):
+                stack[i] = wrap(self, stack[i].value, stack[i].source)
+        self.set_frame(self.frame.with_stack(tuple(stack)))
 
     def run(self) -> VariableTracker | None:
         """Interpret until the root frame returns (its VT) or a graph break (``None``; see ``graph_break``).

@@ -130,6 +130,24 @@ class IteratorVariable(VariableTracker):
 
 
 @dataclass(frozen=True, slots=True)
+class LiveIteratorVariable(VariableTracker):
+    """A loop's iterator that crossed a graph break: its items are read from the live list at ``items_source``.
+
+    Only what the trace consumes is guarded (``len(items) > i`` for each item
+    taken, ``len(items) == i`` where it ran out), so one plan serves every
+    iteration of a loop whose body breaks; at the next break the remaining
+    items are handed on (``items[index:]``).
+    """
+
+    items_source: Source
+    values: tuple
+    index: int = 0
+
+    def python_type(self) -> type:
+        return type(iter(()))
+
+
+@dataclass(frozen=True, slots=True)
 class UserFunctionVariable(VariableTracker):
     """A Python function whose bytecode is inlined when called."""
 
@@ -331,10 +349,18 @@ class LazyArgument(VariableTracker):
 
 @dataclass(frozen=True, slots=True)
 class ListEntry:
-    """Heap record of a list: its items, and the source of the real list if it came from the caller."""
+    """Heap record of a list: its items, and the source of the real list if it came from the caller.
 
-    items: tuple
+    A caller's list starts *unread* (``items is None``, ``live`` holds the real
+    list): appending to it records ``appended`` without reading or guarding
+    its contents (a log the program appends to does not specialize the trace);
+    the first read of its contents wraps and guards them.
+    """
+
+    items: tuple | None
     source: Source | None = None
+    live: Any = None
+    appended: tuple = ()
 
 
 @dataclass(frozen=True, slots=True)

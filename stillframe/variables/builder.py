@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import enum
+import numbers
 import functools
 import math
 import operator
@@ -49,8 +50,16 @@ TRUSTED_MODULES = (torch, math, operator, builtins, functools, torch.nn.function
                    torch.special)
 
 
+def is_lazy_scalar(value: Any) -> bool:
+    """Python scalars that may travel through a trace unguarded until their value is used."""
+    return type(value) in (int, float, bool, str, type(None))
+
+
 def is_constant(value: Any) -> bool:
-    return isinstance(value, CONSTANT_TYPES)
+    """Immutable values a trace may bake in (behind an EQUALS guard): Python scalars, dtypes, NumPy scalars ..."""
+    if isinstance(value, CONSTANT_TYPES):
+        return True
+    return type(value).__module__ == "numpy" and isinstance(value, numbers.Number)
 
 
 def is_torch_callable(value: Any) -> bool:
@@ -142,13 +151,11 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
     if value is live.NULL:
         return NULL
     if isinstance(value, live.ResumableIterator):
+        from .base import LiveIteratorVariable
+
         _guard(tx, source, "TYPE", live.ResumableIterator)
-        items_source = AttrSource(source, "items") if source else None
-        _guard(tx, items_source, "LEN", len(value.items))
-        _guard(tx, AttrSource(source, "index") if source else None, "EQUALS", value.index)
-        items = tuple(wrap(tx, v, GetItemSource(items_source, i) if source else None)
-                      for i, v in enumerate(value.items))
-        return IteratorVariable(items, value.index)
+        _guard(tx, AttrSource(source, "index"), "EQUALS", value.index)
+        return LiveIteratorVariable(AttrSource(source, "items"), tuple(value.items), value.index)
     if isinstance(value, live.GradModeExit):
         _guard(tx, source, "EQUALS", value)
         return ContextExitVariable(value.restore)
@@ -222,9 +229,28 @@ def _function(tx: Any, value: types.FunctionType, source: Source | None) -> Vari
 
 def _wrap_list(tx: Any, value: list, source: Source | None) -> VariableTracker:
     _guard(tx, source, "TYPE", list)
-    _guard(tx, source, "LEN", len(value))
-    items = tuple(wrap(tx, item, GetItemSource(source, i) if source else None) for i, item in enumerate(value))
+    if source is not None:  # contents are read (and guarded) only when the trace looks at them
+        from .base import ListEntry, ListVariable
+
+        oid = tx.new_id()
+        tx.heap_set(oid, ListEntry(None, source, value))
+        return ListVariable(oid)
+    items = tuple(wrap(tx, item, None) for item in value)
     return tx.new_list(items, source)
+
+
+def read_list(tx: Any, oid: int) -> tuple:
+    """The items of a heap list, reading (and guarding) a caller's list on first use."""
+    from .base import ListEntry
+
+    entry = tx.state.heap[oid]
+    if entry.items is not None:
+        return entry.items
+    value, source = entry.live, entry.source
+    _guard(tx, source, "LEN", len(value))
+    items = tuple(wrap(tx, item, GetItemSource(source, i)) for i, item in enumerate(value)) + entry.appended
+    tx.heap_set(oid, ListEntry(items, source))
+    return items
 
 
 def _wrap_dict(tx: Any, value: dict, source: Source | None) -> VariableTracker:

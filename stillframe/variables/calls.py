@@ -32,7 +32,9 @@ from .base import (
     DictVariable,
     GradModeVariable,
     IteratorVariable,
+    LazyArgument,
     ListVariable,
+    LiveIteratorVariable,
     NestedFunctionVariable,
     NNModuleVariable,
     PartialVariable,
@@ -279,6 +281,8 @@ def _type_error(tx: Tracer, message: str) -> None:
 # ------------------------------------------------------------------ builtins
 def const_value(tx: Tracer, var: VariableTracker) -> Any:
     """The Python value of a VT that is fully known at trace time (raises Unsupported otherwise)."""
+    if isinstance(var, LazyArgument):
+        var = wrap(tx, var.value, var.source)
     if isinstance(var, ConstantVariable):
         return var.value
     if isinstance(var, TupleVariable):
@@ -296,13 +300,15 @@ def const_value(tx: Tracer, var: VariableTracker) -> Any:
         return slice(const_value(tx, var.start), const_value(tx, var.stop), const_value(tx, var.step))
     if isinstance(var, RangeVariable):
         return var.value
-    if isinstance(var, (PythonObjectVariable, BuiltinVariable, TorchFunctionVariable)):
-        return var.value if isinstance(var, PythonObjectVariable) else var.fn
+    if isinstance(var, (BuiltinVariable, TorchFunctionVariable)):
+        return var.fn
+    if isinstance(var, PythonObjectVariable) and (callable(var.value) or isinstance(var.value, types.ModuleType)):
+        return var.value  # identity-guarded (or trusted) objects: classes, functions, modules
     tx.unsupported("not_constant", f"a {var.python_type().__name__} value is needed as a Python constant here")
 
 
 def is_const(tx: Tracer, var: VariableTracker) -> bool:
-    if isinstance(var, (ConstantVariable, RangeVariable)):
+    if isinstance(var, (ConstantVariable, RangeVariable, LazyArgument)):
         return True
     if isinstance(var, TupleVariable):
         return all(is_const(tx, v) for v in var.items)
@@ -314,6 +320,8 @@ def is_const(tx: Tracer, var: VariableTracker) -> bool:
 
 
 def python_type_of(tx: Tracer, var: VariableTracker) -> type:
+    if isinstance(var, LazyArgument):
+        var = wrap(tx, var.value, var.source)
     if isinstance(var, ConstantVariable):
         return type(var.value)
     if isinstance(var, TensorVariable):
@@ -328,7 +336,28 @@ def python_type_of(tx: Tracer, var: VariableTracker) -> type:
     return var.python_type()
 
 
+def call_dunder(tx: Tracer, obj: VariableTracker, name: str, args: list) -> VariableTracker | None:
+    """Call ``type(obj).<name>`` when it is a Python function (a user class's ``__len__``, ``__add__`` ...).
+
+    Returns ``None`` when the type has no such Python method.
+    """
+    from .objects import ObjectVariable
+
+    if not isinstance(obj, (ObjectVariable, PythonObjectVariable, NNModuleVariable)):
+        return None
+    cls = python_type_of(tx, obj)
+    if cls.__module__ == "builtins" or cls.__module__.startswith("torch."):
+        return None
+    method = getattr(cls, name, None)
+    if not isinstance(method, types.FunctionType):
+        return None
+    return call_sync(tx, UserMethodVariable(method, obj), list(args), {})
+
+
 def _len(tx: Tracer, var: VariableTracker) -> int:
+    result = call_dunder(tx, var, "__len__", [])
+    if result is not None:
+        return const_value(tx, result)
     if isinstance(var, TupleVariable):
         return len(var.items)
     if isinstance(var, ListVariable):
@@ -342,6 +371,12 @@ def _len(tx: Tracer, var: VariableTracker) -> int:
         return shape[0]
     if isinstance(var, NNModuleVariable) and hasattr(var.module, "__len__"):
         return len(var.module)
+    if isinstance(var, PythonObjectVariable) and isinstance(var.value, (dict, list, tuple, set, frozenset)):
+        from ..guards.guard import Guard
+
+        if var.source is not None:  # a container subclass (OrderedDict ...): its length is guarded, not its items
+            tx.add_guard(Guard(var.source, "LEN", len(var.value)))
+        return len(var.value)
     return len(const_value(tx, var))
 
 
@@ -370,6 +405,12 @@ def sequence_items(tx: Tracer, var: VariableTracker) -> tuple:
         return tuple(ConstantVariable(i) for i in var.value)
     if isinstance(var, IteratorVariable):
         return var.items[var.index:]
+    if isinstance(var, LiveIteratorVariable):
+        from ..guards.guard import Guard
+        from ..trace.ops.containers import _live_item
+
+        tx.add_guard(Guard(var.items_source, "LEN", len(var.values)))
+        return tuple(_live_item(tx, var, i) for i in range(var.index, len(var.values)))
     if isinstance(var, ConstantVariable) and isinstance(var.value, str):
         return tuple(ConstantVariable(c) for c in var.value)
     if isinstance(var, NNModuleVariable):

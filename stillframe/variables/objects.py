@@ -135,6 +135,9 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
     from .calls import const_value, sequence_items
 
     obj, name = method.obj, method.name
+    if isinstance(obj, ListVariable) and name in ("append", "extend"):
+        tx.append_to_list(obj, (args[0],) if name == "append" else tuple(sequence_items(tx, args[0])))
+        return ConstantVariable(None)
     if isinstance(obj, ListVariable):
         items = list(tx.list_items(obj))
         result: VariableTracker = ConstantVariable(None)

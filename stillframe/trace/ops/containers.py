@@ -235,15 +235,39 @@ def UNPACK_SEQUENCE(tx, inst):
 @handler("GET_ITER")
 def GET_ITER(tx, inst):
     seq = tx.pop()
-    if isinstance(seq, IteratorVariable):
+    from ...variables.base import LiveIteratorVariable
+
+    if isinstance(seq, (IteratorVariable, LiveIteratorVariable)):
         tx.push(seq)
         return
     tx.push(IteratorVariable(tuple(sequence_items(tx, seq))))
 
 
+def _live_item(tx, it, index):
+    from ...guards.source import GetItemSource
+    from ...variables.base import LazyArgument
+    from ...variables.builder import is_lazy_scalar, wrap
+
+    value = it.values[index]
+    source = GetItemSource(it.items_source, index)
+    return LazyArgument(value, source) if is_lazy_scalar(value) else wrap(tx, value, source)
+
+
 @handler("FOR_ITER")
 def FOR_ITER(tx, inst):
+    from ...guards.guard import Guard
+    from ...variables.base import LiveIteratorVariable
+
     it = tx.peek()
+    if isinstance(it, LiveIteratorVariable):
+        tx.pop()
+        if it.index < len(it.values):
+            tx.add_guard(Guard(it.items_source, "LEN_GT", it.index))
+            tx.push(LiveIteratorVariable(it.items_source, it.values, it.index + 1), _live_item(tx, it, it.index))
+        else:
+            tx.add_guard(Guard(it.items_source, "LEN", it.index))
+            tx.jump(inst)
+        return
     if not isinstance(it, IteratorVariable):
         tx.unsupported("unsupported_iteration", f"iterating a {it.python_type().__name__}")
     if it.index < len(it.items):

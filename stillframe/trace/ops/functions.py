@@ -30,7 +30,27 @@ def CALL(tx, inst):
         values = args[-len(kw_names):]
         args = args[:-len(kw_names)]
         kwargs = dict(zip(kw_names, values))
+    if not _passes_values_through(fn):
+        args = [realize(tx, a) for a in args]
+        kwargs = {k: realize(tx, v) for k, v in kwargs.items()}
     call(tx, fn, args, kwargs)
+
+
+def _passes_values_through(fn) -> bool:
+    """Callees that bind or store their arguments without looking at them: lazy scalars stay lazy."""
+    from ...variables.base import NestedFunctionVariable, UserFunctionVariable, UserMethodVariable
+    from ...variables.objects import ContainerMethodVariable
+
+    if isinstance(fn, ContainerMethodVariable):
+        return fn.name in ("append", "insert", "extend")
+    return isinstance(fn, (UserFunctionVariable, UserMethodVariable, NestedFunctionVariable))
+
+
+def realize(tx, var):
+    from ...variables.base import LazyArgument
+    from ...variables.builder import wrap
+
+    return wrap(tx, var.value, var.source) if isinstance(var, LazyArgument) else var
 
 
 @handler("CALL_FUNCTION_EX")

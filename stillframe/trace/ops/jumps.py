@@ -27,8 +27,12 @@ from ..interpreter import handler
 
 def truthiness(tx, var) -> bool:
     """``bool(var)`` at trace time, or Unsupported when it depends on tensor data."""
+    from ...variables.base import LazyArgument
+    from ...variables.builder import wrap
     from ...variables.calls import _len
 
+    if isinstance(var, LazyArgument):
+        var = wrap(tx, var.value, var.source)
     if isinstance(var, ConstantVariable):
         return bool(var.value)
     if isinstance(var, (TupleVariable, ListVariable, DictVariable)):
@@ -45,6 +49,12 @@ def truthiness(tx, var) -> bool:
     if isinstance(var, (UserFunctionVariable, UserMethodVariable, TorchFunctionVariable, BuiltinVariable,
                         TensorMethodVariable)):
         return True
+    from ...variables.calls import call_dunder
+
+    for dunder in ("__bool__", "__len__"):
+        result = call_dunder(tx, var, dunder, [])
+        if result is not None:
+            return truthiness(tx, result)
     if isinstance(var, PythonObjectVariable):
         cls = type(var.value)
         if getattr(cls, "__bool__", None) is None and getattr(cls, "__len__", None) is None:

@@ -7,7 +7,7 @@ import builtins
 from ...guards.source import AttrSource, GlobalSource
 from ...variables.attrs import getattr_var
 from ...variables.base import NULL, ConstantVariable, LazyArgument, TupleVariable
-from ...variables.builder import wrap
+from ...variables.builder import is_lazy_scalar, wrap
 from ..interpreter import handler
 
 
@@ -24,11 +24,18 @@ def LOAD_CONST(tx, inst):
     tx.push(_const(inst.argval))
 
 
-def load_local(tx, name):
-    """The value of local ``name``, wrapping a lazily bound argument on first read."""
+def load_local(tx, name, keep_scalars=False):
+    """The value of local ``name``, wrapping a lazily bound argument on first read.
+
+    With ``keep_scalars`` a Python scalar stays lazy (unguarded) until an
+    instruction uses its value (see ``Tracer.step``): a loop counter that is
+    only printed or stored does not specialize the trace.
+    """
     frame = tx.frame
     value = frame.locals.get(name)
     if isinstance(value, LazyArgument):
+        if keep_scalars and is_lazy_scalar(value.value):
+            return value
         value = wrap(tx, value.value, value.source)
         frame = tx.frame
         tx.set_frame(frame.with_locals(frame.locals.set(name, value)))
@@ -37,7 +44,7 @@ def load_local(tx, name):
 
 @handler("LOAD_FAST")
 def LOAD_FAST(tx, inst):
-    value = load_local(tx, inst.argval)
+    value = load_local(tx, inst.argval, keep_scalars=True)
     if value is None:
         tx.user_error(UnboundLocalError(
             f"cannot access local variable '{inst.argval}' where it is not associated with a value"))

@@ -37,6 +37,9 @@ BINARY_OPERATORS = {
     "&=": operator.iand, "|=": operator.ior, "^=": operator.ixor, "<<=": operator.ilshift,
     ">>=": operator.irshift,
 }
+_DUNDERS = {"+": "__add__", "-": "__sub__", "*": "__mul__", "/": "__truediv__", "//": "__floordiv__",
+            "%": "__mod__", "**": "__pow__", "@": "__matmul__", "&": "__and__", "|": "__or__", "^": "__xor__",
+            "<<": "__lshift__", ">>": "__rshift__"}
 COMPARE_OPERATORS = {
     "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt, ">=": operator.ge,
 }
@@ -68,6 +71,16 @@ def binary_op(tx, symbol, a, b):
         return tx.new_list(items) if isinstance(b, ListVariable) else TupleVariable(items)
     if is_const(tx, a) and is_const(tx, b):
         return fold(tx, fn, [a, b], {})
+    dunder = _DUNDERS.get(symbol.rstrip("=") if symbol not in ("==",) else symbol)
+    if dunder is not None:
+        from ...variables.calls import call_dunder
+
+        inplace = symbol.endswith("=") and "__i" + dunder[2:]
+        for obj, name, other in ((a, inplace, b), (a, dunder, b), (b, "__r" + dunder[2:], a)):
+            if name:
+                result = call_dunder(tx, obj, name, [other])
+                if result is not None and not (isinstance(result, ConstantVariable) and result.value is NotImplemented):
+                    return result
     tx.unsupported("unsupported_operator", f"the operator {symbol} on {a.python_type().__name__} and "
                    f"{b.python_type().__name__}")
 
@@ -177,6 +190,12 @@ def IS_OP(tx, inst):
 def CONTAINS_OP(tx, inst):
     container = tx.pop()
     item = tx.pop()
+    from ...variables.calls import call_dunder
+
+    result = call_dunder(tx, container, "__contains__", [item])
+    if result is not None:
+        tx.push(ConstantVariable(truthiness(tx, result) != bool(inst.argval)))
+        return
     if isinstance(container, DictVariable):
         key = const_value(tx, item)
         found = any(type(k) is type(key) and k == key for k, _ in tx.dict_entry(container).items)

@@ -31,9 +31,6 @@ AOT_METADATA = ["t_", "unsqueeze_", "requires_grad_"]
 AOT_SETITEM = ["int", "slice-step", "int-tensor", "skew-mixture"]
 
 
-# Diagnoses of the stillframe bugs the xfail-marked tests below pin down.
-NO_GRAD_VIEW_META_READ = ("TensorMeta.of reads .grad_fn of a view made under no_grad after an in-place op, outside "
-                          "no_grad: autograd raises 'A view was created in no_grad mode...' -> InternalError, fallback")
 
 
 def xfail_known(params, failures):
@@ -665,9 +662,7 @@ NO_GRAD_MUTATIONS = {
 }
 
 
-NO_GRAD_FAILURES = {
-    "leaf-view": NO_GRAD_VIEW_META_READ,
-}
+NO_GRAD_FAILURES: dict[str, str] = {}  # name -> diagnosis of a stillframe bug (strict xfail)
 
 
 @pytest.mark.parametrize("name, backend", xfail_known(backend_params(list(NO_GRAD_MUTATIONS), ["leaf", "intermediate"]),

@@ -25,9 +25,6 @@ from stillframe.check import assert_parity
 
 BACKENDS = ["eager", "aot_eager"]
 
-# Diagnoses of the stillframe bugs the xfail-marked tests below pin down.
-LEAF_MADE_IN_GRAPH = ("a leaf requiring grad made inside the graph comes back from aot_eager's autograd.Function "
-                      "as a non-leaf with a grad_fn, or without requires_grad: not kept out of the graph")
 
 
 def xfail_on(backend: str, failing: dict[str, str]):
@@ -227,7 +224,7 @@ def test_pytorch_170487_requires_grad_then_autograd_grad(backend, grad_mode):
     assert len(compiled_entries(report.compiled)) == 1
 
 
-@backends(aot_eager=LEAF_MADE_IN_GRAPH)
+@backends()
 def test_pytorch_170487_requires_grad_on_detached_intermediate(backend):
     """pytorch#170487 without ``autograd.grad``: ``x.detach().requires_grad_(True)`` is a new leaf requiring grad.
 
@@ -346,7 +343,7 @@ class TaskPrebuiltLoss(Task):
         return task_prebuilt_loss(self.model_1, self.model_2, input, target_output, self.loss_fn)
 
 
-@backends(aot_eager=LEAF_MADE_IN_GRAPH)
+@backends()
 def test_pytorch_123713_requires_grad_on_output_computed_under_no_grad(backend):
     """pytorch#123713 with ``nn.MSELoss()`` built outside: the ``no_grad`` block and ``requires_grad_()`` alone.
 
@@ -416,7 +413,7 @@ def foo():
     return x, y
 
 
-@backends(aot_eager=LEAF_MADE_IN_GRAPH)
+@backends()
 def test_pytorch_99455_grad_of_tensor_created_inside_compiled_region(backend):
     """pytorch#99455 "Not Preserving Grad For Tensor Created Inside torch.compile".
 

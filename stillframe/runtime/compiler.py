@@ -129,10 +129,8 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         result = tracer.run()
         codegen = StateCodegen(tracer)
         if result is not None:
-            if tracer.state.grad_enabled != torch.is_grad_enabled() or tracer.state.autocast and \
-                    len(tracer.state.autocast) != int(torch.is_autocast_enabled("cpu")):
-                tracer.unsupported("global_state", "the function returns with a different grad mode or autocast "
-                                   "state than it was called with (torch.set_grad_enabled without a `with`)")
+            if tracer.state.autocast and len(tracer.state.autocast) != int(torch.is_autocast_enabled("cpu")):
+                tracer.unsupported("global_state", "the function returns inside an autocast block it entered")
             result_expr = codegen.expr(result)
         else:
             if tracer.state.autocast and len(tracer.state.autocast) != int(torch.is_autocast_enabled("cpu")):
@@ -140,7 +138,8 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
             result_expr = (f"{codegen.gen.const(live.Continuation)}({codegen.frames()}, "
                            f"{codegen.gen.const(tracer.graph_break)})")
         codegen.side_effects()
-        if result is None and tracer.state.grad_enabled != torch.is_grad_enabled():
+        if tracer.state.grad_enabled != torch.is_grad_enabled():
+            # leave the grad mode as the traced code left it (as eager does), whatever the backend did
             codegen.gen.lines.append(f"torch._C._set_grad_enabled({tracer.state.grad_enabled!r})")
     except Exception as e:
         e.tracer = tracer  # the guards collected so far describe the path that failed

@@ -48,10 +48,22 @@ class TensorMeta:
     base: int | None = None
     view_grad_mode: bool = True
     version: int = 0
+    autograd_error: str | None = None
 
     @staticmethod
     def of(t: torch.Tensor, base: int | None = None, view_grad_mode: bool = True, version: int = 0) -> "TensorMeta":
-        """Read the metadata of a real or fake tensor ``t``."""
+        """Read the metadata of a real or fake tensor ``t``.
+
+        Reading autograd metadata can itself raise in eager (a view made under
+        ``no_grad`` whose base was then modified in place): the message is
+        kept in ``autograd_error`` and raised when traced code reads it.
+        """
+        try:
+            requires_grad, is_leaf, has_grad_fn = t.requires_grad, t.is_leaf, t.grad_fn is not None
+            error = None
+        except RuntimeError as e:
+            requires_grad = is_leaf = has_grad_fn = None
+            error = str(e)
         return TensorMeta(
             shape=tuple(t.shape),
             stride=tuple(t.stride()) if t.layout == torch.strided else (),
@@ -59,12 +71,13 @@ class TensorMeta:
             dtype=t.dtype,
             device=t.device,
             layout=t.layout,
-            requires_grad=t.requires_grad,
-            is_leaf=t.is_leaf,
-            has_grad_fn=t.grad_fn is not None,
+            requires_grad=requires_grad,
+            is_leaf=is_leaf,
+            has_grad_fn=has_grad_fn,
             base=base,
             view_grad_mode=view_grad_mode,
             version=version,
+            autograd_error=error,
         )
 
 

@@ -102,8 +102,11 @@ def _lift_leaf_factory(tx: Any, target: Any, args: tuple, kwargs: dict) -> Varia
     """``torch.ones(3, requires_grad=True)``: a leaf the plan creates and passes in (see LiftedSource)."""
     from ..guards.source import LiftedSource
 
-    if target not in LEAF_FACTORIES or _as_const(kwargs.get("requires_grad")) is not True:
+    if _as_const(kwargs.get("requires_grad")) is not True:
         return None
+    if target not in LEAF_FACTORIES:  # e.g. torch.randn(..., requires_grad=True): made for real, in order
+        tx.unsupported("autograd_leaf", f"{getattr(target, '__name__', target)}(..., requires_grad=True) makes a "
+                       "new leaf, which no graph can return", ("the call runs for real, then tracing resumes",))
     try:
         plain_args = tuple(_plain(tx, a) for a in args)
         plain_kwargs = tuple((k, _plain(tx, v)) for k, v in kwargs.items())
@@ -180,9 +183,10 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         # The op's node becomes the node of the tensor it returns (``x.add_(1)`` returns x); an op returning
         # something else (``setitem`` returns None) leaves every node as it was: the graph runs in order.
         returned = next((tid for tid, f in fresh.items() if result is f), None)
-        for tid in list(roots) + list(views):
-            entry = tx.state.heap[tid]
-            tx.bind_tensor(tid, entry.bump(fresh[tid], node if tid == returned else None))
+        with torch.set_grad_enabled(tx.state.grad_enabled):  # autograd metadata as the op left it
+            for tid in list(roots) + list(views):
+                entry = tx.state.heap[tid]
+                tx.bind_tensor(tid, entry.bump(fresh[tid], node if tid == returned else None))
         if returned is not None:
             return TensorVariable(returned)
         if not _contains_tensor(result):
@@ -206,6 +210,11 @@ def _as_prologue(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> 
     var = args[0]
     entry = tx.state.heap[var.tid]
     if entry.source is None or var.tid not in tx.input_values or entry.node is None or entry.node.users:
+        if target == "requires_grad_" and entry.meta.is_leaf and var.tid not in tx.input_values:
+            # A leaf made or detached inside the graph becoming a leaf that requires grad: no graph can return
+            # one (AOTAutograd returns outputs of an autograd.Function), so the call runs for real.
+            tx.unsupported("autograd_leaf", "requires_grad_() on a tensor made inside the compiled region",
+                           ("the graph before it runs, then the call itself, then tracing resumes",))
         return None
     if entry.meta.version != 0 or entry.meta.base is not None:
         return None

@@ -147,6 +147,8 @@ def has_attr(tx: Any, obj: VariableTracker, name: str) -> bool:
 
 def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
     meta = tx.tensor(var).meta
+    if meta.autograd_error is not None and name in ("requires_grad", "is_leaf", "grad_fn"):
+        tx.user_error(RuntimeError(meta.autograd_error))
     if name in ("shape",):
         return TupleVariable(tuple(ConstantVariable(s) for s in meta.shape), torch.Size)
     if name == "ndim":

@@ -499,8 +499,8 @@ def _lookup(module: types.ModuleType, path: str, name: str) -> Any:
     obj: Any = module
     for part in name.split("."):
         if not hasattr(obj, part):
-            defined = sorted(n for n, v in vars(module).items()
-                             if not n.startswith("_") and callable(v) and getattr(v, "__module__", None) == module.__name__)
+            defined = sorted(n for n, v in vars(module).items() if not n.startswith("_") and callable(v)
+                             and getattr(v, "__module__", None) == module.__name__)
             hint = f" (callables defined there: {', '.join(defined)})" if defined else ""
             raise _BadTarget(f"{path} has no function {name!r}{hint}")
         obj = getattr(obj, part)
@@ -522,11 +522,13 @@ def _check_no_arguments(fn: Any, path: str, name: str) -> None:
                          "returning a tuple of them, or name a function that takes none") from None
 
 
-def _print_reports(reports: list, notes: list[str], *, code: bool, guards: bool, out: Any) -> None:
+def _print_reports(reports: list, uncalled: list, notes: list[str], *, code: bool, guards: bool, out: Any) -> None:
     for report in reports:
-        report.warnings = []  # shown once, below: warnings are not tied to one compiled object
         print("=" * 78, file=out)
         print(report.format(code=code, guards=guards), file=out)
+    if uncalled:
+        print("=" * 78, file=out)
+        print("Compiled but never called: " + ", ".join(_name_of(c) for c in uncalled), file=out)
     if notes:
         print("=" * 78, file=out)
         print("StillframeWarnings:", file=out)
@@ -538,104 +540,101 @@ def _print_reports(reports: list, notes: list[str], *, code: bool, guards: bool,
     print("=" * 78, file=out)
 
 
+def _name_of(compiled: Any) -> str:
+    return report_for(compiled).name
+
+
+def _was_called(compiled: Any) -> bool:
+    cf = _compiled_function(compiled)
+    return bool(cf.all_cache_entries()) or bool(getattr(cf, "_events", None))
+
+
 def run_cli(target: str, argv: list[str], *, backend: Any = "eager", code: bool = True, guards: bool = True,
             out: Any = None) -> int:
     """``stillframe explain TARGET [ARGS...]``: run the target under :func:`routed_compiles` and print reports.
 
-    Returns the exit status: 0 on success, 1 if the program raised (the
-    reports of what ran are printed first), 2 for a bad target.
+    ``TARGET`` is ``FILE.py:FUNCTION`` or ``SCRIPT.py`` (then ``argv`` are its
+    arguments). Returns the exit status: 0 on success, 1 if the program raised
+    (the reports of what ran are printed first; a script's own non-zero
+    ``sys.exit`` status is returned as is), 2 for a bad target.
     """
     out = out if out is not None else sys.stdout
     path, name = _split_target(target)
     saved_path = list(sys.path)
     try:
         return _run_cli(target, path, name, argv, backend=backend, code=code, guards=guards, out=out)
+    except _BadTarget as e:
+        print(f"stillframe explain: error: {e}", file=sys.stderr)
+        return 2
     finally:
         sys.path[:] = saved_path
 
 
 def _run_cli(target: str, path: str, name: str | None, argv: list[str], *, backend: Any, code: bool, guards: bool,
              out: Any) -> int:
+    _check_path(path)
+    if not path.endswith(".py"):
+        raise _BadTarget(f"{target} is neither SCRIPT.py nor FILE.py:FUNCTION")
+    if name is not None and argv:
+        raise _BadTarget(f"extra arguments after {target}: {' '.join(argv)} (only a script takes arguments)")
     notes: list[str] = []
-    reports: list[ExplainReport] = []
-    try:
-        _check_path(path)
-        if name is None and argv and not path.endswith(".py"):
-            raise _BadTarget(f"{target} is not a .py script or FILE.py:FUNCTION")
-        with _collect_warnings(notes), routed_compiles(backend) as created:
-            try:
-                if name is None:
-                    reports = _run_script(path, argv, created, notes)
-                else:
-                    if argv:
-                        raise _BadTarget(f"extra arguments after {target}: {' '.join(argv)} (only a script "
-                                         "takes arguments)")
-                    reports = _run_function(path, name, created, notes, backend)
-            except _BadTarget:
-                raise
-            except SystemExit as e:
-                status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-                if status != 0:
-                    reports = [_report(c, notes) for c in created]
-                    _print_reports(reports, notes, code=code, guards=guards, out=out)
-                    print(f"stillframe explain: {target} exited with status {status}", file=sys.stderr)
-                    return status
-                reports = [_report(c, notes) for c in created]
-            except BaseException:
-                reports = [_report(c, notes) for c in created]
-                _print_reports(reports, notes, code=code, guards=guards, out=out)
-                out.flush()
-                traceback.print_exc()
-                print(f"stillframe explain: {target} raised; the reports above cover what ran before that",
-                      file=sys.stderr)
-                return 1
-    except _BadTarget as e:
-        print(f"stillframe explain: error: {e}", file=sys.stderr)
-        return 2
-    if not reports:
+    explained: list = []  # the object explained on FUNCTION_example_inputs(), reported first
+    status, failure = 0, None
+    with _collect_warnings(notes), routed_compiles(backend) as created:
+        try:
+            if name is None:
+                _run_script(path, argv)
+            else:
+                _run_function(path, name, explained, notes, backend)
+        except _BadTarget:
+            raise
+        except SystemExit as e:
+            status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            if status:
+                failure = f"stillframe explain: {target} exited with status {status}"
+        except (Exception, KeyboardInterrupt):
+            status = 1
+            failure = (traceback.format_exc() + f"stillframe explain: {target} raised; the reports above cover what "
+                       "ran before that")
+    objects = explained + [c for c in created if c not in explained]
+    reports = [report_for(c) for c in objects if c in explained or _was_called(c)]
+    uncalled = [c for c in objects if c not in explained and not _was_called(c)]
+    if not reports and not uncalled:
         print(f"stillframe explain: {target} created no compiled objects: call torch.compile or "
               "stillframe.compile in it" + ("" if name is None else f", or define {name}_example_inputs()"),
               file=out)
-        return 0
-    _print_reports(reports, notes, code=code, guards=guards, out=out)
-    return 0
+    else:
+        _print_reports(reports, uncalled, notes, code=code, guards=guards, out=out)
+    if failure is not None:
+        out.flush()
+        print(failure, file=sys.stderr)
+    return status
 
 
-def _report(compiled: Any, notes: list[str]) -> ExplainReport:
-    return report_for(compiled)
-
-
-def _run_script(path: str, argv: list[str], created: list, notes: list[str]) -> list[ExplainReport]:
-    saved_argv, saved_path0 = sys.argv, list(sys.path)
+def _run_script(path: str, argv: list[str]) -> None:
+    saved_argv = sys.argv
     sys.argv = [path, *argv]
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     try:
         runpy.run_path(path, run_name="__main__")
     finally:
         sys.argv = saved_argv
-        sys.path[:] = saved_path0
-    return [_report(c, notes) for c in created]
 
 
-def _run_function(path: str, name: str, created: list, notes: list[str], backend: Any) -> list[ExplainReport]:
-    if not path.endswith(".py"):
-        raise _BadTarget(f"{path} is not a .py file")
+def _run_function(path: str, name: str, explained: list, notes: list[str], backend: Any) -> None:
     module = _import_file(path)
     fn = _lookup(module, path, name)
     make_inputs = getattr(module, f"{name}_example_inputs", None)
     if make_inputs is None:
         _check_no_arguments(fn, path, name)
         fn()
-        return [_report(c, notes) for c in created]
+        return
     if not callable(make_inputs):
         raise _BadTarget(f"{path}:{name}_example_inputs is not a function")
     inputs = make_inputs()
     args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
-    if _is_compiled(fn):  # already compiled in the file: run it and report on what it did
-        fn(*args)
-        return [_report(c, notes) for c in created]
+    # an object compiled in the file already is run as it is; anything else is compiled here
     explainer = Explainer(fn, backend="eager" if backend is None else backend)
     explainer._warnings = notes
-    first = explainer(*args)
-    others = [c for c in created if _compiled_function(c).all_cache_entries()]  # those it ran
-    return [first] + [_report(c, notes) for c in others]
+    explained.append(explainer.compiled)
+    explainer(*args)

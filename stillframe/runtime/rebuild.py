@@ -93,18 +93,22 @@ class StateCodegen:
             entry = tx.heap(var.oid)
             if entry.source is not None:
                 return self.gen.ref(entry.source)
+            if entry.live is not None:
+                return self.gen.const(entry.live)
             return self._once(("heap", var.oid), "[]",
                               lambda name: f"{name}.extend([{self._items(tx.list_items(var))}])")
         if isinstance(var, DictVariable):
             entry = tx.heap(var.oid)
             if entry.source is not None:
                 return self.gen.ref(entry.source)
+            if entry.live is not None:
+                return self.gen.const(entry.live)
             return self._once(("heap", var.oid), "{}", lambda name: f"{name}.update({self._dict(entry.items)})")
         if isinstance(var, ObjectVariable):
             entry = tx.heap(var.oid)
             cls = self.gen.const(entry.cls)
             return self._once(("heap", var.oid), f"{cls}.__new__({cls})", lambda name: "; ".join(
-                f"object.__setattr__({name}, {attr!r}, {self.expr(value)})" for attr, value in entry.attrs.items())
+                f"object.__setattr__({name}, {attr!r}, {self.expr(value)})" for attr, value in entry.attrs.items)
                 or "pass")
         if isinstance(var, SliceVariable):
             return f"slice({self.expr(var.start)}, {self.expr(var.stop)}, {self.expr(var.step)})"
@@ -209,13 +213,14 @@ class StateCodegen:
             kind = key[0]
             if kind == "list":
                 entry = tx.heap(payload.oid)
+                ref = self.gen.ref(entry.source) if entry.source is not None else self.gen.const(entry.live)
                 if entry.items is None:  # only appended to: extend the caller's list, never read
-                    self.gen.lines.append(f"{self.gen.ref(entry.source)}.extend([{self._items(entry.appended)}])")
+                    self.gen.lines.append(f"{ref}.extend([{self._items(entry.appended)}])")
                 else:
-                    self.gen.lines.append(f"{self.gen.ref(entry.source)}[:] = [{self._items(entry.items)}]")
+                    self.gen.lines.append(f"{ref}[:] = [{self._items(entry.items)}]")
             elif kind == "dict":
                 entry = tx.heap(payload.oid)
-                ref = self.gen.ref(entry.source)
+                ref = self.gen.ref(entry.source) if entry.source is not None else self.gen.const(entry.live)
                 self.gen.lines.append(f"{ref}.clear(); {ref}.update({self._dict(entry.items)})")
             elif kind == "attr":
                 owner, value = payload

@@ -172,27 +172,27 @@ class Tracer:
             return self.set_list_items(var, entry.items + tuple(values))
         from ..variables.objects import record_side_effect
 
-        record_side_effect(self, ("list", var.oid), var)
+        record_side_effect(self, ("list", var.oid), var)  # an unread list is always a live one
         self.heap_set(var.oid, ListEntry(None, entry.source, entry.live, entry.appended + tuple(values)))
 
     def set_list_items(self, var: ListVariable, items: tuple) -> None:
         entry: ListEntry = self.heap(var.oid)
-        if entry.source is not None:  # the caller's list: replayed on it after the graph runs
+        if entry.live is not None:  # an outside list: replayed on it after the graph runs
             from ..variables.objects import record_side_effect
 
             record_side_effect(self, ("list", var.oid), var)
-        self.heap_set(var.oid, ListEntry(tuple(items), entry.source))
+        self.heap_set(var.oid, ListEntry(tuple(items), entry.source, entry.live))
 
     def dict_entry(self, var: DictVariable) -> DictEntry:
         return self.heap(var.oid)
 
     def set_dict_entry(self, var: DictVariable, entry: DictEntry) -> None:
-        source = self.dict_entry(var).source
-        if source is not None:  # the caller's dict: replayed on it after the graph runs
+        old = self.dict_entry(var)
+        if old.live is not None:  # an outside dict: replayed on it after the graph runs
             from ..variables.objects import record_side_effect
 
             record_side_effect(self, ("dict", var.oid), var)
-        self.heap_set(var.oid, DictEntry(entry.items, source))
+        self.heap_set(var.oid, DictEntry(entry.items, old.source, old.live))
 
     # -------------------------------------------------------------- tensors
     def tensor(self, var: TensorVariable) -> TensorEntry:

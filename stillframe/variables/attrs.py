@@ -98,8 +98,9 @@ def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
 def instance_attr(tx: Any, obj: Any, name: str) -> VariableTracker:
     """An attribute of an object created during the trace: its own attributes, then its class."""
     entry = tx.heap(obj.oid)
-    if name in entry.attrs:
-        return entry.attrs[name]
+    own = entry.attrs.get(name, _MISSING)
+    if own is not _MISSING:
+        return own
     found = _static_lookup_type(entry.cls, name)
     if found is _MISSING:
         if hasattr(entry.cls, "__getattr__"):

@@ -369,6 +369,7 @@ class DictEntry:
 
     items: tuple
     source: Source | None = None
+    live: Any = None  # the real dict, when it came from outside (for replaying mutations on it)
 
     def get(self, key: Any, default: Any = None) -> Any:
         for k, v in self.items:
@@ -384,7 +385,7 @@ class DictEntry:
                 break
         else:
             items.append((key, value))
-        return DictEntry(tuple(items), self.source)
+        return DictEntry(tuple(items), self.source, self.live)
 
 
 @dataclass(frozen=True, slots=True)

@@ -130,7 +130,7 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
         return TorchFunctionVariable(value, source)
     if isinstance(value, types.FunctionType):
         return _function(tx, value, source)
-    if isinstance(value, types.ModuleType) or isinstance(value, type) or callable(value):
+    if isinstance(value, (types.ModuleType, type, types.BuiltinFunctionType, types.MethodType, functools.partial)):
         if not trusted:
             _guard(tx, source, "ID", id(value))
         tx.keepalive.append(value)
@@ -229,14 +229,13 @@ def _function(tx: Any, value: types.FunctionType, source: Source | None) -> Vari
 
 def _wrap_list(tx: Any, value: list, source: Source | None) -> VariableTracker:
     _guard(tx, source, "TYPE", list)
-    if source is not None:  # contents are read (and guarded) only when the trace looks at them
-        from .base import ListEntry, ListVariable
+    from .base import ListEntry, ListVariable
 
-        oid = tx.new_id()
-        tx.heap_set(oid, ListEntry(None, source, value))
-        return ListVariable(oid)
-    items = tuple(wrap(tx, item, None) for item in value)
-    return tx.new_list(items, source)
+    # Contents are read (and guarded) only when the trace looks at them; the live list is kept so that
+    # mutations are replayed on it even when it has no source (a list in a hook's closure).
+    oid = tx.new_id()
+    tx.heap_set(oid, ListEntry(None, source, value))
+    return ListVariable(oid)
 
 
 def read_list(tx: Any, oid: int) -> tuple:
@@ -248,8 +247,9 @@ def read_list(tx: Any, oid: int) -> tuple:
         return entry.items
     value, source = entry.live, entry.source
     _guard(tx, source, "LEN", len(value))
-    items = tuple(wrap(tx, item, GetItemSource(source, i)) for i, item in enumerate(value)) + entry.appended
-    tx.heap_set(oid, ListEntry(items, source))
+    items = tuple(wrap(tx, item, GetItemSource(source, i) if source else None) for i, item in enumerate(value))
+    items += entry.appended
+    tx.heap_set(oid, ListEntry(items, source, value))
     return items
 
 
@@ -260,7 +260,11 @@ def _wrap_dict(tx: Any, value: dict, source: Source | None) -> VariableTracker:
         tx.unsupported("dict_keys", "a dict whose keys are not Python constants")
     _guard(tx, source, "KEYS", tuple(keys))
     items = tuple((k, wrap(tx, v, GetItemSource(source, k) if source else None)) for k, v in value.items())
-    return tx.new_dict(items, source)
+    from .base import DictEntry, DictVariable
+
+    oid = tx.new_id()
+    tx.heap_set(oid, DictEntry(items, source, value))
+    return DictVariable(oid)
 
 
 def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> VariableTracker:

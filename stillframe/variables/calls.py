@@ -9,6 +9,7 @@ closed set) and, for builtins, by the builtin itself (``BUILTIN_RULES``).
 from __future__ import annotations
 
 import abc
+import enum
 import functools
 import inspect
 import math
@@ -92,6 +93,12 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         return call_builtin(tx, fn.fn, args, kwargs)
     if isinstance(fn, PythonObjectVariable):
         return call_python_object(tx, fn, args, kwargs)
+    from .objects import ObjectVariable
+
+    if isinstance(fn, ObjectVariable):
+        result = call_dunder(tx, fn, "__call__", list(args), kwargs)
+        if result is not None:
+            return tx.push(result)
     from .objects import ContainerMethodVariable, call_container_method
 
     if isinstance(fn, ContainerMethodVariable):
@@ -300,6 +307,8 @@ def const_value(tx: Tracer, var: VariableTracker) -> Any:
         return slice(const_value(tx, var.start), const_value(tx, var.stop), const_value(tx, var.step))
     if isinstance(var, RangeVariable):
         return var.value
+    if isinstance(var, IteratorVariable):
+        return iter([const_value(tx, v) for v in var.items[var.index:]])
     if isinstance(var, (BuiltinVariable, TorchFunctionVariable)):
         return var.fn
     if isinstance(var, PythonObjectVariable) and (callable(var.value) or isinstance(var.value, types.ModuleType)):
@@ -310,6 +319,8 @@ def const_value(tx: Tracer, var: VariableTracker) -> Any:
 def is_const(tx: Tracer, var: VariableTracker) -> bool:
     if isinstance(var, (ConstantVariable, RangeVariable, LazyArgument)):
         return True
+    if isinstance(var, IteratorVariable):
+        return all(is_const(tx, v) for v in var.items[var.index:])
     if isinstance(var, TupleVariable):
         return all(is_const(tx, v) for v in var.items)
     if isinstance(var, SliceVariable):
@@ -336,7 +347,8 @@ def python_type_of(tx: Tracer, var: VariableTracker) -> type:
     return var.python_type()
 
 
-def call_dunder(tx: Tracer, obj: VariableTracker, name: str, args: list) -> VariableTracker | None:
+def call_dunder(tx: Tracer, obj: VariableTracker, name: str, args: list,
+                kwargs: dict | None = None) -> VariableTracker | None:
     """Call ``type(obj).<name>`` when it is a Python function (a user class's ``__len__``, ``__add__`` ...).
 
     Returns ``None`` when the type has no such Python method.
@@ -351,7 +363,7 @@ def call_dunder(tx: Tracer, obj: VariableTracker, name: str, args: list) -> Vari
     method = getattr(cls, name, None)
     if not isinstance(method, types.FunctionType):
         return None
-    return call_sync(tx, UserMethodVariable(method, obj), list(args), {})
+    return call_sync(tx, UserMethodVariable(method, obj), list(args), kwargs or {})
 
 
 def _len(tx: Tracer, var: VariableTracker) -> int:
@@ -380,6 +392,17 @@ def _len(tx: Tracer, var: VariableTracker) -> int:
     return len(const_value(tx, var))
 
 
+def _issubclass(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    return fold(tx, issubclass, args, kwargs)
+
+
+def _setattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    from .objects import store_attr
+
+    store_attr(tx, args[0], const_value(tx, args[1]), args[2])
+    return ConstantVariable(None)
+
+
 def _isinstance(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     obj, classes = args
     cls = const_value(tx, classes)
@@ -395,6 +418,15 @@ def isinstance_type(t: type, cls: Any, tx: Tracer, obj: VariableTracker) -> bool
 
 def sequence_items(tx: Tracer, var: VariableTracker) -> tuple:
     """The items of an iterable VT, unrolled at trace time (tuples, lists, dicts' keys, ranges, iterators, tensors)."""
+    if isinstance(var, LazyArgument):
+        var = wrap(tx, var.value, var.source)
+    if isinstance(var, ConstantVariable) and isinstance(var.value, (frozenset, set)):
+        return tuple(ConstantVariable(v) for v in var.value)
+    if isinstance(var, PythonObjectVariable) and isinstance(var.value, enum.EnumMeta):
+        return tuple(ConstantVariable(m) for m in var.value)
+    dunder = call_dunder(tx, var, "__iter__", [])
+    if dunder is not None:
+        return sequence_items(tx, dunder)
     if isinstance(var, TupleVariable):
         return var.items
     if isinstance(var, ListVariable):
@@ -416,9 +448,11 @@ def sequence_items(tx: Tracer, var: VariableTracker) -> tuple:
     if isinstance(var, NNModuleVariable):
         module = var.module
         if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)):
-            from ..guards.source import AttrSource
-
             return tuple(getattr_var(tx, var, name) for name in module._modules)
+        if isinstance(module, torch.nn.ParameterList):
+            return tuple(getattr_var(tx, var, name) for name in module._parameters)
+        if isinstance(module, torch.nn.ParameterDict):
+            return tuple(ConstantVariable(k) for k in module._parameters)
         if isinstance(module, torch.nn.ModuleDict):
             return tuple(ConstantVariable(k) for k in module._modules)
     if isinstance(var, TensorVariable):
@@ -752,6 +786,8 @@ def _super(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 
 BUILTIN_RULES[super] = _super
+BUILTIN_RULES[issubclass] = _issubclass
+BUILTIN_RULES[setattr] = _setattr
 
 
 def _set_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
@@ -771,6 +807,10 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
     value = var.value
     if isinstance(value, functools.partial) and value.func is module_iterator:
         return tx.push(value(tx, args, kwargs))
+    if not isinstance(value, type) and not isinstance(value, types.FunctionType):
+        result = call_dunder(tx, var, "__call__", list(args), kwargs)
+        if result is not None:
+            return tx.push(result)
     if value is torch.autocast or value is torch.amp.autocast:
         return tx.push(_autocast(tx, args, kwargs))
     if any(value is cls for cls in GRAD_MODE_CLASSES):

@@ -47,10 +47,11 @@ class ObjectVariable(VariableTracker):
 
 @dataclass(frozen=True, slots=True)
 class ObjectEntry:
-    """Heap record of an object made in the trace: its class and its instance attributes (name -> VT)."""
+    """Heap record of an object made in the trace: its class and its instance attributes, in the order they
+    were first set (a ``DictEntry`` of name -> VT, so ``__dict__`` is rebuilt in eager's order)."""
 
     cls: type
-    attrs: immutables.Map
+    attrs: DictEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +101,18 @@ def store_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker)
     """``obj.name = value`` on a VT."""
     if isinstance(obj, ObjectVariable):
         entry: ObjectEntry = tx.heap(obj.oid)
+        prop = getattr(entry.cls, name, None)
+        if isinstance(prop, property):
+            _call_setter(tx, prop, obj, name, value)
+            return
         tx.heap_set(obj.oid, ObjectEntry(entry.cls, entry.attrs.set(name, value)))
         return
     if isinstance(obj, (NNModuleVariable, PythonObjectVariable)):
         real = real_object(obj)
+        prop = getattr(type(real), name, None)
+        if isinstance(prop, property):
+            _call_setter(tx, prop, obj, name, value)
+            return
         setter = getattr(type(real), "__setattr__", object.__setattr__)
         import torch
 
@@ -123,9 +132,19 @@ def store_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker)
     tx.unsupported("side_effect", f"assigning .{name} of a {obj.python_type().__name__} value")
 
 
+def _call_setter(tx: Any, prop: property, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+    """``obj.name = value`` through a property: its Python setter runs in the trace."""
+    if prop.fset is None:
+        tx.user_error(AttributeError(f"property '{name}' of '{obj.python_type().__name__}' object has no setter"))
+    from .base import UserFunctionVariable
+    from .calls import call_sync
+
+    call_sync(tx, UserFunctionVariable(prop.fset), [obj, value], {})
+
+
 def new_object(tx: Any, cls: type) -> ObjectVariable:
     oid = tx.new_id()
-    tx.heap_set(oid, ObjectEntry(cls, immutables.Map()))
+    tx.heap_set(oid, ObjectEntry(cls, DictEntry(())))
     return ObjectVariable(oid, cls)
 
 

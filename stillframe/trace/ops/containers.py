@@ -161,6 +161,10 @@ def subscript(tx, container, key):
             except IndexError as e:
                 tx.user_error(IndexError(f"index {k} is out of range") if False else e)
             return getattr_var(tx, container, name)
+        if isinstance(module, torch.nn.ParameterDict) and isinstance(k, str):
+            if k not in module._parameters:
+                tx.user_error(KeyError(k))
+            return getattr_var(tx, container, k)
         if isinstance(module, torch.nn.ModuleDict) and isinstance(k, str):
             if k not in module._modules:
                 tx.user_error(KeyError(k))

@@ -99,7 +99,15 @@ def _unary(tx, fn, name):
     elif is_const(tx, v):
         tx.push(fold(tx, fn, [v], {}))
     else:
-        tx.unsupported("unsupported_operator", f"unary {name} on a {v.python_type().__name__}")
+        from ...variables.calls import call_dunder
+
+        result = call_dunder(tx, v, _UNARY_DUNDERS[name], [])
+        if result is None:
+            tx.unsupported("unsupported_operator", f"unary {name} on a {v.python_type().__name__}")
+        tx.push(result)
+
+
+_UNARY_DUNDERS = {"-": "__neg__", "+": "__pos__", "~": "__invert__"}
 
 
 @handler("UNARY_NEGATIVE")
@@ -134,8 +142,21 @@ def compare(tx, symbol, a, b):
     if isinstance(a, (ListVariable, TupleVariable)) and isinstance(b, (ListVariable, TupleVariable)):
         return fold(tx, fn, [TupleVariable(tuple(sequence_items(tx, a))), TupleVariable(tuple(sequence_items(tx, b)))],
                     {})
+    from ...variables.calls import call_dunder
+
+    for obj, name, other in ((a, _COMPARE_DUNDERS[symbol], b), (b, _COMPARE_DUNDERS[_REFLECTED[symbol]], a)):
+        result = call_dunder(tx, obj, name, [other])
+        if result is not None and not (isinstance(result, ConstantVariable) and result.value is NotImplemented):
+            return result
+    if symbol in ("==", "!="):  # objects without __eq__ compare by identity
+        same = identical(tx, a, b)
+        return ConstantVariable(same if symbol == "==" else not same)
     tx.unsupported("unsupported_operator", f"comparing {a.python_type().__name__} {symbol} "
                    f"{b.python_type().__name__}")
+
+
+_COMPARE_DUNDERS = {"<": "__lt__", "<=": "__le__", "==": "__eq__", "!=": "__ne__", ">": "__gt__", ">=": "__ge__"}
+_REFLECTED = {"<": ">", "<=": ">=", "==": "==", "!=": "!=", ">": "<", ">=": "<="}
 
 
 def _has_identity(v):
@@ -195,6 +216,17 @@ def CONTAINS_OP(tx, inst):
     result = call_dunder(tx, container, "__contains__", [item])
     if result is not None:
         tx.push(ConstantVariable(truthiness(tx, result) != bool(inst.argval)))
+        return
+    if isinstance(container, NNModuleVariable) and isinstance(container.module, (torch.nn.ModuleDict,
+                                                                                   torch.nn.ParameterDict)):
+        from ...guards.guard import Guard
+        from ...guards.source import AttrSource
+
+        registry = "_modules" if isinstance(container.module, torch.nn.ModuleDict) else "_parameters"
+        keys = getattr(container.module, registry)
+        if container.source is not None:
+            tx.add_guard(Guard(AttrSource(container.source, registry), "KEYS", tuple(keys)))
+        tx.push(ConstantVariable((const_value(tx, item) in keys) != bool(inst.argval)))
         return
     if isinstance(container, DictVariable):
         key = const_value(tx, item)

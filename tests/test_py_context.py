@@ -317,8 +317,8 @@ def try_except_else_without_raise(x):
 
 
 @case(lambda i: (rand(3), [{}, {"k": 2.0}, {}][i]), compiles=2,
-      xfail="an exception raised by traced code inside `try` escapes its `except` handler: d['k'] becomes a "
-            "'user_exception' break whose real step raises KeyError out of the call (eager catches it)")
+      xfail="results match eager, but not in one graph: the KeyError of d['k'] is a 'user_exception' graph "
+            "break whose real step raises into the user's `except` (run instruction by instruction)")
 def except_catches_a_python_error(x, d):
     try:
         v = d["k"]

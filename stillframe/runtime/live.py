@@ -104,6 +104,7 @@ class Continuation:
     reason: Any = None
     returned: Any = field(default=None)
     concrete: bool = False  # running instruction by instruction (no plan for where the stack stands)
+    handling: Any = None  # the exception an `except` block of the user's code is handling, if any
 
     def key(self) -> tuple:
         """What resumed cache entries are keyed by: the code objects and instruction indexes of the stack."""
@@ -115,8 +116,33 @@ class Continuation:
         frame = self.frames[-1]
         inst = frame.code.instructions[frame.ip]
         frame.ip += 1
-        EXECUTORS[inst.opname](self, frame, inst)
+        try:
+            EXECUTORS[inst.opname](self, frame, inst)
+        except Exception as exc:
+            self._unwind(exc, inst.index)
         return not self.frames
+
+    def _unwind(self, exc: Exception, index: int) -> None:
+        """Send an exception raised by a real step to the innermost ``except``/``finally`` of the user's frames
+        (their exception tables), as CPython would; with none, it reaches the caller, annotated with the
+        user's lines it passed through."""
+        while self.frames:
+            frame = self.frames[-1]
+            entry = frame.code.exception_handler(index)
+            if entry is not None:
+                del frame.stack[entry.depth:]
+                if entry.lasti:
+                    frame.stack.append(frame.code.instructions[index].offset)
+                frame.stack.append(exc)
+                frame.ip = entry.target
+                self.concrete = True  # handlers run instruction by instruction
+                return
+            filename, line = frame.code.location(index)
+            exc.add_note(f"  (stillframe) in the user's frame {frame.code.code.co_qualname} at {filename}:{line}")
+            self.frames.pop()
+            if self.frames:
+                index = self.frames[-1].ip - 1
+        raise exc
 
     def return_value(self, value: Any) -> None:
         frame = self.frames.pop()
@@ -278,6 +304,8 @@ def _BUILD_STRING(cont: Continuation, frame: LiveFrame, inst: Instruction) -> No
 
 
 def _RAISE_VARARGS(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    if inst.arg == 0:
+        raise cont.handling
     if inst.arg == 2:
         cause = frame.stack.pop()
         raise frame.stack.pop() from cause
@@ -456,6 +484,37 @@ def _load_super_attr(frame: LiveFrame, inst: Instruction) -> None:
     frame.stack.append(attr)
 
 
+def _PUSH_EXC_INFO(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    value = frame.stack.pop()
+    frame.stack.append(cont.handling)
+    cont.handling = value
+    frame.stack.append(value)
+
+
+def _POP_EXCEPT(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    cont.handling = frame.stack.pop()
+    if cont.handling is None:
+        cont.concrete = False  # out of the handler: tracing may resume from here
+
+
+def _CHECK_EXC_MATCH(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    right = frame.stack.pop()
+    frame.stack.append(isinstance(frame.stack[-1], right))
+
+
+def _RERAISE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    exc = frame.stack.pop()
+    if inst.arg:
+        frame.stack.pop()
+    raise exc
+
+
+def _WITH_EXCEPT_START(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    exc = frame.stack[-1]
+    exit_fn = frame.stack[-4]
+    frame.stack.append(exit_fn(type(exc), exc, exc.__traceback__))
+
+
 def _is_none(v: Any) -> bool:
     return v is None
 
@@ -487,6 +546,11 @@ EXECUTORS = {
     "FORMAT_VALUE": _FORMAT_VALUE,
     "BUILD_STRING": _BUILD_STRING,
     "RAISE_VARARGS": _RAISE_VARARGS,
+    "PUSH_EXC_INFO": _PUSH_EXC_INFO,
+    "POP_EXCEPT": _POP_EXCEPT,
+    "CHECK_EXC_MATCH": _CHECK_EXC_MATCH,
+    "RERAISE": _RERAISE,
+    "WITH_EXCEPT_START": _WITH_EXCEPT_START,
     "BEFORE_WITH": _BEFORE_WITH,
     "RETURN_VALUE": _RETURN_VALUE,
     "RETURN_CONST": _RETURN_CONST,

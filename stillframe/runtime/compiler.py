@@ -42,7 +42,7 @@ from ..variables.base import (
     UserFunctionVariable,
     VariableTracker,
 )
-from ..variables.builder import wrap
+from ..variables.builder import is_lazy_scalar, wrap
 from . import live
 from .entry import CacheEntry
 from .rebuild import StateCodegen
@@ -89,7 +89,8 @@ def start_resume(cont: live.Continuation, L: dict) -> Tracer:
     tracer.state = tracer.state.replace(frames=tuple(frames))
     for i, f in enumerate(cont.frames):  # stack values are read by handlers directly: wrap them now
         tracer.state = tracer.state.replace(frames=tracer.state.frames)
-        stack = tuple(wrap(tracer, v, LocalSource(f"{i}:s{j}")) for j, v in enumerate(f.stack))
+        stack = tuple(LazyArgument(v, LocalSource(f"{i}:s{j}")) if is_lazy_scalar(v) else
+                      wrap(tracer, v, LocalSource(f"{i}:s{j}")) for j, v in enumerate(f.stack))
         yields = None if f.yields is None else tuple(
             wrap(tracer, v, GetItemSource(LocalSource(f"{i}:yields"), k)) for k, v in enumerate(f.yields))
         frames = list(tracer.state.frames)

@@ -264,14 +264,10 @@ def FOR_ITER(tx, inst):
 
     it = tx.peek()
     if isinstance(it, LiveIteratorVariable):
-        tx.pop()
-        if it.index < len(it.values):
-            tx.add_guard(Guard(it.items_source, "LEN_GT", it.index))
-            tx.push(LiveIteratorVariable(it.items_source, it.values, it.index + 1), _live_item(tx, it, it.index))
-        else:
-            tx.add_guard(Guard(it.items_source, "LEN", it.index))
-            tx.jump(inst)
-        return
+        # The loop's body broke the graph before: take the next item for real, so one plan serves the rest of
+        # the body whichever iteration it is (and the loop's exit is a plan of its own, not a recompilation).
+        tx.unsupported("loop_iteration", "the next item of a loop whose body has a graph break is taken for real",
+                       ("each iteration then runs the same cached plans",))
     if not isinstance(it, IteratorVariable):
         tx.unsupported("unsupported_iteration", f"iterating a {it.python_type().__name__}")
     if it.index < len(it.items):

@@ -88,6 +88,13 @@ class GraphBuilder:
         self.nodes.append(node)
         return node
 
+    def erase_input(self, node: torch.fx.Node) -> None:
+        """Remove a placeholder nothing reads (when finishing the graph; not undoable)."""
+        self.nodes.remove(node)
+        if node is self._last_placeholder:
+            self._last_placeholder = self._previous_placeholder(node)
+        self.graph.erase_node(node)
+
     def finish(self, outputs: tuple) -> torch.fx.GraphModule:
         """Add the tuple output and return a GraphModule (the torch.compile backend convention)."""
         self.graph.output(tuple(outputs))

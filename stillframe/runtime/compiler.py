@@ -148,6 +148,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     _add_aliasing_guard(tracer)
     guards = tracer.guards()
     check, guard_source = compile_guards(guards)
+    used_inputs = _drop_unread_placeholders(tracer)
     gm = tracer.graph.finish(tuple(codegen.output_nodes))
     fetch, fetch_source = _fetch_function(tracer)
     rebuild, rebuild_source = codegen.function(result_expr)
@@ -155,15 +156,32 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     compiled = None
     if tracer.graph.num_ops() or codegen.output_nodes:
         example_inputs = fetch(L, G, F)
-        compiled = backend(gm, example_inputs)
+        compiled = backend(gm, [example_inputs[i] for i in used_inputs])
     t2 = time.perf_counter()
     log.graph(fn, gm, guard_source)
     if tracer.graph_break is not None:
         log.event("breaks", "graph break in %s: %s", getattr(fn, "__qualname__", fn), tracer.graph_break.format())
     entry = CacheEntry(check=check, guard_source=guard_source, fetch=fetch, compiled=compiled, rebuild=rebuild,
                        graph_module=gm, rebuild_source=rebuild_source + "\n" + fetch_source,
-                       graph_break=tracer.graph_break, guards=guards)
+                       graph_break=tracer.graph_break, guards=guards,
+                       used_inputs=None if len(used_inputs) == len(tracer.state.inputs) else tuple(used_inputs))
     return TraceOutcome(entry, tracer, t1 - t0, t2 - t1)
+
+
+def _drop_unread_placeholders(tracer: Tracer) -> list[int]:
+    """Erase graph inputs no node reads (a tensor only read for its shape); return the positions kept.
+
+    The backend never sees them, so an unread input cannot take part in, say,
+    AOTAutograd's handling of aliased inputs.
+    """
+    kept = []
+    for i, (_src, tid) in enumerate(tracer.state.inputs):
+        node = tracer.tensor_node_of_input(tid)
+        if node is not None and not node.users:
+            tracer.graph.erase_input(node)
+        else:
+            kept.append(i)
+    return kept
 
 
 def _add_aliasing_guard(tracer: Tracer) -> None:

@@ -39,6 +39,7 @@ class CacheEntry:
     rebuild_source: str = ""
     graph_break: Any = None
     guards: list = field(default_factory=list)
+    used_inputs: tuple | None = None  # positions of the fetched inputs the graph reads (None: all)
     hits: int = field(default=0)
 
     def failing_guard(self, L: dict, G: dict, F: Any) -> str | None:
@@ -50,5 +51,13 @@ class CacheEntry:
 
     def run(self, L: dict, G: dict, F: Any) -> Any:
         inputs = self.fetch(L, G, F)
-        outputs = self.compiled(*inputs) if self.compiled is not None else ()
+        outputs = ()
+        if self.compiled is not None:
+            args = inputs if self.used_inputs is None else [inputs[i] for i in self.used_inputs]
+            grad_mode = torch.is_grad_enabled()
+            try:
+                outputs = self.compiled(*args)
+            except BaseException:
+                torch._C._set_grad_enabled(grad_mode)  # a graph that raised inside a no_grad block
+                raise
         return self.rebuild(outputs, inputs, L, G, F)

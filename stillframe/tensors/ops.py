@@ -121,6 +121,7 @@ def _lift_leaf_factory(tx: Any, target: Any, args: tuple, kwargs: dict) -> Varia
     node = tx.graph.placeholder(f"lifted_{getattr(target, '__name__', 'leaf')}", fake)
     var = tx.new_tensor(fake, node, source)
     tx.state = tx.state.replace(inputs=tx.state.inputs.append((source, var.tid)))
+    tx.input_nodes[var.tid] = node
     return var
 
 
@@ -209,15 +210,12 @@ def _as_prologue(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> 
         return None
     var = args[0]
     entry = tx.state.heap[var.tid]
-    if entry.source is None or var.tid not in tx.input_values or entry.node is None or entry.node.users:
-        if target == "requires_grad_" and entry.meta.is_leaf and var.tid not in tx.input_values:
-            # A leaf made or detached inside the graph becoming a leaf that requires grad: no graph can return
-            # one (AOTAutograd returns outputs of an autograd.Function), so the call runs for real.
-            tx.unsupported("autograd_leaf", "requires_grad_() on a tensor made inside the compiled region",
-                           ("the graph before it runs, then the call itself, then tracing resumes",))
-        return None
-    if entry.meta.version != 0 or entry.meta.base is not None:
-        return None
+    if entry.source is None or var.tid not in tx.input_values or entry.node is None or entry.node.users or \
+            entry.meta.version != 0 or entry.meta.base is not None:
+        # No graph can carry it (AOTAutograd traces inputs with fixed autograd metadata and returns outputs of
+        # an autograd.Function, never new leaves): the graph so far runs, then the call itself for real.
+        tx.unsupported("autograd_leaf", f"{target}() changes autograd metadata a graph cannot carry",
+                       ("the graph before it runs, then the call itself, then tracing resumes",))
     plain = tuple(_as_const(a) for a in args[1:])
     plain_kwargs = {k: _as_const(v) for k, v in kwargs.items()}
     tx.state = tx.state.replace(prologue=tx.state.prologue.append((entry.source, target, plain, plain_kwargs)))

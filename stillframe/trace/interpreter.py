@@ -93,6 +93,7 @@ class Tracer:
         self.steps = 0
         self.input_values: dict[int, Any] = {}  # tid -> live value (example inputs), not part of the state
         self.keepalive: list[Any] = []  # objects whose id() a guard checks stay alive while tracing
+        self.input_nodes: dict[int, Any] = {}  # tid -> placeholder node (for finishing the graph)
 
     # ---------------------------------------------------------------- state
     def checkpoint(self) -> Checkpoint:
@@ -207,7 +208,10 @@ class Tracer:
             if base_tid is None:  # the base of an input view: tracked, never read by the graph
                 base_tid = self.new_tensor(base, None).tid
         tid = self.new_id()
-        meta = TensorMeta.of(fake, base_tid, self.state.grad_enabled if base_tid is not None else True)
+        # a view made by the traced code records the grad mode it was made under; a view passed in is taken
+        # to have been made with grad enabled (what autograd allows in-place ops on)
+        made_here = source is None
+        meta = TensorMeta.of(fake, base_tid, self.state.grad_enabled if base_tid is not None and made_here else True)
         self.heap_set(tid, TensorEntry(meta, fake, node, source))
         self.state = self.state.replace(fakes=self.state.fakes.set(id(fake), (tid, fake)))
         return TensorVariable(tid)
@@ -216,6 +220,10 @@ class Tracer:
         """The tensor identity whose (current or earlier) version is ``fake``, if any."""
         hit = self.state.fakes.get(id(fake))
         return hit[0] if hit is not None and hit[1] is fake else None
+
+    def tensor_node_of_input(self, tid: int) -> Any:
+        """The placeholder of graph input ``tid`` (its first version's node)."""
+        return self.input_nodes.get(tid)
 
     def bind_tensor(self, tid: int, entry: TensorEntry) -> None:
         """Bind a new version of ``tid`` (after an in-place op)."""

@@ -293,4 +293,5 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
     tx.state = tx.state.replace(memo=tx.state.memo.set(key, var),
                                 inputs=tx.state.inputs.append((source, var.tid)))
     tx.input_values[var.tid] = value
+    tx.input_nodes[var.tid] = node
     return var

@@ -10,7 +10,6 @@ number of compiles says so.
 from __future__ import annotations
 
 import contextlib
-import copy
 
 import pytest
 import torch
@@ -20,63 +19,9 @@ from torch import nn
 import stillframe
 from stillframe.check import assert_parity
 
+from py_cases import check, counting_backend, one, params, rand, case_registry
 
-def rand(*shape, grad=True):
-    return torch.randn(*shape, requires_grad=grad)
-
-
-def counting_backend():
-    graphs = []
-
-    def counting(gm, example_inputs):
-        graphs.append(gm)
-        return gm.forward
-
-    return graphs, counting
-
-
-def check(fn, make_args, *, compiles=1, calls=3, breaks=0, graphs=None, **kwargs):
-    """Parity over ``calls`` calls, then exactly ``compiles`` graph entries (and as many backend calls).
-
-    ``breaks``: graph breaks expected (a ``raise`` that propagates out runs its one step for real, which
-    counts as a break); ``None`` skips the count. ``graphs``: backend calls, when fewer than ``compiles``
-    (a path that raises before any tensor op has an empty graph, which is not handed to the backend).
-    """
-    expected_graphs = compiles if graphs is None else graphs
-    graphs, counting = counting_backend()
-    target = copy.deepcopy(fn) if isinstance(fn, nn.Module) else fn
-    compiled = stillframe.compile(target, backend=counting)
-    report = assert_parity(fn, make_args, compiled=compiled, calls=calls, **kwargs)
-    entries = compiled.cache_entries()
-    assert [e.eager for e in entries] == [False] * len(entries), [e.reason for e in entries]
-    if breaks is not None:
-        assert stillframe.counters["graph_breaks"] == breaks, "a graph break: the program was not captured whole"
-    assert len(entries) == compiles, f"{len(entries)} cache entries, expected {compiles}"
-    assert len(graphs) == expected_graphs
-    return report, compiled
-
-
-CASES: dict[str, tuple] = {}
-
-
-def case(make_args, compiles=1, name=None, xfail=None, **kwargs):
-    """Register a module-level function as a parity case (``xfail``: a one-line diagnosis of a stillframe gap)."""
-
-    def register(fn):
-        CASES[name or fn.__name__] = (fn, make_args, compiles, kwargs, xfail)
-        return fn
-
-    return register
-
-
-def params(cases):
-    return [pytest.param(name, id=name, marks=() if entry[-1] is None else
-                         pytest.mark.xfail(strict=True, reason=entry[-1]))
-            for name, entry in cases.items()]
-
-
-def one(*shape):
-    return lambda: (rand(*shape),)
+CASES, case = case_registry(with_kwargs=True)
 
 
 BF16 = dict(rtol=2e-2, atol=2e-2)

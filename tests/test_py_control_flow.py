@@ -21,53 +21,9 @@ from torch import nn
 import stillframe
 from stillframe.check import assert_parity
 
+from py_cases import check, counting_backend, params, rand, case_registry
 
-def rand(*shape, grad=True):
-    return torch.randn(*shape, requires_grad=grad)
-
-
-def counting_backend():
-    graphs = []
-
-    def counting(gm, example_inputs):
-        graphs.append(gm)
-        return gm.forward
-
-    return graphs, counting
-
-
-def check(fn, make_args, *, compiles=1, calls=3, **kwargs):
-    """Parity over ``calls`` calls, then exactly ``compiles`` graph entries (and as many backend calls)."""
-    graphs, counting = counting_backend()
-    target = copy.deepcopy(fn) if isinstance(fn, nn.Module) else fn
-    compiled = stillframe.compile(target, backend=counting)
-    report = assert_parity(fn, make_args, compiled=compiled, calls=calls, **kwargs)
-    entries = compiled.cache_entries()
-    assert [e.eager for e in entries] == [False] * len(entries), [e.reason for e in entries]
-    assert stillframe.counters["graph_breaks"] == 0, "a graph break: the program was not captured whole"
-    assert len(entries) == compiles, f"{len(entries)} cache entries, expected {compiles}"
-    assert len(graphs) == compiles
-    return report, compiled
-
-
-CASES: dict[str, tuple] = {}
-
-
-def case(make_args, compiles=1, name=None, xfail=None):
-    """Register a module-level function as a parity case (``xfail``: a one-line diagnosis of a stillframe gap)."""
-
-    def register(fn):
-        CASES[name or fn.__name__] = (fn, make_args, compiles, xfail)
-        return fn
-
-    return register
-
-
-def params(cases):
-    """pytest params for a case table; an ``xfail`` diagnosis becomes a strict xfail mark."""
-    return [pytest.param(name, id=name, marks=() if entry[-1] is None else
-                         pytest.mark.xfail(strict=True, reason=entry[-1]))
-            for name, entry in cases.items()]
+CASES, case = case_registry()
 
 
 DEBUG = False

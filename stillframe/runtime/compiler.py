@@ -29,18 +29,7 @@ from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace.interpreter import Tracer, make_frame
 from ..variables.attrs import EMPTY_CELLS
 from ..variables.base import (
-    BuiltinVariable,
-    ConstantVariable,
-    DictVariable,
-    ListVariable,
-    NNModuleVariable,
-    PythonObjectVariable,
-    TensorVariable,
-    TorchFunctionVariable,
-    TupleVariable,
     LazyArgument,
-    UserFunctionVariable,
-    VariableTracker,
 )
 from ..variables.builder import is_lazy_scalar, wrap
 from . import live

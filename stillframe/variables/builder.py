@@ -146,7 +146,7 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
     """Values that exist only between two graphs of one call (see :mod:`stillframe.runtime.live`)."""
     from ..guards.source import AttrSource
     from ..runtime import live
-    from .base import NULL, ContextExitVariable, GradModeVariable, IteratorVariable, UserMethodVariable
+    from .base import NULL, ContextExitVariable, GradModeVariable, UserMethodVariable
 
     if value is live.NULL:
         return NULL

@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import immutables
 
 from .base import (
     ConstantVariable,

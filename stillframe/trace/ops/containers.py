@@ -259,7 +259,6 @@ def _live_item(tx, it, index):
 
 @handler("FOR_ITER")
 def FOR_ITER(tx, inst):
-    from ...guards.guard import Guard
     from ...variables.base import LiveIteratorVariable
 
     it = tx.peek()

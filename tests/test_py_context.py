@@ -56,8 +56,7 @@ def set_grad_enabled_from_argument(x, flag):
     return y, y.requires_grad
 
 
-@case(one(3), xfail="a helper decorated with @torch.no_grad() breaks the graph "
-                    "('unsupported_attribute: reading .__class__ of a no_grad value' in torch.utils._contextlib)")
+@case(one(3))
 def no_grad_as_decorator_of_a_helper(x):
     return frozen_helper(x) + x
 

@@ -154,9 +154,7 @@ def lambda_in_map_and_filter(xs):
     return [scaled[i] for i in kept]
 
 
-@case(lambda: ([rand(3) for _ in range(3)], [3, 1, 2]),
-      xfail="sorted(key=) is unsupported ('unsupported_builtin: sorted() with a key function'); max(key=) "
-            "raises Unsupported inside a UserError ('not_constant: a function value is needed')")
+@case(lambda: ([rand(3) for _ in range(3)], [3, 1, 2]))
 def lambda_as_sort_key(xs, ranks):
     order = sorted(range(len(xs)), key=lambda i: ranks[i])
     best = max(range(len(xs)), key=lambda i: -ranks[i])

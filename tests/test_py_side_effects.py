@@ -209,8 +209,7 @@ def object_attribute_writes(x, rec):
     return x * rec.count
 
 
-@case(lambda: (rand(3), Recorder()),
-      xfail="`del obj.attr` is unsupported: 'unsupported_opcode: the opcode DELETE_ATTR is not supported'")
+@case(lambda: (rand(3), Recorder()))
 def object_attribute_delete(x, rec):
     rec.tmp = x
     del rec.tmp

@@ -541,6 +541,7 @@ EXECUTORS = {
     "LOAD_ATTR": _LOAD_ATTR,
     "LOAD_METHOD": _LOAD_METHOD,
     "STORE_ATTR": _STORE_ATTR,
+    "DELETE_ATTR": _simple(lambda f, i: delattr(f.stack.pop(), i.argval)),
     "BINARY_SUBSCR": _BINARY_SUBSCR,
     "STORE_SUBSCR": _STORE_SUBSCR,
     "FORMAT_VALUE": _FORMAT_VALUE,

@@ -52,7 +52,7 @@ from ..variables.base import (
     UserMethodVariable,
     VariableTracker,
 )
-from ..variables.objects import ContainerMethodVariable, ObjectVariable
+from ..variables.objects import DELETED, ContainerMethodVariable, ObjectVariable
 from . import live
 
 _LITERALS = (int, bool, str, type(None))
@@ -224,7 +224,11 @@ class StateCodegen:
                 self.gen.lines.append(f"{ref}.clear(); {ref}.update({self._dict(entry.items)})")
             elif kind == "attr":
                 owner, value = payload
-                self.gen.lines.append(f"setattr({self.expr(owner)}, {key[2]!r}, {self.expr(value)})")
+                if value is DELETED:  # net effect of the trace: absent (it may have been set, then deleted)
+                    ref = self.expr(owner)
+                    self.gen.lines.append(f"if hasattr({ref}, {key[2]!r}): delattr({ref}, {key[2]!r})")
+                else:
+                    self.gen.lines.append(f"setattr({self.expr(owner)}, {key[2]!r}, {self.expr(value)})")
             elif kind == "cell":
                 cell_source, value = payload
                 self.gen.lines.append(f"{self.gen.ref(cell_source)}.cell_contents = {self.expr(value)}")

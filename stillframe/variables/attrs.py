@@ -61,6 +61,10 @@ def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
 
     if isinstance(obj, TensorVariable):
         return tensor_attr(tx, obj, name)
+    if name == "__class__" and not isinstance(obj, PythonObjectVariable):
+        from .calls import python_type_of
+
+        return PythonObjectVariable(python_type_of(tx, obj))
     if isinstance(obj, (NNModuleVariable, PythonObjectVariable)):
         written = pending_attr(tx, obj, name)
         if written is not None:
@@ -76,6 +80,9 @@ def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
         fields = getattr(obj.cls, "_fields", None) or getattr(obj.cls, "__match_args__", None)
         if fields and name in fields:
             return obj.items[list(fields).index(name)]
+        class_attr = getattr(obj.cls, name, _MISSING)
+        if class_attr is not _MISSING and not callable(class_attr):
+            return wrap(tx, class_attr, None)  # _fields, _field_defaults ...
     if isinstance(obj, (ListVariable, DictVariable, TupleVariable)):
         if hasattr(obj.python_type(), name):
             return ContainerMethodVariable(obj, name)

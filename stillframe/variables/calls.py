@@ -573,6 +573,12 @@ def _minmax(fn: Any) -> Callable:
     def rule(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
         if len(args) == 1:
             args = list(sequence_items(tx, args[0]))
+        if "key" in kwargs:
+            keys = _sort_keys(tx, tuple(args), kwargs["key"])
+            if not args:
+                return kwargs["default"] if "default" in kwargs else fold(tx, fn, [TupleVariable(())], {})
+            best = fn(range(len(args)), key=lambda i: keys[i])
+            return args[best]
         if any(isinstance(a, TensorVariable) for a in args):
             tx.unsupported("data_dependent", f"{fn.__name__}() over tensors compares their values")
         return fold(tx, fn, args, kwargs)
@@ -651,13 +657,19 @@ def _all_any(fn: Any) -> Callable:
     return rule
 
 
+def _sort_keys(tx: Tracer, items: tuple, key: VariableTracker | None) -> list:
+    """The Python sort key of each item: the item itself, or ``key(item)`` traced (both must be constants)."""
+    if key is None or (isinstance(key, ConstantVariable) and key.value is None):
+        return [const_value(tx, v) for v in items]
+    return [const_value(tx, call_sync(tx, key, [v], {})) for v in items]
+
+
 def _sorted(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    if "key" in kwargs:
-        tx.unsupported("unsupported_builtin", "sorted() with a key function")
-    items = sequence_items(tx, args[0])
-    values = sorted((const_value(tx, v) for v in items), reverse=bool(const_value(tx, kwargs.get(
-        "reverse", ConstantVariable(False)))))
-    return tx.new_list(tuple(_const_result(tx, v) for v in values))
+    items = tuple(sequence_items(tx, args[0]))
+    keys = _sort_keys(tx, items, kwargs.get("key"))
+    reverse = bool(const_value(tx, kwargs.get("reverse", ConstantVariable(False))))
+    order = sorted(range(len(items)), key=lambda i: keys[i], reverse=reverse)
+    return tx.new_list(tuple(items[i] for i in order))
 
 
 def _map(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
@@ -753,6 +765,14 @@ def construct(tx: Tracer, cls: type, args: list, kwargs: dict) -> VariableTracke
             fold(tx, cls, args, kwargs)  # raises eager's TypeError
         items = tuple(values[f] if f in values else wrap(tx, defaults[f], None) for f in fields)
         return TupleVariable(items, cls)
+    import contextlib
+
+    if issubclass(cls, contextlib._GeneratorContextManagerBase):
+        # its generator must run lazily, step by step with the `with` body: made and driven for real
+        tx.unsupported("generator_context_manager", f"{cls.__name__}: a @contextmanager generator runs for real",
+                       ("the body of the `with` block is still traced",))
+    if isinstance(cls, enum.EnumMeta):
+        return fold(tx, cls, args, kwargs)
     if cls.__new__ is not object.__new__ or type(cls) not in (type, abc.ABCMeta):
         tx.unsupported("unsupported_call", f"constructing {cls.__qualname__} (custom __new__ or metaclass)")
     obj = new_object(tx, cls)
@@ -829,6 +849,10 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
         bound_kw = {k: wrap(tx, v, GetItemSource(AttrSource(src, "keywords"), k) if src else None)
                     for k, v in value.keywords.items()}
         return call(tx, func, [*bound, *args], {**bound_kw, **kwargs})
+    if value is operator.getitem and len(args) == 2:
+        from ..trace.ops.containers import subscript
+
+        return tx.push(subscript(tx, args[0], args[1]))
     owner = getattr(value, "__self__", None)
     if owner is not None and not isinstance(owner, types.ModuleType) and is_constant(owner) and \
             all(is_const(tx, a) for a in args) and all(is_const(tx, v) for v in kwargs.values()):

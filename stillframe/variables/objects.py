@@ -93,6 +93,8 @@ def pending_attr(tx: Any, var: VariableTracker, name: str) -> VariableTracker | 
     if not tx.state.side_effects:
         return None
     hit = tx.state.side_effects.get(("attr", id(real_object(var)), name))
+    if hit is not None and hit[1][1] is DELETED:
+        tx.user_error(AttributeError(f"'{type(real_object(var)).__name__}' object has no attribute '{name}'"))
     return hit[1][1] if hit is not None else None
 
 
@@ -139,6 +141,43 @@ def _call_setter(tx: Any, prop: property, obj: VariableTracker, name: str, value
     from .calls import call_sync
 
     call_sync(tx, UserFunctionVariable(prop.fset), [obj, value], {})
+
+
+def delete_attr(tx: Any, obj: VariableTracker, name: str) -> None:
+    """``del obj.name``: on an object made in the trace, or recorded (and replayed) on an outside object."""
+    if isinstance(obj, ObjectVariable):
+        entry: ObjectEntry = tx.heap(obj.oid)
+        if entry.attrs.get(name, _MISSING) is _MISSING:
+            tx.user_error(AttributeError(name))
+        attrs = DictEntry(tuple((k, v) for k, v in entry.attrs.items if k != name))
+        tx.heap_set(obj.oid, ObjectEntry(entry.cls, attrs))
+        return
+    if isinstance(obj, (NNModuleVariable, PythonObjectVariable)) and obj.source is not None:
+        real = real_object(obj)
+        if type(getattr(type(real), "__delattr__", None)) is not type(object.__delattr__) and \
+                getattr(type(real), "__delattr__") is not torch_module_delattr():
+            tx.unsupported("side_effect", f"{type(real).__name__} defines __delattr__")
+        pending = pending_attr(tx, obj, name)
+        if pending is DELETED or (pending is None and not hasattr(real, name)):
+            tx.user_error(AttributeError(name))
+        record_side_effect(tx, ("attr", id(real), name), (obj, DELETED))
+        tx.keepalive.append(real)
+        return
+    tx.unsupported("side_effect", f"deleting .{name} of a {obj.python_type().__name__} value")
+
+
+def torch_module_delattr() -> Any:
+    import torch
+
+    return torch.nn.Module.__delattr__
+
+
+@dataclass(frozen=True, slots=True)
+class _Deleted(VariableTracker):
+    """Marks an attribute deleted by the traced code (replayed as ``delattr``)."""
+
+
+DELETED = _Deleted()
 
 
 def new_object(tx: Any, cls: type) -> ObjectVariable:

@@ -9,6 +9,7 @@ one.
 
 from __future__ import annotations
 
+import enum
 import operator
 
 import torch
@@ -21,6 +22,7 @@ from ...variables.base import (
     IteratorVariable,
     ListVariable,
     NNModuleVariable,
+    PythonObjectVariable,
     RangeVariable,
     SliceVariable,
     TensorVariable,
@@ -169,7 +171,13 @@ def subscript(tx, container, key):
             if k not in module._modules:
                 tx.user_error(KeyError(k))
             return getattr_var(tx, container, k)
-    if isinstance(container, ConstantVariable) and is_const(tx, key):
+    from ...variables.calls import call_dunder
+
+    result = call_dunder(tx, container, "__getitem__", [key])
+    if result is not None:
+        return result
+    if (isinstance(container, ConstantVariable) or isinstance(container, PythonObjectVariable) and isinstance(
+            container.value, enum.EnumMeta)) and is_const(tx, key):
         from ...variables.calls import fold
 
         return fold(tx, operator.getitem, [container, key], {})

@@ -184,6 +184,13 @@ def STORE_ATTR(tx, inst):
     store_attr(tx, obj, inst.argval, value)
 
 
+@handler("DELETE_ATTR")
+def DELETE_ATTR(tx, inst):
+    from ...variables.objects import delete_attr
+
+    delete_attr(tx, tx.pop(), inst.argval)
+
+
 @handler("STORE_GLOBAL")
 def STORE_GLOBAL(tx, inst):
     from ...variables.objects import record_side_effect

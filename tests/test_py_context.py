@@ -397,3 +397,26 @@ def test_raise_matches_eager_exception_object():
         compiled(torch.ones(2), 5)
     assert torch.equal(compiled(torch.ones(2), 2), torch.ones(2) * 2)
     assert stillframe.counters["fallbacks"] == 0
+
+
+def inference_mode_block(x, w):
+    with torch.inference_mode():
+        y = x @ w
+        z = y.relu()
+    return z, x * 2
+
+
+def test_inference_mode_block_matches_eager():
+    """``torch.inference_mode()`` is entered and left for real (graph breaks); the ops inside are traced."""
+    from stillframe.check import assert_parity
+
+    assert_parity(inference_mode_block, lambda: (rand(3, 3), rand(3, 3)), calls=2)
+
+
+def test_called_under_inference_mode_is_guarded():
+    compiled = stillframe.compile(lambda x: x * 2, backend="eager")
+    plain = compiled(torch.randn(3))
+    with torch.inference_mode():
+        inside = compiled(torch.randn(3))
+    assert not plain.is_inference() and inside.is_inference()
+    assert len(compiled.cache_entries()) == 2

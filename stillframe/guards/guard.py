@@ -74,6 +74,7 @@ def describe(guard: Guard) -> str:
         return {"grad_enabled": f"torch.is_grad_enabled() == {value}",
                 "default_dtype": f"torch.get_default_dtype() == {value}",
                 "autocast_cpu": f"(torch.is_autocast_enabled('cpu'), torch.get_autocast_dtype('cpu')) == {value}",
+                "inference_mode": f"torch.is_inference_mode_enabled() == {value}",
                 "global_hooks": "no global module hooks"}[what]
     if kind == "TENSOR":
         cls, dtype, device, shape, stride, offset, rg, leaf, view = exp
@@ -236,6 +237,8 @@ def _condition(gen: GuardCodegen, guard: Guard) -> str:
             return f"torch.get_default_dtype() is {gen.const(value)}"
         if name == "autocast_cpu":
             return f"(torch.is_autocast_enabled('cpu'), torch.get_autocast_dtype('cpu')) == {gen.const(value)}"
+        if name == "inference_mode":
+            return f"torch.is_inference_mode_enabled() is {value!r}"
         if name == "global_hooks":
             return "___global_hooks_empty()"
         raise ValueError(name)

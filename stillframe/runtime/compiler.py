@@ -91,6 +91,7 @@ def start_resume(cont: live.Continuation, L: dict) -> Tracer:
 def _global_guards(tracer: Tracer) -> None:
     tracer.add_guard(Guard(None, "GLOBAL", ("grad_enabled", torch.is_grad_enabled())))
     tracer.add_guard(Guard(None, "GLOBAL", ("default_dtype", torch.get_default_dtype())))
+    tracer.add_guard(Guard(None, "GLOBAL", ("inference_mode", torch.is_inference_mode_enabled())))
     autocast_cpu = (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"))
     tracer.add_guard(Guard(None, "GLOBAL", ("autocast_cpu", autocast_cpu)))
     if autocast_cpu[0]:  # called inside an autocast block: ops propagate under it (the graph runs under it too)

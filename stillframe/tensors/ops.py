@@ -159,7 +159,7 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
                 fresh[tid] = fresh_view(fresh[meta.base], meta)
     fake_args = tuple(to_fake(tx, a, fresh) for a in args)
     fake_kwargs = {k: to_fake(tx, v, fresh) for k, v in kwargs.items()}
-    watched = _fakes_in((fake_args, fake_kwargs))
+    watched = [t for t in _fakes_in((fake_args, fake_kwargs)) if not t.is_inference()]  # no version counter
     versions = [t._version for t in watched]
     fn = getattr(fake_args[0], target) if kind == "call_method" else target
     call_args = fake_args[1:] if kind == "call_method" else fake_args

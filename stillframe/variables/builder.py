@@ -71,6 +71,9 @@ def is_torch_callable(value: Any) -> bool:
             return getattr(value, "__objclass__", None) in (torch.Tensor, torch._C.TensorBase)
         if isinstance(value, type):
             return False
+        owner = getattr(value, "__self__", None)
+        if owner is not None and not isinstance(owner, types.ModuleType):
+            return False  # a method bound to some torch object (a context, a generator): not a graph op
         return module == "torch" or module.startswith(("torch.", "torch._C"))
     return False
 

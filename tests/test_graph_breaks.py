@@ -171,8 +171,6 @@ def test_user_exception_under_data_dependent_condition():
     assert "user_exception" in break_kinds(report.compiled)
 
 
-@pytest.mark.xfail(strict=True, reason="an exception raised by the real step of a graph break has a traceback of "
-                   "stillframe's frames (api.py, live.py) only: the user's raising line is missing, eager shows it")
 def test_user_exception_traceback_names_the_user_line():
     compiled = stillframe.compile(k_raise, backend="eager")
     with pytest.raises(ValueError, match="positive sum") as info:
@@ -181,8 +179,6 @@ def test_user_exception_traceback_names_the_user_line():
     assert (HERE, line_of(k_raise, 'raise ValueError("positive sum")')) in frames, frames
 
 
-@pytest.mark.xfail(strict=True, reason="warnings.warn run by the real step reports stillframe/runtime/live.py as the "
-                   "warning's file:line (stacklevel counts stillframe's frames), eager reports the user's line")
 def test_warning_location_matches_eager():
     with warnings.catch_warnings(record=True) as eager:
         warnings.simplefilter("always")

@@ -170,8 +170,34 @@ def flatten(frames: list) -> dict:
 
 
 # --------------------------------------------------------------- real execution
+_TRAMPOLINES: dict[tuple, Any] = {}
+
+
+def _trampoline(frame: LiveFrame, kind: str) -> Any:
+    """A one-line function whose code claims the user's file, line and function name.
+
+    The real step calls (or raises) through it, so code that looks at its
+    caller's frame -- ``warnings.warn``, ``logging``, tracebacks -- sees the
+    user's ``file:line`` and function, as in eager.
+    """
+    code = frame.code.code
+    line = frame.code.instructions[frame.ip - 1].lineno or code.co_firstlineno
+    key = (code.co_filename, line, code.co_name, kind)
+    fn = _TRAMPOLINES.get(key)
+    if fn is None:
+        body = "return ___fn(*___a, **___k)" if kind == "call" else "raise ___e"
+        params = "___fn, ___a, ___k" if kind == "call" else "___e"
+        text = "\n" * (line - 1) + f"def ___step({params}): {body}\n"
+        namespace: dict = {}
+        exec(compile(text, code.co_filename, "exec"), namespace)
+        fn = namespace["___step"]
+        fn.__code__ = fn.__code__.replace(co_name=code.co_name, co_qualname=code.co_qualname)
+        _TRAMPOLINES[key] = fn
+    return fn
+
+
 def _call(cont: Continuation, frame: LiveFrame, fn: Any, args: list, kwargs: dict) -> None:
-    frame.stack.append(fn(*args, **kwargs))
+    frame.stack.append(_trampoline(frame, "call")(fn, args, kwargs))
 
 
 def _CALL(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
@@ -306,10 +332,13 @@ def _BUILD_STRING(cont: Continuation, frame: LiveFrame, inst: Instruction) -> No
 def _RAISE_VARARGS(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
     if inst.arg == 0:
         raise cont.handling
+    cause = frame.stack.pop() if inst.arg == 2 else None
+    exc = frame.stack.pop()
+    if isinstance(exc, type):
+        exc = exc()
     if inst.arg == 2:
-        cause = frame.stack.pop()
-        raise frame.stack.pop() from cause
-    raise frame.stack.pop()
+        exc.__cause__ = cause
+    _trampoline(frame, "raise")(exc)
 
 
 def _simple(fn: Any) -> Any:

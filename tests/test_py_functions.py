@@ -342,8 +342,7 @@ def call_stacked_decorators(x):
     return stacked(x)
 
 
-@case(one(3), xfail="reading fn.__wrapped__ (set by functools.wraps) is unsupported: "
-                    "'unsupported_attribute: reading .__wrapped__ of a function value'")
+@case(one(3))
 def read_wrapped_of_decorated(x):
     return stacked.__wrapped__(x)
 
@@ -501,8 +500,7 @@ def function_name_and_qualname(x):
     return x * len(affine.__name__), affine.__qualname__, affine.__module__
 
 
-@case(one(3), xfail="reading fn.__defaults__ / __kwdefaults__ is unsupported: "
-                    "'unsupported_attribute: reading .__defaults__ of a function value'")
+@case(one(3))
 def function_defaults_attributes(x):
     return x * affine.__defaults__[0], kwonly.__kwdefaults__
 

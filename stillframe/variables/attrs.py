@@ -97,8 +97,10 @@ def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
         return wrap(tx, value, None)
     if isinstance(obj, BuiltinVariable):
         return wrap(tx, getattr(obj.fn, name), None)
-    if isinstance(obj, (UserFunctionVariable,)) and name in ("__name__", "__qualname__", "__module__", "__doc__"):
-        return ConstantVariable(getattr(obj.fn, name))
+    if isinstance(obj, UserFunctionVariable):  # __name__, __defaults__, __wrapped__ ... read off the live function
+        if not hasattr(obj.fn, name):
+            tx.user_error(AttributeError(f"'function' object has no attribute '{name}'"))
+        return wrap(tx, getattr(obj.fn, name), AttrSource(obj.source, name) if obj.source is not None else None)
     tx.unsupported("unsupported_attribute", f"reading .{name} of a {obj.python_type().__name__} value")
 
 

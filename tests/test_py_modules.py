@@ -344,10 +344,8 @@ HOOKS = {
                                                m.b.register_forward_pre_hook(double_input)),
     "two-post-hooks-in-order": lambda m: (m.a.register_forward_hook(add_one),
                                           m.a.register_forward_hook(lambda mod, a, o: o * 3)),
-    "pre-hook-with-kwargs": xfail(
-        lambda m: m.b.register_forward_pre_hook(kw_pre_hook, with_kwargs=True),
-        "a forward pre-hook registered with_kwargs=True is not inlined: the call breaks the graph "
-        "('module_hooks: calling Linear that has backward hooks or hooks taking kwargs')"),
+    "pre-hook-with-kwargs": lambda m: m.b.register_forward_pre_hook(kw_pre_hook, with_kwargs=True),
+    "hook-with-kwargs": lambda m: m.b.register_forward_hook(lambda mod, a, kw, o: o * 2, with_kwargs=True),
     "hook-returning-none": lambda m: m.a.register_forward_hook(lambda mod, a, o: None),
     "hook-on-top-module": lambda m: m.register_forward_hook(add_one),
 }

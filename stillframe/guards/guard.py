@@ -165,7 +165,8 @@ def _no_hooks(m: torch.nn.Module) -> bool:
 
 def hook_ids(m: torch.nn.Module) -> tuple:
     """Identity of a module's forward pre-hooks and forward hooks, in call order (the HOOKS guard)."""
-    return (tuple(id(h) for h in m._forward_pre_hooks.values()), tuple(id(h) for h in m._forward_hooks.values()))
+    return (tuple((id(h), k in m._forward_pre_hooks_with_kwargs) for k, h in m._forward_pre_hooks.items()),
+            tuple((id(h), k in m._forward_hooks_with_kwargs) for k, h in m._forward_hooks.items()))
 
 
 def _module_globals(name: str) -> dict:

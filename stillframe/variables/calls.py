@@ -142,10 +142,9 @@ def call_sync(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> Vari
 def call_module(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> None:
     """``module(*args)`` as ``nn.Module.__call__`` does it: forward pre-hooks, ``forward``, forward hooks."""
     module = mod.module
-    if module._backward_hooks or module._backward_pre_hooks or module._forward_pre_hooks_with_kwargs or \
-            module._forward_hooks_with_kwargs or getattr(module, "_forward_hooks_always_called", None):
-        tx.unsupported("module_hooks", f"calling {type(module).__name__} that has backward hooks or hooks "
-                       "taking kwargs", ("forward hooks and forward pre-hooks are supported",))
+    if module._backward_hooks or module._backward_pre_hooks or getattr(module, "_forward_hooks_always_called", None):
+        tx.unsupported("module_hooks", f"calling {type(module).__name__} that has backward hooks",
+                       ("forward hooks and forward pre-hooks are supported",))
     module_hooks_guard(tx, mod)
     forward = type(module).forward
     if "forward" in module.__dict__:
@@ -154,16 +153,27 @@ def call_module(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> 
         tx.unsupported("unsupported_call", f"{type(module).__name__}.forward is not a Python function")
     from .builder import wrap as wrap_value
 
-    for hook in list(module._forward_pre_hooks.values()):
+    for hook_id, hook in list(module._forward_pre_hooks.items()):
+        if hook_id in module._forward_pre_hooks_with_kwargs:  # hook(module, args, kwargs) -> (args, kwargs)
+            result = call_sync(tx, wrap_value(tx, hook, None),
+                               [mod, TupleVariable(tuple(args)), tx.new_dict(tuple(kwargs.items()))], {})
+            if not (isinstance(result, ConstantVariable) and result.value is None):
+                new_args, new_kwargs = sequence_items(tx, result)
+                args = list(sequence_items(tx, new_args))
+                kwargs = dict(tx.dict_entry(new_kwargs).items)
+            continue
         result = call_sync(tx, wrap_value(tx, hook, None), [mod, TupleVariable(tuple(args))], {})
         if not (isinstance(result, ConstantVariable) and result.value is None):
             args = list(result.items) if isinstance(result, TupleVariable) else [result]
-    post = list(module._forward_hooks.values())
+    post = list(module._forward_hooks.items())
     if not post:
         return inline_call(tx, forward, None, [mod, *args], kwargs)
     output = call_sync(tx, UserFunctionVariable(forward), [mod, *args], kwargs)
-    for hook in post:
-        result = call_sync(tx, wrap_value(tx, hook, None), [mod, TupleVariable(tuple(args)), output], {})
+    for hook_id, hook in post:
+        hook_args = [mod, TupleVariable(tuple(args))]
+        if hook_id in module._forward_hooks_with_kwargs:  # hook(module, args, kwargs, output)
+            hook_args.append(tx.new_dict(tuple(kwargs.items())))
+        result = call_sync(tx, wrap_value(tx, hook, None), [*hook_args, output], {})
         if not (isinstance(result, ConstantVariable) and result.value is None):
             output = result
     tx.push(output)

@@ -638,9 +638,7 @@ class LoopOverNamedModules(nn.Module):
 
 MODULE_LOOPS = [LoopOverModuleList, LoopOverSequential, LoopOverModuleDict, LoopOverParameters,
                 LoopOverNamedModules,
-                pytest.param(SliceModuleList, marks=pytest.mark.xfail(
-                    strict=True, reason="slicing an nn.ModuleList (self.layers[:2]) is unsupported: "
-                                        "'unsupported_subscript: indexing a ModuleList value'"))]
+                SliceModuleList]
 
 
 # ---------------------------------------------------------------- tests

@@ -345,8 +345,7 @@ def frozen_dataclass(x):
     return x * f.alpha + f.beta, (f.alpha, f.beta), f.alpha == 2.0
 
 
-@case(one(3), xfail="== on dataclass instances (generated __eq__) is unsupported: "
-                    "'unsupported_operator: comparing Frozen == Frozen'")
+@case(one(3))
 def dataclass_equality(x):
     return x * 2, Frozen(2.0) == Frozen(2.0, 0.5), Settings() != Settings(dim=4)
 

@@ -156,6 +156,15 @@ def subscript(tx, container, key):
     if isinstance(container, NNModuleVariable):
         module = container.module
         k = const_value(tx, key)
+        if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)) and isinstance(k, slice):
+            # a new container of the same modules on every call: guarded by type, its members by identity
+            from ...guards.guard import Guard
+            from ...guards.source import GetItemSource
+
+            source = GetItemSource(container.source, k) if container.source is not None else None
+            if source is not None:
+                tx.add_guard(Guard(source, "TYPE", type(module)))
+            return NNModuleVariable(module[k], source)
         if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)) and isinstance(k, int):
             names = list(module._modules)
             try:

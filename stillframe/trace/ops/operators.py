@@ -174,7 +174,9 @@ def COMPARE_OP(tx, inst):
 def _identity_key(v):
     if isinstance(v, TensorVariable):
         return ("tensor", v.tid)
-    if isinstance(v, (ListVariable, DictVariable)):
+    from ...variables.objects import ObjectVariable
+
+    if isinstance(v, (ListVariable, DictVariable, ObjectVariable)):
         return ("heap", v.oid)
     if isinstance(v, NNModuleVariable):
         return ("obj", id(v.module))

@@ -130,9 +130,6 @@ def test_numpy_break_location():
     assert report.graph_count == 2
 
 
-@pytest.mark.xfail(strict=True, reason="x.numpy() on a traced tensor is reported as kind 'user_exception' ('the "
-                   "traced code raises RuntimeError: .numpy() is not supported for tensor subclasses'): a fake "
-                   "tensor limitation is reported as if the user's code raised")
 def test_numpy_break_kind():
     br = only_break(stillframe.explain(brk_numpy)(torch.ones(3)))
     assert br.kind != "user_exception", br.format()

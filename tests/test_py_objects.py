@@ -537,9 +537,7 @@ def operator_getitem(x, y):
     return operator.getitem([x, y], 1) * 2
 
 
-@case(lambda: (rand(3), rand(3)),
-      xfail="operator.itemgetter/attrgetter objects cannot be built in the trace: "
-            "'unsupported_call: constructing attrgetter (custom __new__ or metaclass)'")
+@case(lambda: (rand(3), rand(3)))
 def operator_itemgetter_attrgetter(x, y):
     return operator.itemgetter(1)((x, y)) * 2, operator.attrgetter("shape")(x)
 

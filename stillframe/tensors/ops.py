@@ -139,8 +139,17 @@ def _plain(tx: Any, var: VariableTracker) -> Any:
     raise _NotPlain
 
 
+LEAVES_THE_GRAPH = {"numpy": "Tensor.numpy() hands the tensor's data to NumPy",
+                    "__array__": "converting a tensor to a NumPy array reads its data",
+                    "tolist": "Tensor.tolist() reads the tensor's values into Python",
+                    "item": "Tensor.item() reads the tensor's value into Python"}
+
+
 def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> VariableTracker:
     """Record ``target(*args, **kwargs)`` in the graph and return the VT of its result."""
+    if kind == "call_method" and target in LEAVES_THE_GRAPH:
+        tx.unsupported("numpy" if "NumPy" in LEAVES_THE_GRAPH[target] else "data_dependent",
+                       LEAVES_THE_GRAPH[target], ("the graph so far runs, this step runs for real, tracing resumes",))
     if kind == "call_function" and "requires_grad" in kwargs:
         lifted = _lift_leaf_factory(tx, target, args, kwargs)
         if lifted is not None:

@@ -736,6 +736,24 @@ BUILTIN_RULES: dict[Any, Callable] = {
 FOLDABLE = {str, round, divmod, pow, issubclass, repr, ord, chr, hash, format}
 
 
+def _apply_getter(tx: Tracer, getter: Any, obj: VariableTracker) -> VariableTracker:
+    """``operator.itemgetter(...)(obj)`` / ``attrgetter(...)(obj)`` on a VT (the keys are constants)."""
+    from ..trace.ops.containers import subscript
+
+    kind, keys = getter.__reduce__()[0], getter.__reduce__()[1]
+
+    def one(key: Any) -> VariableTracker:
+        if kind is operator.itemgetter:
+            return subscript(tx, obj, ConstantVariable(key))
+        value = obj
+        for part in key.split("."):
+            value = getattr_var(tx, value, part)
+        return value
+
+    results = [one(k) for k in keys]
+    return results[0] if len(results) == 1 else TupleVariable(tuple(results))
+
+
 def _grad_mode_manager(tx: Tracer, cls: Any, args: list, kwargs: dict) -> VariableTracker:
     if cls is torch.no_grad:
         return GradModeVariable(False)
@@ -859,6 +877,10 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
         bound_kw = {k: wrap(tx, v, GetItemSource(AttrSource(src, "keywords"), k) if src else None)
                     for k, v in value.keywords.items()}
         return call(tx, func, [*bound, *args], {**bound_kw, **kwargs})
+    if value in (operator.itemgetter, operator.attrgetter) and all(is_const(tx, a) for a in args):
+        return tx.push(PythonObjectVariable(value(*[const_value(tx, a) for a in args])))
+    if isinstance(value, (operator.itemgetter, operator.attrgetter)) and len(args) == 1:
+        return tx.push(_apply_getter(tx, value, args[0]))
     if value is operator.getitem and len(args) == 2:
         from ..trace.ops.containers import subscript
 

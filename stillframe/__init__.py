@@ -16,7 +16,7 @@ backend, guards the result, and runs it::
     True
 """
 
-from .api import CompiledFunction, CompiledModule, compile, counters, reset
+from .api import CompiledFunction, CompiledModule, compile, counters, disable, reset
 from .config import config
 from .errors import GraphBreak, InternalError, StillframeWarning, Unsupported
 from .diagnostics.explain import explain
@@ -31,6 +31,7 @@ __all__ = [
     "compile",
     "config",
     "counters",
+    "disable",
     "explain",
     "reset",
 ]

@@ -621,3 +621,23 @@ def test_side_effects_around_a_break_happen_exactly_once(capsys):
     assert c_state[1] == e_state[1] == {"before": 3, "after": 3}
     assert c_state[2].count == e_state[2].count == 33
     assert torch.equal(xc, xe)
+
+
+@stillframe.disable
+def opaque_helper(t, log):
+    log.append(float(t.detach().sum()))
+    return t * 3
+
+
+def calls_disabled(x, log):
+    y = x + 1
+    z = opaque_helper(y, log)
+    return z - 1
+
+
+def test_disabled_function_runs_for_real_at_a_break():
+    report = assert_parity(calls_disabled, lambda: (torch.randn(3, requires_grad=True), []), calls=2)
+    breaks = [e.graph_break for entries in report.compiled.all_cache_entries().values() for e in entries
+              if e.graph_break is not None]
+    assert [b.kind for b in breaks] == ["disabled"]
+    assert "opaque_helper" in breaks[0].explanation

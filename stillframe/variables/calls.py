@@ -73,6 +73,12 @@ PURE_MODULES = (math, operator)
 
 def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     """Call ``fn`` with VT arguments; push the result (or a child frame that will push it)."""
+    from ..api import is_disabled
+
+    target = getattr(fn, "fn", None) or getattr(fn, "value", None)
+    if target is not None and is_disabled(target):
+        tx.unsupported("disabled", f"{getattr(target, '__qualname__', target)} is marked @stillframe.disable",
+                       ("it runs for real; tracing resumes after it",))
     if isinstance(fn, UserFunctionVariable):
         return inline_call(tx, fn.fn, fn.source, list(args), kwargs)
     if isinstance(fn, UserMethodVariable):

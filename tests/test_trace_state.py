@@ -155,8 +155,11 @@ def node_structure(tracer: Tracer) -> list:
 
 
 def fake_desc(t: torch.Tensor) -> tuple:
+    """Metadata of a fake for comparing two traces. Not ``_version``: a fake that shares a version counter
+    with an input (``x.detach()``) shows how often the *input's* fake was converted or bumped, which differs
+    between two traces of equal inputs (the no-mutation check, ``fake_record``, does compare versions)."""
     return (tuple(t.shape), tuple(t.stride()), t.storage_offset(), t.dtype, t.requires_grad, t.is_leaf,
-            t.grad_fn is not None, t._version)
+            t.grad_fn is not None)
 
 
 def fake_record(state: TraceState) -> dict:

@@ -198,9 +198,6 @@ def test_logging_matches_eager():
     assert _HANDLER.messages == ["value (4,)", "value (4,)"]  # eager's record, then the compiled side's
 
 
-@pytest.mark.xfail(strict=True, reason="logging's findCaller walks sys._getframe(), which the real step runs in "
-                   "stillframe's frames: the compiled call's record names stillframe/runtime/live.py, step() as "
-                   "its caller where eager's names the user's function and line")
 def test_log_record_names_the_user_line():
     _LOGGER.isEnabledFor(logging.INFO)
     _HANDLER.callers.clear()
@@ -211,9 +208,6 @@ def test_log_record_names_the_user_line():
     assert compiled == eager
 
 
-@pytest.mark.xfail(strict=True, reason="the break is inside logging's own frames (Logger.handle, Handler.emit...): "
-                   "the resumed code is guarded on per-call objects (the LogRecord's `created` time, ids of objects "
-                   "made in the call), so every call retraces about 7 code points until cache_size_limit")
 def test_logging_does_not_recompile_every_call():
     _LOGGER.isEnabledFor(logging.INFO)
     compiled = stillframe.compile(k_logging, backend="eager")

@@ -71,6 +71,11 @@ TORCH_DENY = {torch.manual_seed, torch.seed, torch.save, torch.load, torch.compi
 PURE_MODULES = (math, operator)
 
 
+# Python modules whose functions are never traced: they only talk to the outside world (and tracing them
+# would guard on per-call objects like log records). A call into them is a graph break run for real.
+OPAQUE_MODULES = ("logging", "warnings", "traceback", "pdb", "inspect", "threading", "tqdm")
+
+
 def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     """Call ``fn`` with VT arguments; push the result (or a child frame that will push it)."""
     from ..api import is_disabled
@@ -79,6 +84,10 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     if target is not None and is_disabled(target):
         tx.unsupported("disabled", f"{getattr(target, '__qualname__', target)} is marked @stillframe.disable",
                        ("it runs for real; tracing resumes after it",))
+    module = getattr(target, "__module__", None) or ""
+    if isinstance(fn, (UserFunctionVariable, UserMethodVariable)) and module.split(".")[0] in OPAQUE_MODULES:
+        tx.unsupported("opaque_module", f"{getattr(target, '__qualname__', target)} ({module}) talks to the "
+                       "outside world", ("it runs for real; tracing resumes after it",))
     if isinstance(fn, UserFunctionVariable):
         return inline_call(tx, fn.fn, fn.source, list(args), kwargs)
     if isinstance(fn, UserMethodVariable):

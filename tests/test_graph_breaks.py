@@ -635,3 +635,21 @@ def test_disabled_function_runs_for_real_at_a_break():
               if e.graph_break is not None]
     assert [b.kind for b in breaks] == ["disabled"]
     assert "opaque_helper" in breaks[0].explanation
+
+
+def uses_match(x, spec):
+    y = x * 2
+    match spec:
+        case {"scale": s}:
+            y = y * s
+        case [a, b]:
+            y = y + a - b
+        case str(name):
+            y = y + len(name)
+    return y
+
+
+@pytest.mark.parametrize("spec", [{"scale": 3.0}, [1.0, 2.0], "abc", 7], ids=["mapping", "sequence", "class", "none"])
+def test_match_statement_runs_for_real_between_graphs(spec):
+    """``match`` has no symbolic handler: each MATCH_* step is a graph break that runs for real."""
+    assert_parity(uses_match, lambda: (torch.randn(3, requires_grad=True), spec), calls=2)

@@ -18,6 +18,8 @@ trace recognises: :data:`NULL` (CPython's NULL stack marker),
 
 from __future__ import annotations
 
+import builtins
+import collections.abc
 import operator
 from dataclasses import dataclass, field
 from typing import Any
@@ -544,6 +546,45 @@ def _WITH_EXCEPT_START(cont: Continuation, frame: LiveFrame, inst: Instruction) 
     frame.stack.append(exit_fn(type(exc), exc, exc.__traceback__))
 
 
+def _match_class(frame: LiveFrame, inst: Instruction) -> None:
+    """``case Cls(p0, p1, key=k)``: the matched attributes as a tuple, or ``None`` (CPython's MATCH_CLASS)."""
+    names = frame.stack.pop()
+    cls = frame.stack.pop()
+    subject = frame.stack.pop()
+    if not isinstance(subject, cls):
+        frame.stack.append(None)
+        return
+    values = []
+    match_self = (bool, bytearray, bytes, dict, float, frozenset, int, list, set, str, tuple)
+    if inst.arg:
+        match_args = getattr(cls, "__match_args__", None)
+        if match_args is None and cls in match_self and inst.arg == 1:
+            values.append(subject)
+        else:
+            match_args = match_args or ()
+            if inst.arg > len(match_args):
+                raise TypeError(f"{cls.__name__}() accepts {len(match_args)} positional sub-patterns "
+                                f"({inst.arg} given)")
+            for name in match_args[:inst.arg]:
+                if not hasattr(subject, name):
+                    frame.stack.append(None)
+                    return
+                values.append(getattr(subject, name))
+    for name in names:
+        if not hasattr(subject, name):
+            frame.stack.append(None)
+            return
+        values.append(getattr(subject, name))
+    frame.stack.append(tuple(values))
+
+
+def _match_keys(frame: LiveFrame, inst: Instruction) -> None:
+    keys, subject = frame.stack[-1], frame.stack[-2]
+    missing = object()
+    values = [subject.get(k, missing) for k in keys]
+    frame.stack.append(None if any(v is missing for v in values) else tuple(values))
+
+
 def _is_none(v: Any) -> bool:
     return v is None
 
@@ -636,5 +677,13 @@ EXECUTORS = {
     "DICT_MERGE": _simple(lambda f, i: f.stack[-i.arg - 1].update(f.stack.pop())),
     "IS_OP": _simple(lambda f, i: f.stack.append((f.stack.pop() is f.stack.pop()) != bool(i.argval))),
     "GET_LEN": _simple(lambda f, i: f.stack.append(len(f.stack[-1]))),
+    "MATCH_SEQUENCE": _simple(lambda f, i: f.stack.append(
+        isinstance(f.stack[-1], collections.abc.Sequence) and not isinstance(f.stack[-1], (str, bytes, bytearray)))),
+    "MATCH_MAPPING": _simple(lambda f, i: f.stack.append(isinstance(f.stack[-1], collections.abc.Mapping))),
+    "MATCH_KEYS": _simple(_match_keys),
+    "MATCH_CLASS": _simple(_match_class),
+    "DELETE_DEREF": _simple(lambda f, i: delattr(f.cells[i.argval], "cell_contents")),
+    "DELETE_GLOBAL": _simple(lambda f, i: f.globals.__delitem__(i.argval)),
+    "LOAD_BUILD_CLASS": _simple(lambda f, i: f.stack.append(builtins.__build_class__)),
 }
 

@@ -653,3 +653,21 @@ def uses_match(x, spec):
 def test_match_statement_runs_for_real_between_graphs(spec):
     """``match`` has no symbolic handler: each MATCH_* step is a graph break that runs for real."""
     assert_parity(uses_match, lambda: (torch.randn(3, requires_grad=True), spec), calls=2)
+
+
+def autocast_with_break(x, w):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = x @ w
+        print("inside autocast", y.dtype)
+        z = y @ w
+    return z.float() + 1, y.dtype, torch.is_autocast_enabled("cpu")
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_break_inside_autocast_keeps_autocast_on_both_sides(backend, capsys):
+    """The block is closed in the first graph, re-entered for real for the step, and left for real after."""
+    report = assert_parity(autocast_with_break, lambda: (torch.randn(4, 4), torch.randn(4, 4, requires_grad=True)),
+                           backend=backend, calls=2, rtol=2e-2, atol=2e-2)
+    assert report.warnings == []
+    assert not torch.is_autocast_enabled("cpu")
+    assert capsys.readouterr().out.count("inside autocast torch.bfloat16") == 4  # eager and compiled, twice

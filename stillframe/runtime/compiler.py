@@ -29,6 +29,7 @@ from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace.interpreter import Tracer, make_frame
 from ..variables.attrs import EMPTY_CELLS
 from ..variables.base import (
+    AutocastExitVariable,
     LazyArgument,
 )
 from ..variables.builder import is_lazy_scalar, wrap
@@ -124,8 +125,12 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
                 tracer.unsupported("global_state", "the function returns inside an autocast block it entered")
             result_expr = codegen.expr(result)
         else:
-            if tracer.state.autocast and len(tracer.state.autocast) != int(torch.is_autocast_enabled("cpu")):
-                tracer.unsupported("unsupported_live_value", "an autocast block cannot span a graph break yet")
+            # autocast blocks open at the break are closed at the end of this graph and re-entered for real by
+            # the plan's exit (codegen of AutocastExitVariable), so the real step runs under them
+            for frame in reversed(tracer.state.frames):
+                for value in reversed(frame.stack):
+                    if isinstance(value, AutocastExitVariable) and value.node is not None:
+                        tracer.graph.call_function(torch.amp.autocast_mode._exit_autocast, (value.node,), {}, None)
             result_expr = (f"{codegen.gen.const(live.Continuation)}({codegen.frames()}, "
                            f"{codegen.gen.const(tracer.graph_break)})")
         codegen.side_effects()

@@ -83,6 +83,19 @@ class GradModeEnter:
         torch._C._set_grad_enabled(self.previous if self.applied else not self.mode)
 
 
+class AutocastExit:
+    """An autocast block that crosses a graph break: the plan re-enters it for real; calling this leaves it."""
+
+    def __init__(self, args: tuple):
+        device_type, dtype, enabled, cache_enabled = args
+        self.args = args
+        self.context = torch.autocast(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+        self.context.__enter__()
+
+    def __call__(self, *exc_info: Any) -> None:
+        self.context.__exit__(None, None, None)
+
+
 @dataclass
 class LiveFrame:
     """One frame of the call stack with real values: what ``Frame`` is with VariableTrackers."""

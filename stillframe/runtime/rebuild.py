@@ -144,8 +144,13 @@ class StateCodegen:
             value = var.module if isinstance(var, NNModuleVariable) else \
                 var.value if isinstance(var, PythonObjectVariable) else var.fn
             return self.gen.const(value)
-        if isinstance(var, (AutocastVariable, AutocastExitVariable)):
-            tx.unsupported("unsupported_live_value", "an autocast block cannot span a graph break yet")
+        if isinstance(var, AutocastExitVariable) and var.node is None:  # entered for real already: the same one
+            return self.gen.ref(var.source)
+        if isinstance(var, AutocastExitVariable):  # closed in the graph, re-entered here for real
+            return self._once(("autocast", id(var)), f"{self.gen.const(live.AutocastExit)}({var.args!r})",
+                              lambda name: "pass")
+        if isinstance(var, AutocastVariable):
+            tx.unsupported("unsupported_live_value", "an autocast context made but not entered at a graph break")
         tx.unsupported("unsupported_live_value", f"a {var.python_type().__name__} value cannot be rebuilt")
 
     def _tensor(self, var: TensorVariable) -> str:

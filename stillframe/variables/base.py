@@ -316,9 +316,15 @@ class AutocastVariable(VariableTracker):
 
 @dataclass(frozen=True, slots=True)
 class AutocastExitVariable(VariableTracker):
-    """The ``__exit__`` of an entered autocast block; ``node`` is the graph's ``_enter_autocast`` result."""
+    """The ``__exit__`` of an entered autocast block; ``node`` is the graph's ``_enter_autocast`` result.
+
+    ``node`` is ``None`` for a block entered for real before this trace (it crossed a graph break): exiting
+    it is then a real step.
+    """
 
     node: Any
+    args: tuple = ()
+    source: Source | None = None
 
     def python_type(self) -> type:
         import types

@@ -159,6 +159,11 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
         _guard(tx, source, "TYPE", live.ResumableIterator)
         _guard(tx, AttrSource(source, "index"), "EQUALS", value.index)
         return LiveIteratorVariable(AttrSource(source, "items"), tuple(value.items), value.index)
+    if isinstance(value, live.AutocastExit):
+        from .base import AutocastExitVariable
+
+        _guard(tx, source, "TYPE", live.AutocastExit)
+        return AutocastExitVariable(None, value.args, source)
     if isinstance(value, live.GradModeExit):
         _guard(tx, source, "EQUALS", value)
         return ContextExitVariable(value.restore)

@@ -38,7 +38,7 @@ def BEFORE_WITH(tx, inst):
     if isinstance(manager, AutocastVariable):
         node = tx.graph.call_function(torch.amp.autocast_mode._enter_autocast, manager.args, {}, None)
         tx.state = tx.state.replace(autocast=tx.state.autocast + (manager.args,))
-        tx.push(AutocastExitVariable(node), ConstantVariable(None))
+        tx.push(AutocastExitVariable(node, manager.args), ConstantVariable(None))
         return
     if not isinstance(manager, GradModeVariable):
         return _python_context_manager(tx, manager)
@@ -69,5 +69,8 @@ def _python_context_manager(tx, manager) -> None:
 
 
 def exit_autocast(tx, exit_var) -> None:
+    if exit_var.node is None:
+        tx.unsupported("autocast_exit", "leaving an autocast block entered before a graph break",
+                       ("the exit runs for real; tracing resumes after it",))
     tx.graph.call_function(torch.amp.autocast_mode._exit_autocast, (exit_var.node,), {}, None)
     tx.state = tx.state.replace(autocast=tx.state.autocast[:-1])

@@ -86,7 +86,6 @@ class Tracer:
         self.state = TraceState(frames=(root,) if root is not None else (), grad_enabled=grad_enabled)
         self.fullgraph = False
         self.graph_break: GraphBreak | None = None  # set when run() stopped at a graph break
-        self.nested = 0  # depth of synchronous nested runs (property getters, hooks, __init__ ...)
         self.graph = GraphBuilder()
         self.fake_mode = fake_mode
         self.result: VariableTracker | None = None
@@ -346,12 +345,8 @@ class Tracer:
         A graph break inside such a nested run propagates to the instruction
         that started it, which then breaks as a whole.
         """
-        self.nested += 1
-        try:
-            while len(self.state.frames) > depth:
-                self.step()
-        finally:
-            self.nested -= 1
+        while len(self.state.frames) > depth:
+            self.step()
         return self.pop()
 
     def push_frame(self, frame: Frame) -> None:

@@ -51,7 +51,7 @@ def reset() -> None:
 
 def _make_binder(fn: types.FunctionType) -> Callable[..., dict]:
     """A function with ``fn``'s signature returning its arguments as a dict (defaults applied)."""
-    sig = inspect.signature(fn)
+    sig = inspect.signature(fn, follow_wrapped=False)  # the code we trace is fn's own
     params, names, defaults = [], [], {}
     seen_kwonly = False
     last_posonly = None

@@ -113,6 +113,22 @@ class GetItemSource(Source):
 
 
 @dataclass(frozen=True, slots=True)
+class BaseItemSource(Source):
+    """An instance of a ``dict`` subclass read as a plain dict, bypassing the subclass's overrides:
+    ``dict.copy(base)`` (``index`` None) or ``dict.__getitem__(base, index)``."""
+
+    base: Source
+    builtin: type
+    index: object
+
+    @property
+    def name(self) -> str:
+        if self.index is None:
+            return f"{self.builtin.__name__}.copy({self.base.name})"
+        return f"{self.builtin.__name__}.__getitem__({self.base.name}, {self.index!r})"
+
+
+@dataclass(frozen=True, slots=True)
 class DefaultSource(Source):
     """A default argument value: positional (``__defaults__[i]``) or keyword-only (``__kwdefaults__['k']``)."""
 

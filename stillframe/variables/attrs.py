@@ -35,7 +35,7 @@ from .base import (
     UserMethodVariable,
     VariableTracker,
 )
-from .builder import TRUSTED_MODULES, wrap
+from .builder import TRUSTED_MODULES, is_constant, wrap
 
 EMPTY_CELLS: immutables.Map = immutables.Map()
 
@@ -125,10 +125,47 @@ def super_attr(tx: Any, sup: Any, name: str) -> VariableTracker:
     for klass in mro[mro.index(sup.cls) + 1:]:
         if name in klass.__dict__:
             attr = klass.__dict__[name]
+            if klass is dict and isinstance(sup.self_var, PythonObjectVariable):
+                return _builtin_base_read(tx, sup.self_var, name)
             if attr is object.__init__ or attr is torch.nn.Module.__init__ and isinstance(sup.self_var, NNModuleVariable):
                 return PythonObjectVariable(_noop)
             return _bind_found(tx, sup.self_var, None, name, ("class", attr), None)
     tx.user_error(AttributeError(f"'super' object has no attribute '{name}'"))
+
+
+#: Methods of ``dict`` that only read: ``super().get(key)`` inside a dict subclass (a registry, a config).
+_DICT_READS = frozenset({"get", "__getitem__", "__contains__", "keys", "values", "items", "__len__", "__iter__",
+                         "copy"})
+
+
+def _builtin_base_read(tx: Any, obj: PythonObjectVariable, name: str) -> VariableTracker:
+    """``super().name`` on an outside instance of a ``dict`` subclass, for a method of ``dict`` that only reads.
+
+    The instance's contents are read as a plain dict (its keys guarded, each value read through
+    ``dict.__getitem__`` so the subclass's overrides are not involved); writing through ``super()`` is
+    not traced (it would have to be replayed on the live object bypassing its overrides).
+    """
+    from ..guards.source import BaseItemSource
+    from .base import DictEntry, DictVariable
+    from .builder import wrap
+    from .objects import ContainerMethodVariable
+
+    if name not in _DICT_READS or obj.source is None:
+        tx.unsupported("unsupported_attribute", f"super().{name} of a {type(obj.value).__name__} (a dict subclass)")
+    key = ("as_dict", obj.source.name)
+    var = tx.state.memo.get(key)
+    if var is None:
+        value = obj.value
+        keys = tuple(dict.keys(value))
+        if not all(is_constant(k) for k in keys):
+            tx.unsupported("dict_keys", "a dict whose keys are not Python constants")
+        tx.add_guard(Guard(BaseItemSource(obj.source, dict, None), "KEYS", keys))
+        items = tuple((k, wrap(tx, dict.__getitem__(value, k), BaseItemSource(obj.source, dict, k))) for k in keys)
+        oid = tx.new_id()
+        tx.heap_set(oid, DictEntry(items, None, None))
+        var = DictVariable(oid)
+        tx.state = tx.state.replace(memo=tx.state.memo.set(key, var))
+    return ContainerMethodVariable(var, name)
 
 
 def _noop(*args: Any, **kwargs: Any) -> None:

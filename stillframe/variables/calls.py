@@ -498,6 +498,11 @@ def call_builtin(tx: Tracer, fn: Any, args: list, kwargs: dict) -> None:
         return tx.push(ConstantVariable(fn(*values, **{k: const_value(tx, v) for k, v in kwargs.items()})))
     if all(is_const(tx, a) for a in args) and all(is_const(tx, v) for v in kwargs.values()) and fn in FOLDABLE:
         return tx.push(fold(tx, fn, args, kwargs))
+    if fn in (str, repr) and len(args) == 1 and not kwargs and isinstance(args[0], PythonObjectVariable) and \
+            isinstance(args[0].value, (type, types.FunctionType, types.ModuleType)) and \
+            (not isinstance(args[0].value, type) or type(args[0].value).__repr__ is type.__repr__):
+        # a class, function or module: fixed by its type/identity guards, and so is its text
+        return tx.push(ConstantVariable(fn(args[0].value)))
     tx.unsupported("unsupported_builtin", f"the builtin {getattr(fn, '__name__', fn)} is not supported here")
 
 
@@ -661,12 +666,12 @@ def _type(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 def _callable(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     v = args[0]
-    if isinstance(v, (UserFunctionVariable, UserMethodVariable, TorchFunctionVariable, BuiltinVariable,
-                      TensorMethodVariable, NNModuleVariable)):
-        return ConstantVariable(True)
     if isinstance(v, PythonObjectVariable):
         return ConstantVariable(callable(v.value))
-    return ConstantVariable(False)
+    if isinstance(v, NNModuleVariable):
+        return ConstantVariable(callable(v.module))
+    # what callable() itself asks: does the type (not its metaclass) define __call__
+    return ConstantVariable(any("__call__" in vars(k) for k in python_type_of(tx, v).__mro__))
 
 
 def _id(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:

@@ -25,6 +25,7 @@ import torch
 from ..guards.guard import GuardCodegen
 from ..trace.interpreter import Tracer
 from ..variables.base import (
+    AttrsView,
     AutocastExitVariable,
     AutocastVariable,
     BuiltinVariable,
@@ -52,7 +53,7 @@ from ..variables.base import (
     UserMethodVariable,
     VariableTracker,
 )
-from ..variables.objects import DELETED, ContainerMethodVariable, ObjectVariable
+from ..variables.objects import DELETED, ContainerMethodVariable, ObjectVariable, dict_base
 from . import live
 
 _LITERALS = (int, bool, str, type(None))
@@ -101,6 +102,8 @@ class StateCodegen:
             entry = tx.heap(var.oid)
             if entry.source is not None:
                 return self.gen.ref(entry.source)
+            if isinstance(entry.live, AttrsView):
+                return f"{self.expr(ObjectVariable(entry.live.oid, None))}.__dict__"
             if entry.live is not None:
                 return self.gen.const(entry.live)
             return self._once(("heap", var.oid), "{}", lambda name: f"{name}.update({self._dict(entry.items)})")
@@ -108,8 +111,8 @@ class StateCodegen:
             entry = tx.heap(var.oid)
             cls = self.gen.const(entry.cls)
             return self._once(("heap", var.oid), f"{cls}.__new__({cls})", lambda name: "; ".join(
-                f"object.__setattr__({name}, {attr!r}, {self.expr(value)})" for attr, value in entry.attrs.items)
-                or "pass")
+                [f"object.__setattr__({name}, {attr!r}, {self.expr(value)})" for attr, value in entry.attrs.items]
+                + self._dict_part(name, entry)) or "pass")
         if isinstance(var, SliceVariable):
             return f"slice({self.expr(var.start)}, {self.expr(var.stop)}, {self.expr(var.step)})"
         if isinstance(var, RangeVariable):
@@ -152,6 +155,14 @@ class StateCodegen:
         if isinstance(var, AutocastVariable):
             tx.unsupported("unsupported_live_value", "an autocast context made but not entered at a graph break")
         tx.unsupported("unsupported_live_value", f"a {var.python_type().__name__} value cannot be rebuilt")
+
+    def _dict_part(self, name: str, entry: Any) -> list[str]:
+        """Statements filling the dict part of a rebuilt dict-subclass instance, through its C base's own
+        ``__setitem__`` (the subclass's overrides already ran in the trace)."""
+        if entry.storage is None:
+            return []
+        setitem = f"{self.gen.const(dict_base(entry.cls))}.__setitem__"
+        return [f"{setitem}({name}, {self._key(k)}, {self.expr(v)})" for k, v in self.tracer.heap(entry.storage).items]
 
     def _tensor(self, var: TensorVariable) -> str:
         tx = self.tracer

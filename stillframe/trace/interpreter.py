@@ -31,6 +31,7 @@ from ..graph.builder import GraphBuilder
 from ..guards.guard import Guard
 from ..tensors.meta import TensorEntry, TensorMeta
 from ..variables.base import (
+    AttrsView,
     CellEntry,
     DictEntry,
     DictVariable,
@@ -188,6 +189,8 @@ class Tracer:
 
     def set_dict_entry(self, var: DictVariable, entry: DictEntry) -> None:
         old = self.dict_entry(var)
+        if isinstance(old.live, AttrsView):
+            self.unsupported("side_effect", "writing through the __dict__ of an object made in the trace")
         if old.live is not None:  # an outside dict: replayed on it after the graph runs
             from ..variables.objects import record_side_effect
 

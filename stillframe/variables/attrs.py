@@ -96,7 +96,10 @@ def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
             return PythonObjectVariable(value)
         return wrap(tx, value, None)
     if isinstance(obj, BuiltinVariable):
-        return wrap(tx, getattr(obj.fn, name), None)
+        value = getattr(obj.fn, name)
+        if value is object.__setattr__:  # object.__setattr__(self, k, v) has a rule of its own
+            return BuiltinVariable(value)
+        return wrap(tx, value, None)
     if isinstance(obj, UserFunctionVariable):  # __name__, __defaults__, __wrapped__ ... read off the live function
         if not hasattr(obj.fn, name):
             tx.user_error(AttributeError(f"'function' object has no attribute '{name}'"))
@@ -110,7 +113,18 @@ def instance_attr(tx: Any, obj: Any, name: str) -> VariableTracker:
     own = entry.attrs.get(name, _MISSING)
     if own is not _MISSING:
         return own
+    if name == "__dict__":  # a read-only snapshot: writing through it is refused (see set_dict_entry)
+        from .base import AttrsView
+
+        view = tx.new_dict(entry.attrs.items)
+        tx.heap_set(view.oid, tx.heap(view.oid)._with_live(AttrsView(obj.oid)))
+        return view
     found = _static_lookup_type(entry.cls, name)
+    if entry.storage is not None and _defined_by_dict_base(entry.cls, name):
+        from .base import DictVariable
+        from .objects import ContainerMethodVariable
+
+        return ContainerMethodVariable(DictVariable(entry.storage), name)  # self.keys() of a dict subclass
     if found is _MISSING:
         if hasattr(entry.cls, "__getattr__"):
             tx.unsupported("unsupported_attribute", f"{entry.cls.__name__} defines __getattr__")
@@ -118,8 +132,20 @@ def instance_attr(tx: Any, obj: Any, name: str) -> VariableTracker:
     return _bind_found(tx, obj, None, name, ("class", found), None)
 
 
+def _defined_by_dict_base(cls: type, name: str) -> bool:
+    """Whether ``cls.name`` resolves to a C method of dict / OrderedDict (acting on an instance's dict part)."""
+    from .objects import DICT_BASES
+
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass in DICT_BASES
+    return False
+
+
 def super_attr(tx: Any, sup: Any, name: str) -> VariableTracker:
     """``super().name``: look ``name`` up in the MRO after ``sup.cls``, bound to ``sup.self_var``."""
+    from .objects import DICT_BASES, ContainerMethodVariable, storage_of
+
     self_type = _type_of(tx, sup.self_var)
     mro = self_type.__mro__
     for klass in mro[mro.index(sup.cls) + 1:]:
@@ -127,6 +153,13 @@ def super_attr(tx: Any, sup: Any, name: str) -> VariableTracker:
             attr = klass.__dict__[name]
             if klass is dict and isinstance(sup.self_var, PythonObjectVariable):
                 return _builtin_base_read(tx, sup.self_var, name)
+            if attr is object.__setattr__:  # super().__setattr__(k, v): the plain store, past the class's own
+                from .base import BuiltinVariable, PartialVariable
+
+                return PartialVariable(BuiltinVariable(object.__setattr__), (sup.self_var,), ())
+            storage = storage_of(tx, sup.self_var)
+            if storage is not None and klass in DICT_BASES:
+                return ContainerMethodVariable(storage, name)  # super().__setitem__(k, v) in a dict subclass
             if attr is object.__init__ or attr is torch.nn.Module.__init__ and isinstance(sup.self_var, NNModuleVariable):
                 return PythonObjectVariable(_noop)
             return _bind_found(tx, sup.self_var, None, name, ("class", attr), None)

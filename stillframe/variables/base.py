@@ -383,6 +383,9 @@ class DictEntry:
                 return v
         return default
 
+    def _with_live(self, live: Any) -> "DictEntry":
+        return DictEntry(self.items, self.source, live)
+
     def set(self, key: Any, value: Any) -> "DictEntry":
         items = list(self.items)
         for i, (k, _) in enumerate(items):
@@ -392,6 +395,13 @@ class DictEntry:
         else:
             items.append((key, value))
         return DictEntry(tuple(items), self.source, self.live)
+
+
+@dataclass(frozen=True)
+class AttrsView:
+    """The ``live`` of a DictEntry that is a snapshot of a traced object's ``__dict__`` (heap id ``oid``)."""
+
+    oid: int
 
 
 @dataclass(frozen=True, slots=True)

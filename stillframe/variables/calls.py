@@ -14,6 +14,7 @@ import functools
 import inspect
 import math
 import operator
+import sys
 import types
 from typing import Any, Callable
 
@@ -64,6 +65,24 @@ TORCH_SPECIAL: dict[Any, Callable] = {
     torch.is_floating_point: lambda tx, a, k: ConstantVariable(tx.tensor(a[0]).meta.dtype.is_floating_point),
 }
 
+def _tracing_answers() -> dict:
+    """Functions that libraries call to ask whether they are being compiled, with the answer a trace gives.
+
+    Inside a trace they answer as under torch.compile (``torch.compiler.is_compiling()`` is True), so
+    libraries take their compile-friendly paths (transformers does); a step run for real between two
+    graphs calls the real function and gets eager's answer, as with TorchDynamo.
+    """
+    answers = {torch.compiler.is_compiling: True, torch.compiler.is_dynamo_compiling: True,
+               torch.compiler.is_exporting: False, torch.jit.is_tracing: False, torch.jit.is_scripting: False}
+    utils_is_compiling = getattr(torch._utils, "is_compiling", None)
+    if utils_is_compiling is not None:
+        answers[utils_is_compiling] = True
+    dynamo = sys.modules.get("torch._dynamo")  # never imported by us: it is heavy and registers hooks
+    if dynamo is not None and hasattr(dynamo, "is_compiling"):
+        answers[dynamo.is_compiling] = True
+    return answers
+
+
 TORCH_DENY = {torch.manual_seed, torch.seed, torch.save, torch.load, torch.compile,
               torch.set_default_dtype, torch.use_deterministic_algorithms}
 
@@ -81,6 +100,10 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     from ..api import is_disabled
 
     target = getattr(fn, "fn", None) or getattr(fn, "value", None)
+    if isinstance(target, types.FunctionType) and not args and not kwargs:
+        answer = _tracing_answers().get(target)
+        if answer is not None:
+            return tx.push(ConstantVariable(answer))
     if target is not None and is_disabled(target):
         tx.unsupported("disabled", f"{getattr(target, '__qualname__', target)} is marked @stillframe.disable",
                        ("it runs for real; tracing resumes after it",))
@@ -383,6 +406,12 @@ def call_dunder(tx: Tracer, obj: VariableTracker, name: str, args: list,
     if not isinstance(obj, (ObjectVariable, PythonObjectVariable, NNModuleVariable)):
         return None
     cls = python_type_of(tx, obj)
+    from .attrs import _defined_by_dict_base
+    from .objects import ContainerMethodVariable, call_container_method, storage_of
+
+    storage = storage_of(tx, obj)
+    if storage is not None and _defined_by_dict_base(cls, name):  # len(out), out[k], iter(out) of a dict subclass
+        return call_container_method(tx, ContainerMethodVariable(storage, name), list(args), kwargs or {})
     if cls.__module__ == "builtins" or cls.__module__.startswith("torch."):
         return None
     method = getattr(cls, name, None)
@@ -821,11 +850,17 @@ def construct(tx: Tracer, cls: type, args: list, kwargs: dict) -> VariableTracke
                        ("the body of the `with` block is still traced",))
     if isinstance(cls, enum.EnumMeta):
         return fold(tx, cls, args, kwargs)
-    if cls.__new__ is not object.__new__ or type(cls) not in (type, abc.ABCMeta):
+    from .objects import dict_base
+
+    new_ok = cls.__new__ is object.__new__ or (dict_base(cls) is not None and cls.__new__ is dict.__new__)
+    if not new_ok or type(cls) not in (type, abc.ABCMeta):
         tx.unsupported("unsupported_call", f"constructing {cls.__qualname__} (custom __new__ or metaclass)")
     obj = new_object(tx, cls)
     init = cls.__init__
-    if init is object.__init__:
+    base_init = dict_base(cls).__init__ if dict_base(cls) is not None else None
+    if init is object.__init__ or (init is base_init and not args):
+        if init is base_init and kwargs:  # dict.__init__(**kwargs) stores through the class's __setitem__
+            tx.unsupported("unsupported_call", f"constructing {cls.__qualname__} with dict.__init__ keywords")
         if args or kwargs:
             tx.user_error(TypeError(f"{cls.__name__}() takes no arguments"))
         return obj
@@ -853,6 +888,14 @@ def _super(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     return SuperVariable(cls, load_local(tx, names[0]))
 
 
+def _object_setattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    from .objects import object_setattr
+
+    object_setattr(tx, args[0], const_value(tx, args[1]), args[2])
+    return ConstantVariable(None)
+
+
+BUILTIN_RULES[object.__setattr__] = _object_setattr
 BUILTIN_RULES[super] = _super
 BUILTIN_RULES[issubclass] = _issubclass
 BUILTIN_RULES[setattr] = _setattr

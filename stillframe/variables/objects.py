@@ -15,6 +15,8 @@ object that escapes (returned, stored on ``self``) is rebuilt by the plan with
 
 from __future__ import annotations
 
+import collections
+import types
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +53,30 @@ class ObjectEntry:
 
     cls: type
     attrs: DictEntry
+    storage: int | None = None  # for an instance of a dict subclass: the heap id of its dict part (a DictEntry)
+
+    def with_attrs(self, attrs: DictEntry) -> "ObjectEntry":
+        return ObjectEntry(self.cls, attrs, self.storage)
+
+
+#: Builtin bases whose instances' contents stillframe tracks for a user subclass (``class Out(OrderedDict)``).
+DICT_BASES = (dict, collections.OrderedDict)
+
+
+def dict_base(cls: type) -> type | None:
+    """The first of :data:`DICT_BASES` in ``cls``'s MRO (whose C methods act on the dict part), or None."""
+    for klass in cls.__mro__:
+        if klass in DICT_BASES:
+            return klass
+    return None
+
+
+def storage_of(tx: Any, var: VariableTracker) -> DictVariable | None:
+    """The dict part of a traced instance of a dict subclass, as a DictVariable (None for other values)."""
+    if isinstance(var, ObjectVariable):
+        storage = tx.heap(var.oid).storage
+        return DictVariable(storage) if storage is not None else None
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,15 +125,41 @@ def pending_attr(tx: Any, var: VariableTracker, name: str) -> VariableTracker | 
 
 
 def store_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker) -> None:
-    """``obj.name = value`` on a VT."""
+    """``obj.name = value`` on a VT (through the class's own ``__setattr__`` when it defines one)."""
+    if isinstance(obj, ObjectVariable):
+        setter = _class_attr(obj.cls, "__setattr__")
+        if isinstance(setter, types.FunctionType):
+            from .base import UserFunctionVariable
+            from .calls import call_sync
+
+            call_sync(tx, UserFunctionVariable(setter), [obj, ConstantVariable(name), value], {})
+            return
+        object_setattr(tx, obj, name, value)
+        return
+    _store_outside_attr(tx, obj, name, value)
+
+
+def _class_attr(cls: type, name: str) -> Any:
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return None
+
+
+def object_setattr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+    """``object.__setattr__(obj, name, value)``: data descriptors (properties) first, else the instance dict."""
     if isinstance(obj, ObjectVariable):
         entry: ObjectEntry = tx.heap(obj.oid)
         prop = getattr(entry.cls, name, None)
         if isinstance(prop, property):
             _call_setter(tx, prop, obj, name, value)
             return
-        tx.heap_set(obj.oid, ObjectEntry(entry.cls, entry.attrs.set(name, value)))
+        tx.heap_set(obj.oid, entry.with_attrs(entry.attrs.set(name, value)))
         return
+    tx.unsupported("side_effect", f"object.__setattr__ on a {obj.python_type().__name__} value")
+
+
+def _store_outside_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker) -> None:
     if isinstance(obj, (NNModuleVariable, PythonObjectVariable)):
         real = real_object(obj)
         prop = getattr(type(real), name, None)
@@ -150,7 +202,7 @@ def delete_attr(tx: Any, obj: VariableTracker, name: str) -> None:
         if entry.attrs.get(name, _MISSING) is _MISSING:
             tx.user_error(AttributeError(name))
         attrs = DictEntry(tuple((k, v) for k, v in entry.attrs.items if k != name))
-        tx.heap_set(obj.oid, ObjectEntry(entry.cls, attrs))
+        tx.heap_set(obj.oid, entry.with_attrs(attrs))
         return
     if isinstance(obj, (NNModuleVariable, PythonObjectVariable)) and obj.source is not None:
         real = real_object(obj)
@@ -181,8 +233,9 @@ DELETED = _Deleted()
 
 
 def new_object(tx: Any, cls: type) -> ObjectVariable:
+    storage = tx.new_dict(()).oid if dict_base(cls) is not None else None
     oid = tx.new_id()
-    tx.heap_set(oid, ObjectEntry(cls, DictEntry(())))
+    tx.heap_set(oid, ObjectEntry(cls, DictEntry(()), storage))
     return ObjectVariable(oid, cls)
 
 
@@ -282,6 +335,8 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
             return ConstantVariable(None)
         if name == "copy":
             return tx.new_dict(entry.items)
+        if name in ("__getitem__", "__contains__", "__len__", "__iter__", "__setitem__", "__delitem__"):
+            return _dict_dunder(tx, obj, entry, name, args)
         tx.unsupported("unsupported_call", f"dict.{name}")
     if isinstance(obj, TupleVariable):
         if name == "index":
@@ -302,6 +357,30 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
 
 
 _MISSING = object()
+
+
+def _dict_dunder(tx: Any, obj: DictVariable, entry: DictEntry, name: str, args: list) -> VariableTracker:
+    """``dict.__getitem__(d, k)`` and friends, called by name (``super().__setitem__(k, v)`` in a subclass)."""
+    from .calls import const_value
+
+    if name == "__len__":
+        return ConstantVariable(len(entry.items))
+    if name == "__iter__":
+        return IteratorVariable(tuple(ConstantVariable(k) for k, _ in entry.items))
+    key = const_value(tx, args[0])
+    found = entry.get(key, _MISSING)
+    if name == "__contains__":
+        return ConstantVariable(found is not _MISSING)
+    if name == "__setitem__":
+        tx.set_dict_entry(obj, entry.set(key, args[1]))
+        return ConstantVariable(None)
+    if found is _MISSING:
+        tx.user_error(KeyError(key))
+    if name == "__getitem__":
+        return found
+    tx.set_dict_entry(obj, DictEntry(tuple((k, v) for k, v in entry.items if not (type(k) is type(key) and k == key)),
+                                     entry.source, entry.live))
+    return ConstantVariable(None)
 
 
 def _same_value(tx: Any, a: VariableTracker, b: VariableTracker) -> bool:

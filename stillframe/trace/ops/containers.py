@@ -28,7 +28,7 @@ from ...variables.base import (
     TensorVariable,
     TupleVariable,
 )
-from ...variables.calls import const_value, is_const, sequence_items
+from ...variables.calls import call_dunder, const_value, is_const, sequence_items
 from ..interpreter import handler
 
 
@@ -180,8 +180,6 @@ def subscript(tx, container, key):
             if k not in module._modules:
                 tx.user_error(KeyError(k))
             return getattr_var(tx, container, k)
-    from ...variables.calls import call_dunder
-
     result = call_dunder(tx, container, "__getitem__", [key])
     if result is not None:
         return result
@@ -221,7 +219,7 @@ def store_subscript(tx, container, key, value):
         tx.set_list_items(container, tuple(items))
     elif isinstance(container, DictVariable):
         tx.set_dict_entry(container, tx.dict_entry(container).set(const_value(tx, key), value))
-    else:
+    elif call_dunder(tx, container, "__setitem__", [key, value]) is None:
         tx.unsupported("unsupported_subscript", f"assigning into a {container.python_type().__name__} value")
 
 
@@ -332,7 +330,7 @@ def DELETE_SUBSCR(tx, inst):
 
         tx.set_dict_entry(container, DictEntry(tuple((a, b) for a, b in entry.items
                                                      if not (type(a) is type(k) and a == k)), entry.source))
-    else:
+    elif call_dunder(tx, container, "__delitem__", [key]) is None:
         tx.unsupported("unsupported_subscript", f"deleting from a {container.python_type().__name__} value")
 
 

@@ -20,6 +20,7 @@ import builtins
 import collections
 import functools
 import inspect
+import time
 import types
 import warnings
 import weakref
@@ -33,7 +34,8 @@ from .errors import InternalError, StillframeWarning, Unsupported
 from .diagnostics import log
 from .runtime import live
 from .runtime.compiler import compile_frame, compile_segment, eager_entry, start_resume
-from .runtime.entry import CacheEntry
+from .guards.guard import identity_checked
+from .runtime.entry import CacheEntry, watch
 from .trace.interpreter import UserError
 
 counters: collections.Counter = collections.Counter()
@@ -46,6 +48,7 @@ def reset() -> None:
         compiled._cache.clear()
         compiled._warned.clear()
         compiled._events.clear()
+        compiled.trace_seconds = compiled.compile_seconds = 0.0
     counters.clear()
 
 
@@ -77,14 +80,16 @@ def _make_binder(fn: types.FunctionType) -> Callable[..., dict]:
     text = f"def ___bind({', '.join(params)}):\n    return {{{body}}}\n"
     ns = dict(defaults)
     exec(builtins.compile(text, "<stillframe bind>", "exec"), ns)
-    return ns["___bind"]
+    return ns.pop("___bind")  # popped: no cycle through its globals keeps a default value alive
 
 
 class CompiledFunction:
     """A function compiled by :func:`compile`; calling it runs a guarded plan or traces a new one.
 
     ``cache_entries()`` lists the cache entries of the function's code object
-    (each with ``guard_source``, ``graph_module``, ``eager``).
+    (each with ``guard_source``, ``graph_module``, ``eager``). ``trace_seconds``
+    and ``compile_seconds`` add up the time spent tracing (failed traces
+    included) and in the backend's compile call.
     """
 
     def __init__(self, fn: Callable, *, backend: Any, fullgraph: bool, dynamic: bool | None, mode: Any,
@@ -102,6 +107,7 @@ class CompiledFunction:
         self._cache: dict[Any, list[CacheEntry]] = {}
         self._warned: set = set()
         self._events: list[dict] = []
+        self.trace_seconds = self.compile_seconds = 0.0
         self._bind = _make_binder(self._func)
         self._method_self = fn.__self__ if isinstance(fn, types.MethodType) else None
         functools.update_wrapper(self, self._func)
@@ -160,12 +166,12 @@ class CompiledFunction:
         counters["traces"] += 1
         self._record_recompile(_where(fn), entries, L, G, fn)
         try:
-            outcome = compile_frame(fn, L, G, fn, self._backend, self._fullgraph)
+            outcome = self._timed(time.perf_counter(), compile_frame, fn, L, G, fn, self._backend, self._fullgraph)
         except Unsupported as e:
             if self._fullgraph:
                 raise Unsupported(e.graph_break) from None
             tracer = _tracer_of(e)
-            entries.append(eager_entry(tracer, str(e)))
+            self._add_entry(fn.__code__, entries, eager_entry(tracer, str(e)), L, G, fn)
             counters["fallbacks"] += 1
             self._warn_once(str(e), f"stillframe: running {fn.__qualname__} eagerly: {e}")
             return fn(*args, **kwargs)
@@ -186,7 +192,7 @@ class CompiledFunction:
             self._warn_once(repr(e), f"stillframe: running {fn.__qualname__} eagerly after an internal error "
                             f"({type(e).__name__}: {e}) at {_where(fn)}")
             return fn(*args, **kwargs)
-        entries.append(outcome.entry)
+        self._add_entry(fn.__code__, entries, outcome.entry, L, G, fn)
         counters["graphs"] += outcome.entry.compiled is not None
         return self._finish(outcome.entry.run(L, G, fn), G)
 
@@ -234,26 +240,53 @@ class CompiledFunction:
             cont.concrete = True
             return cont
         counters["traces"] += 1
-        tracer = None
+        tracer, start = None, time.perf_counter()
         try:
             tracer = start_resume(cont, L)
-            outcome = compile_segment(tracer, L, G, None, self._backend, False, self._func)
+            outcome = self._timed(start, compile_segment, tracer, L, G, None, self._backend, False, self._func)
         except Exception as e:  # Unsupported with no real step to fall back on, or a fault of ours
-            entries.append(eager_entry(getattr(e, "tracer", tracer), str(e)))
+            self._add_entry(key, entries, eager_entry(getattr(e, "tracer", tracer), str(e)), L, G, None)
             counters["fallbacks"] += 1
             self._warn_once(str(e), f"stillframe: running part of {self._func.__qualname__} instruction by "
                             f"instruction: {e}")
             cont.concrete = True
             return cont
-        entries.append(outcome.entry)
+        self._add_entry(key, entries, outcome.entry, L, G, None)
         counters["graphs"] += outcome.entry.compiled is not None
         return outcome.entry.run(L, G, None)
+
+    def _add_entry(self, key: Any, entries: list[CacheEntry], entry: CacheEntry, L: dict, G: dict, F: Any) -> None:
+        """Cache ``entry`` under ``key``, to be dropped when an object whose ``id()`` it guards dies."""
+        entries.append(entry)
+        watch(entry, identity_checked(entry.guards, L, G, F), functools.partial(_drop_entry, weakref.ref(self), key))
+
+    def _timed(self, start: float, trace: Callable, *args: Any) -> Any:
+        """``trace(*args)``, its time since ``start`` added to ``trace_seconds`` less the backend's share."""
+        try:
+            outcome = trace(*args)
+        except BaseException:
+            self.trace_seconds += time.perf_counter() - start
+            raise
+        self.trace_seconds += time.perf_counter() - start - outcome.compile_seconds
+        self.compile_seconds += outcome.compile_seconds
+        return outcome
 
     def _warn_once(self, key: str, message: str) -> None:
         if key in self._warned:
             return
         self._warned.add(key)
         warnings.warn(message, StillframeWarning, stacklevel=4)
+
+
+def _drop_entry(owner: "weakref.ref[CompiledFunction]", key: Any, entry: CacheEntry) -> None:
+    """A weakref callback: an object ``entry`` guards by identity died; forget the entry (its id may be reused)."""
+    compiled = owner()
+    entries = compiled._cache.get(key) if compiled is not None else None
+    if entries:
+        for i, e in enumerate(entries):
+            if e is entry:
+                del entries[i]
+                break
 
 
 def _tracer_of(e: Unsupported) -> Any:

@@ -10,6 +10,7 @@ Example::
     $ python -m stillframe demo --only gpt --full
     $ stillframe explain train.py:main
     $ stillframe explain train.py --epochs 1
+    $ stillframe run train.py --epochs 1
 """
 
 from __future__ import annotations
@@ -96,10 +97,43 @@ def _explain(args: argparse.Namespace) -> int:
                    code=not args.no_code, guards=not args.no_guards)
 
 
-# name -> (declare arguments, run); `run` comes here next.
+def _add_run(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run a script with torch.compile routed to stillframe, then summarize what was compiled",
+        description=(
+            "Run SCRIPT.py as `python SCRIPT.py ARGS...` would (as __main__, sys.argv = [SCRIPT.py, ARGS...]),\n"
+            "with every torch.compile, nn.Module.compile() and stillframe.compile call compiling with\n"
+            "stillframe. When the script ends, however it ends, print to stderr a summary per compiled object:\n"
+            "graphs, graph breaks (reason, file:line), recompiles (the guard that failed), eager fallbacks,\n"
+            "and the seconds spent tracing and in the backend's compile.\n\n"
+            "Exit status: the script's (1 after an uncaught exception, whose traceback is printed),\n"
+            "2 if SCRIPT.py is not a file."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--backend",
+        default=None,
+        help="backend every compile uses instead of its own (default: each call's own, as in the script)",
+    )
+    parser.add_argument("--summary", action=argparse.BooleanOptionalAction, default=True,
+                        help="print the summary at exit (default: on)")
+    parser.add_argument("script", metavar="SCRIPT.py", help="the script to run")
+    parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's arguments")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from stillframe.runner import run
+
+    return run(args.script, args.args, backend=args.backend, summary=args.summary)
+
+
+# name -> (declare arguments, run)
 SUBCOMMANDS = {
     "demo": (_add_demo, _demo),
     "explain": (_add_explain, _explain),
+    "run": (_add_run, _run),
 }
 
 

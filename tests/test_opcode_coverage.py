@@ -16,7 +16,7 @@ from stillframe.trace.interpreter import HANDLERS
 
 ASYNC = "asynchronous code (async def, async for/with, await) is not model code"
 MODULE_BODY = "only runs in module or class bodies, never in a traced function"
-HANDLER = "exception handler: reached only after the traced code raised, and such a call runs eagerly"
+HANDLER = "exception handler: exception groups (except*) and a `with` block left by an exception are not traced"
 MATCH = "structural pattern matching (match/case) is not supported yet"
 YIELD_FROM = "`yield from` / generator delegation: generators are run to completion, delegation is not modelled"
 DELETE = "deleting an attribute, global or closure variable of an outside object is not replayed yet"
@@ -27,8 +27,7 @@ UNHANDLED_311 = {
     "IMPORT_STAR": MODULE_BODY, "LOAD_BUILD_CLASS": MODULE_BODY, "LOAD_CLASSDEREF": MODULE_BODY,
     "LOAD_NAME": MODULE_BODY, "STORE_NAME": MODULE_BODY, "DELETE_NAME": MODULE_BODY,
     "SETUP_ANNOTATIONS": MODULE_BODY, "PRINT_EXPR": MODULE_BODY,
-    "CHECK_EG_MATCH": HANDLER, "CHECK_EXC_MATCH": HANDLER, "POP_EXCEPT": HANDLER, "PREP_RERAISE_STAR": HANDLER,
-    "PUSH_EXC_INFO": HANDLER, "RERAISE": HANDLER, "WITH_EXCEPT_START": HANDLER,
+    "CHECK_EG_MATCH": HANDLER, "PREP_RERAISE_STAR": HANDLER, "WITH_EXCEPT_START": HANDLER,
     "MATCH_CLASS": MATCH, "MATCH_KEYS": MATCH, "MATCH_MAPPING": MATCH, "MATCH_SEQUENCE": MATCH,
     "DELETE_DEREF": DELETE, "DELETE_GLOBAL": DELETE,
 }

@@ -260,15 +260,110 @@ def try_except_else_without_raise(x):
     return y
 
 
-@case(lambda i: (rand(3), [{}, {"k": 2.0}, {}][i]), compiles=2,
-      xfail="results match eager, but not in one graph: the KeyError of d['k'] is a 'user_exception' graph "
-            "break whose real step raises into the user's `except` (run instruction by instruction)")
+@case(lambda i: (rand(3), [{}, {"k": 2.0}, {}][i]), compiles=2)
 def except_catches_a_python_error(x, d):
     try:
         v = d["k"]
     except KeyError:
         v = 3.0
     return x * v
+
+
+class _Indexed:
+    """A sequence known only by ``__getitem__``: iterating it ends with an IndexError caught by the iterator."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __getitem__(self, i):
+        if i >= self.n:
+            raise IndexError(i)
+        return i + 1
+
+
+def _iterate_by_index(seq):  # collections.abc.Sequence.__iter__'s shape
+    i = 0
+    try:
+        while True:
+            v = seq[i]
+            yield v
+            i += 1
+    except IndexError:
+        return
+
+
+@case(one(3), graphs=1)
+def except_ends_an_iteration_inside_a_generator(x):
+    return x * sum(_iterate_by_index(_Indexed(3)))
+
+
+@case(one(3), graphs=1)
+def except_catches_in_a_callee_and_reraises_to_the_caller(x):
+    def inner(t):
+        try:
+            raise ValueError("inner", 2)
+        except ValueError:
+            t = t + 1
+            raise
+
+    try:
+        inner(x)
+    except ValueError as e:
+        return x * len(e.args)
+
+
+@case(one(3), graphs=1)
+def except_tuple_match_and_else_and_finally(x):
+    out = x
+    try:
+        {}["missing"]
+    except (IndexError, KeyError) as e:
+        out = out + len(str(e))
+    else:
+        out = out * 100
+    finally:
+        out = out * 2
+    return out
+
+
+@case(one(3), graphs=1)
+def unmatched_except_reaches_the_outer_handler(x):
+    try:
+        try:
+            [][1]
+        except KeyError:
+            return x * 0
+    except IndexError:
+        return x + 5
+
+
+class _LoggingLookup:
+    def __init__(self, log):
+        self.log = log
+
+    def __getitem__(self, key):
+        self.log.append(key)  # done before the raise: eager keeps it
+        raise KeyError(key)
+
+
+@case(one(3), graphs=1)
+def effects_before_a_raise_stay_done(x):
+    log = []
+
+    def work(t):
+        log.append(1)
+        u = t * 3
+        raise RuntimeError(u.shape)
+
+    try:
+        work(x)
+    except RuntimeError:
+        pass
+    try:
+        _LoggingLookup(log)["k"]  # raised inside a dunder the subscript calls
+    except KeyError:
+        pass
+    return x + len(log)
 
 
 @case(one(3))

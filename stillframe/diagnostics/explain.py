@@ -90,7 +90,6 @@ import contextlib
 import importlib.util
 import inspect
 import os
-import runpy
 import sys
 import traceback
 import types
@@ -101,6 +100,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from ..errors import GraphBreak, StillframeWarning
+from ..runner import is_compiled, routed_compiles, run_script, was_called
 
 __all__ = ["EntryGuards", "ExplainReport", "Explainer", "Fallback", "GraphInfo", "Recompile", "explain",
            "report_for", "routed_compiles", "run_cli"]
@@ -372,7 +372,7 @@ class Explainer:
 
         self.fn = fn
         # an object stillframe already compiled is explained as it is (with what it has done so far)
-        self.compiled = fn if _is_compiled(fn) else sf_compile(fn, backend=backend, **compile_kwargs)
+        self.compiled = fn if is_compiled(fn) else sf_compile(fn, backend=backend, **compile_kwargs)
         self._warnings: list[str] = []
 
     def __call__(self, *args: Any, **kwargs: Any) -> ExplainReport:
@@ -401,48 +401,7 @@ def explain(fn: Callable, *, backend: Any = "eager", **compile_kwargs: Any) -> E
     return Explainer(fn, backend=backend, **compile_kwargs)
 
 
-# ------------------------------------------------------------------ routing compiles, and the CLI
-def _is_compiled(obj: Any) -> bool:
-    from ..api import CompiledFunction, CompiledModule
-
-    return isinstance(obj, (CompiledFunction, CompiledModule))
-
-
-@contextlib.contextmanager
-def routed_compiles(backend: Any = "eager") -> Iterator[list]:
-    """Route every ``torch.compile`` and ``stillframe.compile`` call to stillframe while active.
-
-    Yields the list the compiled objects created are appended to, in order.
-    ``backend`` replaces each call's own backend (``mode`` and ``options``,
-    which only the inductor backend reads, are dropped with it); ``None``
-    keeps each call's own.
-    """
-    import stillframe
-    from .. import api
-
-    created: list = []
-
-    def routed(model: Any = None, **kwargs: Any) -> Any:
-        if backend is not None:
-            kwargs["backend"] = backend
-            kwargs.pop("mode", None)
-            kwargs.pop("options", None)
-        if model is None:
-            return lambda m: routed(m, **kwargs)
-        compiled = api.compile(model, **kwargs)
-        if _is_compiled(compiled):
-            created.append(compiled)
-        return compiled
-
-    saved = (torch.compile, stillframe.compile)
-    torch.compile = routed
-    stillframe.compile = routed
-    try:
-        yield created
-    finally:
-        torch.compile, stillframe.compile = saved
-
-
+# ------------------------------------------------------------------ the CLI
 @contextlib.contextmanager
 def _collect_warnings(sink: list) -> Iterator[None]:
     """Collect :class:`StillframeWarning` texts into ``sink``; pass every other warning on as usual."""
@@ -544,11 +503,6 @@ def _name_of(compiled: Any) -> str:
     return report_for(compiled).name
 
 
-def _was_called(compiled: Any) -> bool:
-    cf = _compiled_function(compiled)
-    return bool(cf.all_cache_entries()) or bool(getattr(cf, "_events", None))
-
-
 def run_cli(target: str, argv: list[str], *, backend: Any = "eager", code: bool = True, guards: bool = True,
             out: Any = None) -> int:
     """``stillframe explain TARGET [ARGS...]``: run the target under :func:`routed_compiles` and print reports.
@@ -583,7 +537,7 @@ def _run_cli(target: str, path: str, name: str | None, argv: list[str], *, backe
     with _collect_warnings(notes), routed_compiles(backend) as created:
         try:
             if name is None:
-                _run_script(path, argv)
+                run_script(path, argv)
             else:
                 _run_function(path, name, explained, notes, backend)
         except _BadTarget:
@@ -597,8 +551,8 @@ def _run_cli(target: str, path: str, name: str | None, argv: list[str], *, backe
             failure = (traceback.format_exc() + f"stillframe explain: {target} raised; the reports above cover what "
                        "ran before that")
     objects = explained + [c for c in created if c not in explained]
-    reports = [report_for(c) for c in objects if c in explained or _was_called(c)]
-    uncalled = [c for c in objects if c not in explained and not _was_called(c)]
+    reports = [report_for(c) for c in objects if c in explained or was_called(c)]
+    uncalled = [c for c in objects if c not in explained and not was_called(c)]
     if not reports and not uncalled:
         print(f"stillframe explain: {target} created no compiled objects: call torch.compile or "
               "stillframe.compile in it" + ("" if name is None else f", or define {name}_example_inputs()"),
@@ -609,16 +563,6 @@ def _run_cli(target: str, path: str, name: str | None, argv: list[str], *, backe
         out.flush()
         print(failure, file=sys.stderr)
     return status
-
-
-def _run_script(path: str, argv: list[str]) -> None:
-    saved_argv = sys.argv
-    sys.argv = [path, *argv]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    try:
-        runpy.run_path(path, run_name="__main__")
-    finally:
-        sys.argv = saved_argv
 
 
 def _run_function(path: str, name: str, explained: list, notes: list[str], backend: Any) -> None:

@@ -298,4 +298,37 @@ def compile_guards(guards: list[Guard], verbose: bool = False) -> tuple[Callable
     text += "    return " + ("None" if verbose else "True") + "\n"
     ns = gen.namespace()
     exec(compile(text, "<stillframe guards>", "exec"), ns)
-    return ns["___guard"], text
+    return ns.pop("___guard"), text  # popped: the function and its globals form no reference cycle
+
+
+def identity_checked(guards: list[Guard], L: dict, G: dict, F: Any) -> list:
+    """The live objects whose ``id()`` the guards compare: the value of each ``ID`` guard, each hook of a
+    ``HOOKS`` guard.
+
+    Called once, when a cache entry is made (on the same ``L, G, F`` it was
+    traced from), so the entry can watch them with weak references: an id is
+    only an identity while its object lives (see
+    :func:`stillframe.runtime.entry.watch`). A source that cannot be
+    evaluated, or whose value no longer has the guarded id, is skipped.
+    """
+    gen = GuardCodegen()
+    body: list[str] = []
+    for guard in guards:
+        if guard.kind not in ("ID", "HOOKS"):
+            continue
+        v = gen.ref(guard.source)
+        lines, gen.lines = gen.lines, []
+        if guard.kind == "ID":
+            lines.append(f"if id({v}) == {guard.expected}: ___found.append({v})")
+        else:
+            lines.append(f"if ___hook_ids({v}) == {guard.expected!r}: "
+                         f"___found.extend([*{v}._forward_pre_hooks.values(), *{v}._forward_hooks.values()])")
+        body += ["try:", *(f"    {line}" for line in lines), "except Exception:", "    pass"]
+    if not body:
+        return []
+    text = "def ___identity_checked(L, G, F, ___found):\n" + "".join(f"    {line}\n" for line in body)
+    ns = gen.namespace()
+    exec(compile(text, "<stillframe identity>", "exec"), ns)
+    found: list = []
+    ns.pop("___identity_checked")(L, G, F, found)
+    return found

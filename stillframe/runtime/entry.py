@@ -2,17 +2,25 @@
 
 One :class:`CacheEntry` per successful trace; cache entries of one code object
 are tried in order on each call (the first whose guards hold runs).
+
+A cache entry holds no strong reference to the caller's objects: its graph's
+placeholders carry fake tensors, and the objects whose ``id()`` its guards
+compare (modules, functions, classes, hooks) are watched through weak
+references (:func:`watch`). When one of them dies the entry is dropped, as
+torch.compile drops it: CPython gives a new object the freed one's ``id`` at
+once, and the guard would take it for the object it was traced with.
 """
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class CacheEntry:
     """A guarded plan for one code object.
 
@@ -41,6 +49,7 @@ class CacheEntry:
     guards: list = field(default_factory=list)
     used_inputs: tuple | None = None  # positions of the fetched inputs the graph reads (None: all)
     hits: int = field(default=0)
+    watched: tuple = ()  # weak references to the objects whose id() the guards compare (see watch())
 
     def failing_guard(self, L: dict, G: dict, F: Any) -> str | None:
         """The text of the first guard that does not hold for this call (``None`` if all hold)."""
@@ -61,3 +70,37 @@ class CacheEntry:
                 torch._C._set_grad_enabled(grad_mode)  # a graph that raised inside a no_grad block
                 raise
         return self.rebuild(outputs, inputs, L, G, F)
+
+
+def _never(L: dict, G: dict, F: Any) -> bool:
+    return False
+
+
+def watch(entry: CacheEntry, objects: list, on_death: Callable[[CacheEntry], None]) -> None:
+    """Drop ``entry`` when one of ``objects`` (those whose ``id()`` its guards compare) dies.
+
+    The entry keeps a weak reference to each; the first to die makes
+    ``entry.check`` always fail and calls ``on_death(entry)`` (which removes
+    it from its cache). Nothing here keeps ``entry`` alive: once the entry is
+    gone its weak references and their callbacks go with it. An object that
+    does not support weak references is held strongly instead, so its ``id``
+    cannot be reused while the entry lives.
+    """
+    entry_ref = weakref.ref(entry)
+
+    def died(_ref: weakref.ref) -> None:
+        dead = entry_ref()
+        if dead is not None and dead.check is not _never:
+            dead.check = _never
+            on_death(dead)
+
+    refs, seen = [], set()
+    for obj in objects:
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        try:
+            refs.append(weakref.ref(obj, died))
+        except TypeError:
+            refs.append(obj)
+    entry.watched = tuple(refs)

@@ -91,6 +91,7 @@ class Tracer:
         self.fake_mode = fake_mode
         self.result: VariableTracker | None = None
         self.steps = 0
+        self.floor = 0  # frames below this index belong to a handler mid-call (see run_until_return, catch)
         self.input_values: dict[int, Any] = {}  # tid -> live value (example inputs), not part of the state
         self.keepalive: list[Any] = []  # objects whose id() a guard checks stay alive while tracing
         self.input_nodes: dict[int, Any] = {}  # tid -> placeholder node (for finishing the graph)
@@ -300,9 +301,40 @@ class Tracer:
         self.steps += 1
         if self.steps > config.max_trace_steps:
             self.unsupported("trace_too_long", f"the trace exceeded {config.max_trace_steps} instructions")
-        if inst.opname not in MOVES_VALUES_ONLY:
-            self.realize_stack()
-        fn(self, inst)
+        depth = len(self.state.frames)
+        try:
+            if inst.opname not in MOVES_VALUES_ONLY:
+                self.realize_stack()
+            fn(self, inst)
+        except UserError as e:
+            self.catch(e, depth, inst.index)
+
+    def catch(self, error: UserError, depth: int, index: int) -> None:
+        """Send the user's exception, raised by instruction ``index`` of the frame at ``depth - 1``, to the
+        innermost traced ``except`` / ``finally`` (the frames' exception tables, as CPython does); re-raise
+        it when no frame above the innermost nested run (``self.floor``) handles it.
+
+        What ran before the raise stays done, as in eager (side effects, appended items); frames the
+        exception left are dropped, and the handler's frame keeps its stack up to the table entry's depth.
+        """
+        from ..variables.base import ConstantVariable
+
+        frames = list(self.state.frames[:depth])
+        while len(frames) > self.floor:
+            frame = frames[-1]
+            entry = frame.code.exception_handler(index)
+            if entry is not None:
+                stack = frame.stack[:entry.depth]
+                if entry.lasti:
+                    stack += (ConstantVariable(frame.code.instructions[index].offset),)
+                stack += (ConstantVariable(error.exc),)
+                frames[-1] = frame.with_stack(stack).with_ip(entry.target)
+                self.state = self.state.replace(frames=tuple(frames))
+                return
+            frames.pop()
+            if frames:
+                index = frames[-1].ip - 1  # the CALL that made the frame
+        raise error
 
     def realize_stack(self, depth: int | None = None) -> None:
         """Wrap (and guard) the lazy scalars among the top ``depth`` stack values (all if ``None``)."""
@@ -348,8 +380,12 @@ class Tracer:
         A graph break inside such a nested run propagates to the instruction
         that started it, which then breaks as a whole.
         """
-        while len(self.state.frames) > depth:
-            self.step()
+        floor, self.floor = self.floor, depth  # an exception leaving the nested frames propagates to our caller
+        try:
+            while len(self.state.frames) > depth:
+                self.step()
+        finally:
+            self.floor = floor
         return self.pop()
 
     def push_frame(self, frame: Frame) -> None:

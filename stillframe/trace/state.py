@@ -143,6 +143,7 @@ class TraceState:
     grad_enabled: bool = True
     next_id: int = 0
     autocast: tuple = ()
+    handling: Any = None  # the exception being handled by a traced `except` (a VT), as sys.exception() says
 
     def replace(self, **changes: Any) -> "TraceState":
         fields = {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -151,7 +152,8 @@ class TraceState:
 
     def with_top(self, frame: Frame) -> "TraceState":
         return TraceState(self.frames[:-1] + (frame,), self.heap, self.guards, self.inputs, self.memo, self.fakes,
-                          self.side_effects, self.prologue, self.grad_enabled, self.next_id, self.autocast)
+                          self.side_effects, self.prologue, self.grad_enabled, self.next_id, self.autocast,
+                          self.handling)
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,6 +71,11 @@ def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
             return written
         if isinstance(obj, NNModuleVariable):
             return module_attr(tx, obj, name)
+        getattribute = type(obj.value).__getattribute__
+        if isinstance(getattribute, types.FunctionType) and not isinstance(obj.value, (type, types.ModuleType)):
+            from .calls import call_sync  # a config's attribute_map: the class's own lookup runs in the trace
+
+            return call_sync(tx, UserFunctionVariable(getattribute), [obj, ConstantVariable(name)], {})
         return object_attr(tx, obj, obj.value, name)
     if isinstance(obj, ObjectVariable):
         return instance_attr(tx, obj, name)
@@ -97,7 +102,7 @@ def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
         return wrap(tx, value, None)
     if isinstance(obj, BuiltinVariable):
         value = getattr(obj.fn, name)
-        if value is object.__setattr__:  # object.__setattr__(self, k, v) has a rule of its own
+        if value is object.__setattr__ or value is object.__getattribute__:  # rules of their own
             return BuiltinVariable(value)
         return wrap(tx, value, None)
     if isinstance(obj, UserFunctionVariable):  # __name__, __defaults__, __wrapped__ ... read off the live function
@@ -105,6 +110,18 @@ def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
             tx.user_error(AttributeError(f"'function' object has no attribute '{name}'"))
         return wrap(tx, getattr(obj.fn, name), AttrSource(obj.source, name) if obj.source is not None else None)
     tx.unsupported("unsupported_attribute", f"reading .{name} of a {obj.python_type().__name__} value")
+
+
+def plain_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
+    """``object.__getattribute__(obj, name)``: Python's lookup without the class's ``__getattribute__``."""
+    from .objects import ObjectVariable, pending_attr
+
+    if isinstance(obj, ObjectVariable):
+        return instance_attr(tx, obj, name)
+    if isinstance(obj, PythonObjectVariable) and not isinstance(obj.value, (type, types.ModuleType)):
+        written = pending_attr(tx, obj, name)
+        return written if written is not None else object_attr(tx, obj, obj.value, name)
+    return getattr_var(tx, obj, name)
 
 
 def instance_attr(tx: Any, obj: Any, name: str) -> VariableTracker:
@@ -153,10 +170,11 @@ def super_attr(tx: Any, sup: Any, name: str) -> VariableTracker:
             attr = klass.__dict__[name]
             if klass is dict and isinstance(sup.self_var, PythonObjectVariable):
                 return _builtin_base_read(tx, sup.self_var, name)
-            if attr is object.__setattr__:  # super().__setattr__(k, v): the plain store, past the class's own
+            if attr is object.__setattr__ or attr is object.__getattribute__:
+                # super().__setattr__(k, v) / super().__getattribute__(k): the plain store or lookup
                 from .base import BuiltinVariable, PartialVariable
 
-                return PartialVariable(BuiltinVariable(object.__setattr__), (sup.self_var,), ())
+                return PartialVariable(BuiltinVariable(attr), (sup.self_var,), ())
             storage = storage_of(tx, sup.self_var)
             if storage is not None and klass in DICT_BASES:
                 return ContainerMethodVariable(storage, name)  # super().__setitem__(k, v) in a dict subclass

@@ -291,7 +291,7 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
     _guard(tx, source, "TENSOR", tensor_signature(value))
     fake = tx.fake_mode.from_tensor(value)
     existing = tx.tid_of_fake(fake)
-    node = tx.graph.placeholder(source.name, value)
+    node = tx.graph.placeholder(source.name, fake)  # the fake: a graph must not keep the real input alive
     if existing is not None:  # a hidden base (seen as the base of a view) now read directly
         entry = tx.state.heap[existing]
         tx.heap_set(existing, TensorEntry(entry.meta, entry.fake, node, source))

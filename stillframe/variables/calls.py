@@ -104,6 +104,10 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         answer = _tracing_answers().get(target)
         if answer is not None:
             return tx.push(ConstantVariable(answer))
+    if (target is torch.finfo or target is torch.iinfo) and all(is_const(tx, a) for a in args) and not kwargs:
+        return tx.push(ConstantVariable(fold(tx, target, args, kwargs).value))  # torch.finfo(x.dtype).min
+    if target is inspect.signature and len(args) == 1 and not kwargs:
+        return tx.push(_signature(tx, args[0]))
     if target is not None and is_disabled(target):
         tx.unsupported("disabled", f"{getattr(target, '__qualname__', target)} is marked @stillframe.disable",
                        ("it runs for real; tracing resumes after it",))
@@ -152,6 +156,27 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         set_grad_mode(tx, fn.restore)
         return tx.push(ConstantVariable(None))
     tx.unsupported("unsupported_call", f"calling a {fn.python_type().__name__} value")
+
+
+def _signature(tx: Tracer, fn: VariableTracker) -> VariableTracker:
+    """``inspect.signature(f)`` of a traced Python function or method (transformers counts a forward's
+    parameters): a constant, since a function's code is guarded by identity and its defaults by value."""
+    from ..guards.guard import Guard
+
+    if isinstance(fn, UserMethodVariable) and isinstance(fn.fn, types.FunctionType):
+        func, bound = fn.fn, True
+    elif isinstance(fn, UserFunctionVariable):
+        func, bound = fn.fn, False
+    else:
+        tx.unsupported("opaque_module", f"inspect.signature of a {fn.python_type().__name__} value")
+    if func.__defaults__ is not None and not all(is_constant(d) for d in func.__defaults__):
+        tx.unsupported("opaque_module", "inspect.signature of a function whose defaults are not constants")
+    if isinstance(fn, UserFunctionVariable) and fn.source is not None and func.__defaults__:
+        tx.add_guard(Guard(AttrSource(fn.source, "__defaults__"), "EQUALS", func.__defaults__))
+    sig = inspect.signature(func)
+    if bound:  # the signature of the bound method: without its first parameter
+        sig = sig.replace(parameters=list(sig.parameters.values())[1:])
+    return ConstantVariable(sig)
 
 
 def call_torch_function(tx: Tracer, target: Any, args: list, kwargs: dict) -> VariableTracker:
@@ -437,6 +462,9 @@ def _len(tx: Tracer, var: VariableTracker) -> int:
         return shape[0]
     if isinstance(var, NNModuleVariable) and hasattr(var.module, "__len__"):
         return len(var.module)
+    if isinstance(var, (ConstantVariable, PythonObjectVariable)) and var.source is None and \
+            isinstance(var.value, types.MappingProxyType):
+        return len(var.value)  # inspect.signature(f).parameters
     if isinstance(var, PythonObjectVariable) and isinstance(var.value, (dict, list, tuple, set, frozenset)):
         from ..guards.guard import Guard
 
@@ -895,7 +923,14 @@ def _object_setattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     return ConstantVariable(None)
 
 
+def _object_getattribute(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    from .attrs import plain_getattr
+
+    return plain_getattr(tx, args[0], const_value(tx, args[1]))
+
+
 BUILTIN_RULES[object.__setattr__] = _object_setattr
+BUILTIN_RULES[object.__getattribute__] = _object_getattribute
 BUILTIN_RULES[super] = _super
 BUILTIN_RULES[issubclass] = _issubclass
 BUILTIN_RULES[setattr] = _setattr

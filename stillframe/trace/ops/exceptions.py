@@ -1,7 +1,9 @@
 """Exceptions and imports: ``LOAD_ASSERTION_ERROR``, ``RAISE_VARARGS``, ``IMPORT_NAME``, ``IMPORT_FROM``.
 
-A ``raise`` reached during tracing is the user's own exception: the call then
-runs eagerly, so the user sees exactly eager's exception and traceback.
+A ``raise`` reached during tracing is the user's own exception: the tracer sends
+it to the innermost traced ``except``/``finally`` (``Tracer.catch``); when none
+catches it, the instruction runs for real, so the user sees exactly eager's
+exception and traceback.
 Only already-imported modules can be imported inside a traced function
 (importing runs arbitrary code, which tracing must not do).
 """
@@ -22,11 +24,16 @@ def LOAD_ASSERTION_ERROR(tx, inst):
 
 @handler("RAISE_VARARGS")
 def RAISE_VARARGS(tx, inst):
-    if inst.arg == 0:
-        tx.unsupported("unsupported_opcode", "a bare `raise` (re-raising the exception being handled)")
+    if inst.arg == 0:  # a bare `raise`: the exception being handled (PUSH_EXC_INFO)
+        if tx.state.handling is None:
+            tx.unsupported("unsupported_opcode", "a bare `raise` outside a traced `except` block")
+        _raise_value(tx, tx.state.handling)
     if inst.arg == 2:
         tx.pop()  # the cause: the exception itself is what matters for parity
-    exc = tx.pop()
+    _raise_value(tx, tx.pop())
+
+
+def _raise_value(tx, exc):
     if isinstance(exc, BuiltinVariable) and isinstance(exc.fn, type) and issubclass(exc.fn, BaseException):
         tx.user_error(exc.fn())
     if isinstance(exc, ConstantVariable) and isinstance(exc.value, BaseException):
@@ -72,3 +79,35 @@ def LOAD_SUPER_ATTR(tx, inst):
         tx.push(NullVariable(), attr)
     else:
         tx.push(attr)
+
+
+# ------------------------------------------------------------- handlers (Tracer.catch jumps to them)
+@handler("PUSH_EXC_INFO")
+def PUSH_EXC_INFO(tx, inst):
+    exc = tx.pop()
+    tx.push(tx.state.handling or ConstantVariable(None), exc)
+    tx.state = tx.state.replace(handling=exc)
+
+
+@handler("POP_EXCEPT")
+def POP_EXCEPT(tx, inst):
+    previous = tx.pop()
+    tx.state = tx.state.replace(handling=None if isinstance(previous, ConstantVariable) and previous.value is None
+                                else previous)
+
+
+@handler("CHECK_EXC_MATCH")
+def CHECK_EXC_MATCH(tx, inst):
+    from ...variables.calls import const_value
+
+    types_ = const_value(tx, tx.pop())
+    exc = tx.peek()
+    tx.push(ConstantVariable(isinstance(const_value(tx, exc), types_)))
+
+
+@handler("RERAISE")
+def RERAISE(tx, inst):
+    exc = tx.pop()
+    if inst.arg:
+        tx.pop()  # f_lasti
+    _raise_value(tx, exc)

@@ -1,0 +1,333 @@
+"""``stillframe run SCRIPT.py [ARGS...]``: run an unmodified script with ``torch.compile`` routed to stillframe.
+
+The script runs as ``python SCRIPT.py ARGS...`` would run it -- as
+``__main__``, with ``sys.argv == [SCRIPT.py, *ARGS]`` and its directory first
+on ``sys.path`` -- except that every ``torch.compile`` (called, as a decorator,
+or through ``nn.Module.compile()``) and ``stillframe.compile`` call made while
+it runs compiles with stillframe. When it ends -- returns, calls
+``sys.exit``, or raises -- a summary of each compiled object goes to stderr::
+
+    $ stillframe run train.py --steps 3
+    step 0  loss 6.9
+    ...
+    ==============================================================================
+    stillframe run: train.py exited with status 0 after 9.8 s
+    1 compiled object; stillframe spent 1.62 s tracing, 0.91 s in backend compiles
+    counters: traces=2, graphs=2, graph_breaks=3, cache_hits=4
+
+    [1] step (/home/me/train.py:12)
+        2 graphs, 1 graph break, 0 recompiles, 0 eager fallbacks
+        time: tracing 1.62 s, backend compile 0.91 s
+        graph breaks:
+          1. unsupported_builtin at /home/me/train.py:15: the builtin print is not supported here
+               print("loss", loss)
+    ==============================================================================
+
+The exit status is the script's: 0, its ``sys.exit`` status, or 1 after an
+uncaught exception (whose traceback is printed as Python prints it, from the
+script's first frame on).
+
+The same routing serves ``stillframe explain SCRIPT.py``
+(:mod:`stillframe.diagnostics.explain`), which prints full reports instead.
+"""
+
+from __future__ import annotations
+
+import builtins
+import collections
+import contextlib
+import io
+import os
+import sys
+import time
+import traceback
+import types
+from typing import Any, Iterator, TextIO
+
+import torch
+
+from . import api
+
+__all__ = ["is_compiled", "routed_compiles", "run", "run_script", "summarize", "was_called"]
+
+#: ``torch.compile`` keywords stillframe has no equivalent of: dropped, with a note.
+_IGNORED = {
+    "name": "stillframe names a compiled object after its function",
+    "recompile_limit": "stillframe's limit is config.cache_size_limit ({limit}), for every compiled object",
+    "isolate_recompiles": "each stillframe.compile call keeps its own cache entries anyway",
+    "shapes_spec": "stillframe specializes shapes",
+}
+
+
+def is_compiled(obj: Any) -> bool:
+    """Whether ``obj`` is what ``stillframe.compile`` returns (a ``CompiledFunction`` or ``CompiledModule``)."""
+    return isinstance(obj, (api.CompiledFunction, api.CompiledModule))
+
+
+@contextlib.contextmanager
+def routed_compiles(backend: Any = "eager", notes: list[str] | None = None) -> Iterator[list]:
+    """Route every ``torch.compile``, ``nn.Module.compile()`` and ``stillframe.compile`` call to stillframe.
+
+    Yields the list the compiled objects created are appended to, in order;
+    everything is restored on exit. ``backend`` replaces each call's own
+    backend (``mode`` and ``options``, which only the backend reads, are
+    dropped with it); ``None`` keeps each call's own (``torch.compile``'s
+    default, ``backend=None``, is ``"inductor"``). What stillframe cannot honour
+    -- an argument it has no equivalent of, a callable that is neither a
+    function nor an ``nn.Module`` (it runs uncompiled) -- is said once per call
+    site in ``notes``, when given.
+    """
+    import stillframe
+
+    created: list = []
+    said: set = set()
+
+    def note(text: str) -> None:
+        if notes is not None and text not in said:
+            said.add(text)
+            notes.append(text)
+
+    def routed(model: Any = None, **kwargs: Any) -> Any:
+        where = _caller()
+        if model is None:
+            return lambda m: _compile(m, where, kwargs)
+        return _compile(model, where, kwargs)
+
+    def _compile(model: Any, where: str, kwargs: dict) -> Any:
+        kwargs = dict(kwargs)
+        for key, why in _IGNORED.items():
+            if key in kwargs:
+                value = kwargs.pop(key)
+                if value not in (None, False):
+                    note(f"{where}: torch.compile({key}={value!r}) ignored: "
+                         + why.format(limit=stillframe.config.cache_size_limit))
+        if backend is not None:
+            dropped = [f"{key}={kwargs[key]!r}" for key in ("mode", "options") if kwargs.get(key) is not None]
+            if dropped:
+                note(f"{where}: {', '.join(dropped)} dropped: backend {backend!r} replaces the script's own")
+            kwargs.pop("mode", None)
+            kwargs.pop("options", None)
+            kwargs["backend"] = backend
+        elif kwargs.get("backend") is None:
+            kwargs["backend"] = "inductor"
+        if kwargs.get("dynamic"):
+            note(f"{where}: dynamic={kwargs['dynamic']!r}: stillframe specializes shapes (a new shape recompiles)")
+        if not isinstance(model, torch.nn.Module) and callable(model) and not _is_function(model):
+            note(f"{where}: {type(model).__name__} object is neither a function nor an nn.Module: it runs "
+                 "uncompiled")
+            return model
+        compiled = api.compile(model, **kwargs)
+        if is_compiled(compiled):
+            created.append(compiled)
+        return compiled
+
+    def module_compile(self: torch.nn.Module, *args: Any, **kwargs: Any) -> None:
+        # torch's Module.compile is torch.compile(self._call_impl, ...); compiling the module does the same
+        # (CompiledModule.forward runs the hooks), and its bound forward, unlike the CompiledModule itself,
+        # does not become a submodule of self when assigned
+        self._compiled_call_impl = routed(self, *args, **kwargs).forward
+
+    saved = (torch.compile, stillframe.compile, torch.nn.Module.compile)
+    torch.compile = routed
+    stillframe.compile = routed
+    torch.nn.Module.compile = module_compile
+    try:
+        yield created
+    finally:
+        torch.compile, stillframe.compile, torch.nn.Module.compile = saved
+
+
+def _is_function(obj: Any) -> bool:
+    fn = obj.__func__ if isinstance(obj, types.MethodType) else obj
+    return isinstance(fn, types.FunctionType)
+
+
+def _caller() -> str:
+    """``file:line`` of the innermost frame outside this module (the call being routed)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return "?" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def run_script(path: str, argv: list[str]) -> None:
+    """Run ``path`` as ``python path ARGS...`` does: as ``__main__``, ``sys.argv = [path, *argv]``.
+
+    As in Python 3.11, ``__file__`` and the code's file name are the absolute
+    path while ``sys.argv[0]`` is ``path`` as given, and the script's directory
+    comes first on ``sys.path``. Exceptions (``SystemExit`` included)
+    propagate; ``sys.argv``, ``sys.path`` and ``sys.modules['__main__']`` are
+    restored afterwards.
+    """
+    filename = os.path.abspath(path)
+    with io.open_code(filename) as f:
+        code = builtins.compile(f.read(), filename, "exec", dont_inherit=True)
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=filename, __cached__=None, __loader__=None, __package__=None, __spec__=None,
+                         __builtins__=builtins)
+    saved = sys.argv, list(sys.path), sys.modules.get("__main__")
+    sys.argv = [path, *argv]
+    sys.path.insert(0, os.path.dirname(filename))
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    finally:
+        sys.argv, sys.path[:], sys.modules["__main__"] = saved
+
+
+# ------------------------------------------------------------------ the command
+def run(script: str, argv: list[str], *, backend: Any = None, summary: bool = True, out: TextIO | None = None) -> int:
+    """``stillframe run SCRIPT [ARGS...]``: run the script under :func:`routed_compiles`; returns its exit status.
+
+    ``backend`` replaces every compile call's backend (``None``: each keeps
+    its own). With ``summary``, :func:`summarize`'s text goes to ``out``
+    (default ``sys.stderr``) when the script ends, however it ends.
+    Returns 2, running nothing, when ``script`` is not a file.
+    """
+    if not os.path.isfile(script):
+        print(f"stillframe run: error: {'not a file' if os.path.exists(script) else 'no such file'}: {script}",
+              file=sys.stderr)
+        return 2
+    notes: list[str] = []
+    counted = collections.Counter(api.counters)
+    start = time.perf_counter()
+    with routed_compiles(backend, notes) as created:
+        status = _run_as_python_would(script, argv)
+    seconds = time.perf_counter() - start
+    if summary:
+        sys.stdout.flush()
+        out = sys.stderr if out is None else out
+        try:
+            text = summarize(created, script=script, status=status, seconds=seconds, notes=notes,
+                             counters=api.counters - counted)
+        except Exception:  # the script's exit status matters more than our summary
+            text = "stillframe run: could not summarize:\n" + traceback.format_exc()
+        print(text, file=out, flush=True)
+    return status
+
+
+def _run_as_python_would(script: str, argv: list[str]) -> int:
+    """Run the script; print an uncaught exception as the interpreter would; return the exit status."""
+    try:
+        run_script(script, argv)
+    except SystemExit as e:
+        if e.code is None or isinstance(e.code, int):
+            return e.code or 0
+        print(e.code, file=sys.stderr)
+        return 1
+    except BaseException as e:
+        sys.stdout.flush()
+        traceback.print_exception(type(e), e, _from_script(e.__traceback__, script), file=sys.stderr)
+        return 130 if isinstance(e, KeyboardInterrupt) else 1
+    return 0
+
+
+def _from_script(tb: Any, script: str) -> Any:
+    """The traceback from the script's own first frame on (runpy's and ours left out, as Python shows it)."""
+    path = os.path.abspath(script)
+    first = tb
+    while first is not None and first.tb_frame.f_code.co_filename != path:
+        first = first.tb_next
+    return first  # None (no frames) for an error before the script ran, e.g. a SyntaxError in it
+
+
+# ------------------------------------------------------------------ the summary
+RULE = "=" * 78
+
+
+def summarize(created: list, *, script: str, status: int, seconds: float, notes: list[str] = (),
+              counters: collections.Counter | None = None) -> str:
+    """The end-of-run summary of the compiled objects ``created`` (see the module docstring for an example).
+
+    Per object: its name and ``file:line``, graphs, graph breaks (each kind,
+    ``file:line``, reason and source line; repeats -- the same break in the
+    plans of several input shapes -- counted once with ``(xN)``), recompiles
+    with the guard that failed, eager fallbacks, and the seconds spent tracing
+    and in the backend's compile call. Objects never called are named at the end.
+    """
+    from .diagnostics.explain import report_for
+
+    called = [c for c in created if was_called(c)]
+    uncalled = [c for c in created if not was_called(c)]
+    timings = [_seconds(c) for c in called]
+    lines = [RULE, f"stillframe run: {script} exited with status {status} after {seconds:.1f} s"]
+    if not created:
+        lines.append("no compiled objects: the script called neither torch.compile nor stillframe.compile")
+    else:
+        lines.append(f"{_n(len(created), 'compiled object')}; stillframe spent "
+                     f"{sum(t for t, _ in timings):.2f} s tracing, {sum(c for _, c in timings):.2f} s in backend "
+                     "compiles")
+    if counters:
+        lines.append("counters: " + ", ".join(f"{key}={value}" for key, value in sorted(counters.items())))
+    for i, compiled in enumerate(called, 1):
+        report = report_for(compiled)
+        trace_s, compile_s = _seconds(compiled)
+        lines += ["", f"[{i}] {report.name}",
+                  (f"    {_n(report.graph_count, 'graph')}, {_n(report.break_count, 'graph break')}, "
+                   f"{_n(len(report.recompiles), 'recompile')}, {_n(len(report.fallbacks), 'eager fallback')}"),
+                  f"    time: tracing {trace_s:.2f} s, backend compile {compile_s:.2f} s"]
+        lines += _section("graph breaks", [_format_break(br, n) for br, n in _grouped(report.breaks)])
+        lines += _section("recompiles", [[f"at {r.where}: guard failed: {r.guard}"] for r in report.recompiles])
+        lines += _section("eager fallbacks",
+                          [[f"{fb.where}: {(fb.reason or '(no reason given)').splitlines()[0]}"]
+                           for fb in report.fallbacks])
+    if uncalled:
+        lines += ["", "compiled, never called: " + ", ".join(report_for(c).name for c in uncalled)]
+    if notes:
+        lines += ["", "notes:"] + [f"  - {text}" for text in notes]
+    lines.append(RULE)
+    return "\n".join(lines)
+
+
+_SHOWN = 10  # items listed per section; the rest are counted
+
+
+def _section(title: str, items: list[list[str]]) -> list[str]:
+    if not items:
+        return []
+    lines = [f"    {title}:"]
+    for i, item in enumerate(items[:_SHOWN], 1):
+        first, *rest = item
+        lines.append(f"      {i}. {first}")
+        lines.extend(f"         {line}" for line in rest)
+    if len(items) > _SHOWN:
+        lines.append(f"      ... and {len(items) - _SHOWN} more")
+    return lines
+
+
+def _grouped(breaks: list) -> list[tuple[Any, int]]:
+    """Distinct graph breaks, in first-seen order, with how many plans end at each."""
+    counts: dict = {}
+    for br in breaks:
+        key = (br.kind, br.explanation, None if br.location is None else (br.location.filename, br.location.lineno))
+        first, n = counts.get(key, (br, 0))
+        counts[key] = (first, n + 1)
+    return list(counts.values())
+
+
+def _format_break(br: Any, count: int) -> list[str]:
+    where = "unknown location" if br.location is None else f"{br.location.filename}:{br.location.lineno}"
+    lines = [f"{br.kind} at {where}: {br.explanation}" + (f" (x{count})" if count > 1 else "")]
+    if br.location is not None and br.location.source.strip():
+        lines.append(f"    {br.location.source.strip()}")
+    lines.extend(f"hint: {hint}" for hint in br.hints)
+    return lines
+
+
+def _compiled_function(compiled: Any) -> Any:
+    return getattr(compiled, "_compiled_forward", compiled)
+
+
+def _seconds(compiled: Any) -> tuple[float, float]:
+    cf = _compiled_function(compiled)
+    return getattr(cf, "trace_seconds", 0.0), getattr(cf, "compile_seconds", 0.0)
+
+
+def was_called(compiled: Any) -> bool:
+    """Whether a compiled object has traced anything (has cache entries or recorded events)."""
+    cf = _compiled_function(compiled)
+    return bool(cf.all_cache_entries()) or bool(getattr(cf, "_events", None))
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")

@@ -120,7 +120,8 @@ def _add_run(subparsers) -> None:
     parser.add_argument("--summary", action=argparse.BooleanOptionalAction, default=True,
                         help="print the summary at exit (default: on)")
     parser.add_argument("script", metavar="SCRIPT.py", help="the script to run")
-    parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's arguments")
+    rest = parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's arguments")
+    rest.required = False  # argparse marks a REMAINDER positional required: "required: SCRIPT.py, ARGS"
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -7,21 +7,58 @@ or through ``nn.Module.compile()``) and ``stillframe.compile`` call made while
 it runs compiles with stillframe. When it ends -- returns, calls
 ``sys.exit``, or raises -- a summary of each compiled object goes to stderr::
 
-    $ stillframe run train.py --steps 3
-    step 0  loss 6.9
-    ...
-    ==============================================================================
-    stillframe run: train.py exited with status 0 after 9.8 s
-    1 compiled object; stillframe spent 1.62 s tracing, 0.91 s in backend compiles
-    counters: traces=2, graphs=2, graph_breaks=3, cache_hits=4
+    $ cat train.py
+    import torch
 
-    [1] step (/home/me/train.py:12)
-        2 graphs, 1 graph break, 0 recompiles, 0 eager fallbacks
-        time: tracing 1.62 s, backend compile 0.91 s
-        graph breaks:
-          1. unsupported_builtin at /home/me/train.py:15: the builtin print is not supported here
-               print("loss", loss)
+    model = torch.compile(torch.nn.Linear(4, 1))
+
+
+    @torch.compile(backend="eager")
+    def loss_fn(pred, target):
+        loss = ((pred - target) ** 2).mean()
+        print("loss", round(loss.item(), 3))
+        return loss
+
+
+    for batch in (8, 8, 5):
+        loss_fn(model(torch.ones(batch, 4)), torch.zeros(batch, 1)).backward()
+    $ stillframe run --backend aot_eager train.py
+    loss 0.009
+    loss 0.009
+    loss 0.009
     ==============================================================================
+    stillframe run: train.py exited with status 0 after 2.5 s
+    2 compiled objects; stillframe spent 0.04 s tracing, 1.04 s in backend compiles
+    counters: cache_hits=5, graph_breaks=6, graphs=4, recompiles=3, traces=7
+
+    [1] Linear.forward (.../torch/nn/modules/linear.py:130)
+        2 graphs, 0 graph breaks, 1 recompile, 0 eager fallbacks
+        time: tracing 0.01 s, backend compile 0.95 s
+        recompiles:
+          1. at .../torch/nn/modules/linear.py:130: guard failed: L['input'] is a Tensor(dtype=torch.float32, ...
+             device=cpu, shape=(8, 4), stride=(4, 1), storage_offset=0, requires_grad=False, is_leaf=True, ...)
+
+    [2] loss_fn (/home/me/train.py:6)
+        5 graphs, 4 graph breaks, 2 recompiles, 0 eager fallbacks
+        time: tracing 0.02 s, backend compile 0.08 s
+        graph breaks:
+          1. data_dependent at /home/me/train.py:9: Tensor.item() reads the tensor's value into Python (x2)
+                 print("loss", round(loss.item(), 3))
+             hint: the graph so far runs, this step runs for real, tracing resumes
+          2. unsupported_builtin at /home/me/train.py:9: the builtin print is not supported here (x2)
+                 print("loss", round(loss.item(), 3))
+        recompiles:
+          1. at /home/me/train.py:6: guard failed: L['pred'] is a Tensor(dtype=torch.float32, device=cpu, ...
+             shape=(8, 1), ...)
+          2. at /home/me/train.py:9: guard failed: L['0:s5'] == 0.008696704171597958
+    ==============================================================================
+
+(Long guard lines are cut here.) ``(x2)`` marks a break that ends two plans
+(here: one per input shape). The counters are ``stillframe.counters`` for
+this run; ``graph_breaks`` there counts breaks taken at run time. The backend
+compile time is the time spent in the backend's compile call: work a backend
+defers to the first run (AOTAutograd-based backends such as inductor compile
+the backward graph at the first ``backward()``) is not in it.
 
 The exit status is the script's: 0, its ``sys.exit`` status, or 1 after an
 uncaught exception (whose traceback is printed as Python prints it, from the

@@ -141,6 +141,84 @@ class Slotted:
         self.b = b
 
 
+class AliasedConfig:
+    """A config with aliases resolved by its own ``__getattribute__`` (transformers' ``attribute_map``)."""
+
+    attribute_map = {"num_layers": "n_layer"}
+
+    def __init__(self, n_layer, tags):
+        self.n_layer = n_layer
+        self.tags = tags
+
+    def __getattribute__(self, key):
+        if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        return super().__getattribute__(key)
+
+
+@case(lambda: (rand(3), AliasedConfig(3, ["a", "b"])))
+def custom_getattribute_of_an_outside_object(x, cfg):
+    return x * cfg.num_layers + cfg.n_layer + len(cfg.tags)
+
+
+@case(lambda: (rand(3), AliasedConfig(2, ["a"])))
+def deepcopy_of_an_outside_object_is_fresh_and_independent(x, cfg):
+    copied = copy.deepcopy(cfg)
+    copied.n_layer = 10
+    copied.tags.append("c")  # the copy's list, not the caller's
+    return x * copied.num_layers + len(cfg.tags) + len(copied.tags) + cfg.n_layer, copied
+
+
+@case(one(3))
+def deepcopy_keeps_sharing_inside_the_copied_value(x):
+    shared = [1, 2]
+    pair = copy.deepcopy({"a": shared, "b": shared, "t": (shared, 3)})
+    pair["a"].append(5)
+    return x * len(pair["b"]) + len(shared) + len(pair["t"][0])
+
+
+class Record(collections.OrderedDict):
+    """A dict subclass whose items are also attributes (transformers' ModelOutput, in miniature)."""
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        super().__setattr__(key, value)
+
+    def __setattr__(self, name, value):
+        super().__setitem__(name, value)
+        super().__setattr__(name, value)
+
+    def to_tuple(self):
+        return tuple(self[k] for k in self.keys())
+
+
+@case(one(3))
+def dict_subclass_built_read_and_returned(x):
+    r = Record()
+    r["y"] = x * 2
+    r.z = x + 1
+    return r, r.y + r["z"], len(r), list(r), r.to_tuple(), "y" in r, isinstance(r, dict)
+
+
+@case(one(3))
+def callable_answers_by_type(x):
+    def f(t):
+        return t
+
+    return x * sum([callable(f), callable(3), callable(Record), callable(Record()), callable(torch.add),
+                    callable(x)])
+
+
+@case(one(3))
+def inspect_signature_counts_parameters(x):
+    import inspect
+
+    def ff(a, b, *, c=1):
+        return a
+
+    return x * len(inspect.signature(ff).parameters)
+
+
 @case(lambda: (rand(3), Affine(rand(3), rand(3))))
 def object_passed_in_attribute_reads_and_methods(x, aff):
     return aff.apply(x), aff.apply(x * 2), aff.weight.sum(), aff.kind

@@ -43,7 +43,8 @@ from typing import Any, Callable
 
 import torch
 
-from .source import AttrSource, DefaultSource, GetItemSource, LiftedSource, ModuleMemberSource, Source
+from .source import (AttrSource, BaseItemSource, DefaultSource, GetItemSource, LiftedSource, ModuleMemberSource,
+                     Source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +205,14 @@ class GuardCodegen:
         elif isinstance(source, ModuleMemberSource):
             expr = f"{self.ref(source.base)}.{source.registry}[{source.attr!r}]"
         elif isinstance(source, GetItemSource):
-            expr = f"{self.ref(source.base)}[{source.index!r}]"
+            index = source.index
+            literal = type(index) in (int, str, bool, float, type(None)) or isinstance(index, slice)
+            subscript = repr(index) if literal else self.const(index)
+            expr = f"{self.ref(source.base)}[{subscript}]"
+        elif isinstance(source, BaseItemSource):
+            index = "" if source.index is None else f", {source.index!r}"
+            method = "copy" if source.index is None else "__getitem__"
+            expr = f"{self.const(source.builtin)}.{method}({self.ref(source.base)}{index})"
         elif isinstance(source, DefaultSource):
             attr = "__kwdefaults__" if source.kwonly else "__defaults__"
             expr = f"{self.ref(source.function)}.{attr}[{source.index!r}]"

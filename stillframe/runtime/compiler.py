@@ -198,7 +198,7 @@ def _fetch_function(tracer: Tracer) -> tuple[Callable, str]:
     text += f"    return [{', '.join(refs)}]\n"
     ns = gen.namespace()
     exec(compile(text, "<stillframe fetch>", "exec"), ns)
-    return ns["___fetch"], text
+    return ns.pop("___fetch"), text  # popped: the function and its globals form no reference cycle
 
 
 def eager_entry(tracer: Tracer | None, reason: str) -> CacheEntry:

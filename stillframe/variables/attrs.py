@@ -78,6 +78,11 @@ def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
             return call_sync(tx, UserFunctionVariable(getattribute), [obj, ConstantVariable(name)], {})
         return object_attr(tx, obj, obj.value, name)
     if isinstance(obj, ObjectVariable):
+        getattribute = obj.cls.__getattribute__
+        if isinstance(getattribute, types.FunctionType):  # the class's own lookup runs in the trace
+            from .calls import call_sync
+
+            return call_sync(tx, UserFunctionVariable(getattribute), [obj, ConstantVariable(name)], {})
         return instance_attr(tx, obj, name)
     if isinstance(obj, SuperVariable):
         return super_attr(tx, obj, name)

@@ -62,6 +62,12 @@ def is_constant(value: Any) -> bool:
     return type(value).__module__ == "numpy" and isinstance(value, numbers.Number)
 
 
+def is_class_key(value: Any) -> bool:
+    """A class or typing form as a dict key (a dispatch table keyed by type): hashed and compared by identity."""
+    return (isinstance(value, type) or type(value).__module__ == "typing") and \
+        type(value).__eq__ is object.__eq__ and type(value).__hash__ is object.__hash__
+
+
 def is_torch_callable(value: Any) -> bool:
     """A callable from torch's own namespace that becomes an FX node (``torch.add``, ``F.relu``, ``Tensor.add``)."""
     if isinstance(value, (types.BuiltinFunctionType, types.FunctionType, types.MethodDescriptorType,
@@ -264,7 +270,7 @@ def read_list(tx: Any, oid: int) -> tuple:
 def _wrap_dict(tx: Any, value: dict, source: Source | None) -> VariableTracker:
     _guard(tx, source, "TYPE", dict)
     keys = list(value.keys())
-    if not all(is_constant(k) for k in keys):
+    if not all(is_constant(k) or is_class_key(k) for k in keys):
         tx.unsupported("dict_keys", "a dict whose keys are not Python constants")
     _guard(tx, source, "KEYS", tuple(keys))
     items = tuple((k, wrap(tx, v, GetItemSource(source, k) if source else None)) for k, v in value.items())

@@ -9,6 +9,7 @@ closed set) and, for builtins, by the builtin itself (``BUILTIN_RULES``).
 from __future__ import annotations
 
 import abc
+import copy
 import enum
 import functools
 import inspect
@@ -106,6 +107,10 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
             return tx.push(ConstantVariable(answer))
     if (target is torch.finfo or target is torch.iinfo) and all(is_const(tx, a) for a in args) and not kwargs:
         return tx.push(ConstantVariable(fold(tx, target, args, kwargs).value))  # torch.finfo(x.dtype).min
+    if target is copy.deepcopy and len(args) == 1 and not kwargs:
+        from .objects import deepcopy_var
+
+        return tx.push(deepcopy_var(tx, args[0], {}))
     if target is inspect.signature and len(args) == 1 and not kwargs:
         return tx.push(_signature(tx, args[0]))
     if target is not None and is_disabled(target):
@@ -167,6 +172,13 @@ def _signature(tx: Tracer, fn: VariableTracker) -> VariableTracker:
         func, bound = fn.fn, True
     elif isinstance(fn, UserFunctionVariable):
         func, bound = fn.fn, False
+    elif isinstance(fn, NestedFunctionVariable) and all(is_const(tx, d) for d in fn.defaults) and \
+            all(is_const(tx, v) for _, v in fn.kwdefaults):
+        code = fn.code.code if hasattr(fn.code, "code") else fn.code  # made in the trace: a stand-in, same code
+        func = types.FunctionType(code.replace(co_freevars=()) if code.co_freevars else code, {}, fn.qualname,
+                                  tuple(const_value(tx, d) for d in fn.defaults) or None)
+        func.__kwdefaults__ = {k: const_value(tx, v) for k, v in fn.kwdefaults} or None
+        bound = False
     else:
         tx.unsupported("opaque_module", f"inspect.signature of a {fn.python_type().__name__} value")
     if func.__defaults__ is not None and not all(is_constant(d) for d in func.__defaults__):
@@ -629,8 +641,20 @@ def _getattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 def _hasattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     from .attrs import has_attr
+    from .objects import ObjectVariable
 
-    return ConstantVariable(has_attr(tx, args[0], const_value(tx, args[1])))
+    obj, name = args[0], const_value(tx, args[1])
+    if isinstance(obj, ObjectVariable):  # hasattr is getattr that catches AttributeError
+        token = tx.checkpoint()
+        try:
+            getattr_var(tx, obj, name)
+        except UserError as e:
+            if not isinstance(e.exc, AttributeError):
+                raise
+            tx.restore(token)
+            return ConstantVariable(False)
+        return ConstantVariable(True)
+    return ConstantVariable(has_attr(tx, obj, name))
 
 
 def _range(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:

@@ -401,3 +401,88 @@ def _index_of(tx: Any, items: list, value: VariableTracker) -> int | None:
         if _same_value(tx, v, value):
             return i
     return None
+
+
+# ------------------------------------------------------------- copy.deepcopy
+def deepcopy_var(tx: Any, var: VariableTracker, memo: dict) -> VariableTracker:
+    """``copy.deepcopy(var)`` in the trace: fresh traced containers and objects holding copies, shared
+    references copied once (``memo``, keyed like deepcopy's own by identity), atoms (constants, classes,
+    functions) kept, as ``copy.deepcopy`` does for plain data. Tensors and modules are not copied here
+    (their deepcopy makes new storage and parameters): the call breaks the graph and runs for real.
+    """
+    from .base import (BuiltinVariable, NestedFunctionVariable, RangeVariable, UserFunctionVariable)
+
+    if isinstance(var, (ConstantVariable, RangeVariable, UserFunctionVariable, NestedFunctionVariable,
+                        BuiltinVariable)):
+        return var
+    if isinstance(var, TupleVariable):
+        return TupleVariable(tuple(deepcopy_var(tx, v, memo) for v in var.items), var.cls)
+    key = ("oid", getattr(var, "oid", None)) if isinstance(var, (ListVariable, DictVariable, ObjectVariable)) \
+        else ("id", id(var.value)) if isinstance(var, PythonObjectVariable) else None
+    if key is not None and key in memo:
+        return memo[key]
+    if isinstance(var, ListVariable):
+        new = tx.new_list(())
+        memo[key] = new
+        tx.set_list_items(new, tuple(deepcopy_var(tx, v, memo) for v in tx.list_items(var)))
+        return new
+    if isinstance(var, DictVariable):
+        new = tx.new_dict(())
+        memo[key] = new
+        tx.set_dict_entry(new, DictEntry(tuple((k, deepcopy_var(tx, v, memo)) for k, v in tx.dict_entry(var).items)))
+        return new
+    if isinstance(var, ObjectVariable):
+        entry: ObjectEntry = tx.heap(var.oid)
+        _check_plain_data_class(tx, entry.cls)
+        new = new_object(tx, entry.cls)
+        memo[key] = new
+        attrs = DictEntry(tuple((k, deepcopy_var(tx, v, memo)) for k, v in entry.attrs.items))
+        new_entry: ObjectEntry = tx.heap(new.oid)
+        tx.heap_set(new.oid, new_entry.with_attrs(attrs))
+        if entry.storage is not None:
+            items = tuple((k, deepcopy_var(tx, v, memo)) for k, v in tx.heap(entry.storage).items)
+            tx.heap_set(new_entry.storage, DictEntry(items))
+        return new
+    if isinstance(var, PythonObjectVariable):
+        import types as _types
+
+        value = var.value
+        if isinstance(value, (type, _types.FunctionType, _types.BuiltinFunctionType, _types.ModuleType)):
+            return var  # deepcopy keeps these
+        return _deepcopy_outside(tx, var, memo, key)
+    tx.unsupported("unsupported_call", f"copy.deepcopy of a {var.python_type().__name__} value")
+
+
+def _check_plain_data_class(tx: Any, cls: type) -> None:
+    """deepcopy of instances of ``cls`` is ``cls.__new__`` plus a deep copy of ``__dict__`` (no hooks)."""
+    plain = (not hasattr(cls, "__deepcopy__") and cls.__reduce_ex__ is object.__reduce_ex__
+             and cls.__reduce__ is object.__reduce__ and getattr(cls, "__getstate__", object.__getstate__)
+             is object.__getstate__ and not hasattr(cls, "__setstate__") and cls.__new__ is object.__new__
+             and dict_base(cls) is None and not any("__slots__" in vars(k) for k in cls.__mro__[:-1]))
+    if not plain:
+        tx.unsupported("unsupported_call", f"copy.deepcopy of a {cls.__name__} (it customizes copying or pickling)")
+
+
+def _deepcopy_outside(tx: Any, var: PythonObjectVariable, memo: dict, key: tuple) -> VariableTracker:
+    """deepcopy of an object that exists outside the trace: its ``__dict__`` is read (and guarded) through
+    ``obj.__dict__[name]``, then copied into a new traced instance."""
+    from ..guards.guard import Guard
+    from ..guards.source import AttrSource, GetItemSource
+    from .builder import wrap
+
+    value = var.value
+    cls = type(value)
+    _check_plain_data_class(tx, cls)
+    if var.source is None or not hasattr(value, "__dict__"):
+        tx.unsupported("unsupported_call", f"copy.deepcopy of a {cls.__name__} that stillframe cannot name")
+    if any(k[0] == "attr" and k[1] == id(value) for k in tx.state.side_effects.keys()):
+        tx.unsupported("unsupported_call", f"copy.deepcopy of a {cls.__name__} written to earlier in the trace")
+    dict_source = AttrSource(var.source, "__dict__")
+    state = vars(value)
+    tx.add_guard(Guard(dict_source, "KEYS", tuple(state)))
+    new = new_object(tx, cls)
+    memo[key] = new
+    attrs = DictEntry(tuple((k, deepcopy_var(tx, wrap(tx, v, GetItemSource(dict_source, k)), memo))
+                            for k, v in state.items()))
+    tx.heap_set(new.oid, tx.heap(new.oid).with_attrs(attrs))
+    return new

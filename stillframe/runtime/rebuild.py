@@ -273,4 +273,4 @@ class StateCodegen:
         text += f"    return {result_expr}\n"
         ns = self.gen.namespace()
         exec(compile(text, f"<stillframe {name.strip('_')}>", "exec"), ns)
-        return ns[name], text
+        return ns.pop(name), text  # not left in its own globals: no cycle keeps it alive

@@ -256,3 +256,26 @@ def test_reset_empties_caches_and_counters():
     assert_parity(scale_shift, lambda: (torch.randn(3),), compiled=compiled)
     assert len(calls) == 2
     assert stillframe.counters["traces"] == 1
+
+
+def test_dict_entries_are_guarded_only_when_read():
+    """A dict consulted for one key (os.environ, a settings table) guards that key's value and the key set,
+    not every other entry: changing an unread value reuses the plan, changing the read one recompiles."""
+    settings = {"scale": 2.0, "unused_a": 1, "unused_b": "x", "flag": b"1"}
+
+    def f(x, d):
+        return x * d["scale"]
+
+    compiled = stillframe.compile(f, backend="eager")
+    x = torch.randn(3)
+    before = stillframe.counters["traces"]
+    torch.testing.assert_close(compiled(x, settings), f(x, settings))
+    settings["unused_a"], settings["unused_b"], settings["flag"] = 7, "y", b"0"
+    torch.testing.assert_close(compiled(x, settings), f(x, settings))
+    assert stillframe.counters["traces"] - before == 1
+    settings["scale"] = 3.0
+    torch.testing.assert_close(compiled(x, settings), f(x, settings))
+    assert stillframe.counters["traces"] - before == 2
+    settings["new_key"] = 0
+    torch.testing.assert_close(compiled(x, settings), f(x, settings))
+    assert stillframe.counters["traces"] - before == 3

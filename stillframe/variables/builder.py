@@ -52,7 +52,7 @@ TRUSTED_MODULES = (torch, math, operator, builtins, functools, torch.nn.function
 
 def is_lazy_scalar(value: Any) -> bool:
     """Python scalars that may travel through a trace unguarded until their value is used."""
-    return type(value) in (int, float, bool, str, type(None))
+    return type(value) in (int, float, bool, str, bytes, type(None))
 
 
 def is_constant(value: Any) -> bool:
@@ -273,8 +273,12 @@ def _wrap_dict(tx: Any, value: dict, source: Source | None) -> VariableTracker:
     if not all(is_constant(k) or is_class_key(k) for k in keys):
         tx.unsupported("dict_keys", "a dict whose keys are not Python constants")
     _guard(tx, source, "KEYS", tuple(keys))
-    items = tuple((k, wrap(tx, v, GetItemSource(source, k) if source else None)) for k, v in value.items())
-    from .base import DictEntry, DictVariable
+    from .base import DictEntry, DictVariable, LazyArgument
+
+    # scalar values are read (and guarded) only when the trace uses them: a dict like os.environ is
+    # consulted for one key, and must not guard every other entry's value
+    items = tuple((k, LazyArgument(v, GetItemSource(source, k)) if source is not None and is_lazy_scalar(v) else
+                   wrap(tx, v, GetItemSource(source, k) if source else None)) for k, v in value.items())
 
     oid = tx.new_id()
     tx.heap_set(oid, DictEntry(items, source, value))

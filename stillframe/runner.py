@@ -127,15 +127,15 @@ def routed_compiles(backend: Any = "eager", notes: list[str] | None = None) -> I
     def routed(model: Any = None, **kwargs: Any) -> Any:
         where = _caller()
         if model is None:
-            return lambda m: _compile(m, where, kwargs)
-        return _compile(model, where, kwargs)
+            return lambda m: compile_one(m, where, kwargs)
+        return compile_one(model, where, kwargs)
 
-    def _compile(model: Any, where: str, kwargs: dict) -> Any:
+    def compile_one(model: Any, where: str, kwargs: dict) -> Any:
         kwargs = dict(kwargs)
         for key, why in _IGNORED.items():
             if key in kwargs:
                 value = kwargs.pop(key)
-                if value not in (None, False):
+                if value is not None and value is not False:
                     note(f"{where}: torch.compile({key}={value!r}) ignored: "
                          + why.format(limit=stillframe.config.cache_size_limit))
         if backend is not None:

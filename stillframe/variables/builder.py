@@ -75,8 +75,8 @@ def is_torch_callable(value: Any) -> bool:
         module = getattr(value, "__module__", None) or ""
         if isinstance(value, (types.MethodDescriptorType, types.WrapperDescriptorType)):
             return getattr(value, "__objclass__", None) in (torch.Tensor, torch._C.TensorBase)
-        if isinstance(value, type):
-            return False
+        if isinstance(value, type) or hasattr(type(value), "__enter__"):
+            return False  # a class, or a context-manager object (an inference_mode() made per call): not an op
         owner = getattr(value, "__self__", None)
         if owner is not None and not isinstance(owner, types.ModuleType):
             return False  # a method bound to some torch object (a context, a generator): not a graph op

@@ -125,3 +125,51 @@ def test_training_steps_match_eager(name):
     theirs = _dynamo_breaks(build(name, train=True), dict(kwargs))
     print(f"{name} training step: graph breaks stillframe={ours} torch.compile={theirs}")
     assert ours <= theirs, f"stillframe breaks {ours} times per step, torch.compile {theirs}"
+
+
+def _more_architectures() -> dict:
+    import transformers as T
+
+    small = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128, vocab_size=500,
+                 max_position_embeddings=64)
+    return {
+        "mistral": lambda: T.MistralForCausalLM(T.MistralConfig(num_key_value_heads=2, **small)),
+        "qwen2": lambda: T.Qwen2ForCausalLM(T.Qwen2Config(num_key_value_heads=2, **small)),
+        "gemma": lambda: T.GemmaForCausalLM(T.GemmaConfig(num_key_value_heads=2, head_dim=16, **small)),
+        "phi": lambda: T.PhiForCausalLM(T.PhiConfig(**small)),
+        "roberta": lambda: T.RobertaModel(T.RobertaConfig(**small)),
+        "distilbert": lambda: T.DistilBertModel(T.DistilBertConfig(n_layers=2, dim=64, n_heads=4, hidden_dim=128,
+                                                                   vocab_size=500)),
+        "opt": lambda: T.OPTForCausalLM(T.OPTConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4,
+                                                    ffn_dim=128, vocab_size=500, word_embed_proj_dim=64)),
+        "gpt_neo": lambda: T.GPTNeoForCausalLM(T.GPTNeoConfig(num_layers=2, hidden_size=64, num_heads=4,
+                                                              vocab_size=500,
+                                                              attention_types=[[["global", "local"], 1]])),
+        "bart": lambda: T.BartForConditionalGeneration(T.BartConfig(
+            encoder_layers=2, decoder_layers=2, d_model=64, encoder_attention_heads=4, decoder_attention_heads=4,
+            encoder_ffn_dim=128, decoder_ffn_dim=128, vocab_size=500, max_position_embeddings=64)),
+    }
+
+
+MORE = ("mistral", "qwen2", "gemma", "phi", "roberta", "distilbert", "opt", "gpt_neo", "bart")
+
+
+@pytest.mark.parametrize("name", MORE)
+def test_more_architectures_match_eager_in_one_graph(name):
+    """Beyond the four models above: more transformers families, eval with a padded mask, one graph each."""
+    torch.manual_seed(0)
+    model = _more_architectures()[name]().eval()
+    g = torch.Generator().manual_seed(1)
+    kwargs = {"input_ids": torch.randint(0, 500, (2, 12), generator=g),
+              "attention_mask": torch.ones(2, 12, dtype=torch.long)}
+    kwargs["attention_mask"][1, 8:] = 0
+    if name == "bart":
+        kwargs["decoder_input_ids"] = torch.randint(0, 500, (2, 6), generator=g)
+    before = _counts()
+    with torch.no_grad():
+        report = compare(model, lambda: ((), dict(kwargs)), calls=2, grad=False, rtol=RTOL, atol=ATOL)
+    after = _counts()
+    assert report.ok, report.format()
+    assert _delta(before, after, "graph_breaks") == 0
+    assert _delta(before, after, "traces") == 1
+    assert _delta(before, after, "fallbacks") == 0

@@ -169,6 +169,14 @@ def deepcopy_of_an_outside_object_is_fresh_and_independent(x, cfg):
     return x * copied.num_layers + len(cfg.tags) + len(copied.tags) + cfg.n_layer, copied
 
 
+@case(lambda: (rand(3), AliasedConfig(4, ["a"])))
+def deepcopy_returned_then_original_written_and_attribute_deleted(x, cfg):
+    copied = copy.deepcopy(cfg)
+    cfg.n_layer = 9  # after the copy: the copy keeps 4
+    delattr(copied, "tags")
+    return x * copied.n_layer, copied, hasattr(copied, "tags"), cfg.n_layer
+
+
 @case(one(3))
 def deepcopy_keeps_sharing_inside_the_copied_value(x):
     shared = [1, 2]

@@ -953,6 +953,14 @@ def _object_getattribute(tx: Tracer, args: list, kwargs: dict) -> VariableTracke
     return plain_getattr(tx, args[0], const_value(tx, args[1]))
 
 
+def _delattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    from .objects import delete_attr
+
+    delete_attr(tx, args[0], const_value(tx, args[1]))
+    return ConstantVariable(None)
+
+
+BUILTIN_RULES[delattr] = _delattr
 BUILTIN_RULES[object.__setattr__] = _object_setattr
 BUILTIN_RULES[object.__getattribute__] = _object_getattribute
 BUILTIN_RULES[super] = _super

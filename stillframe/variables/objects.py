@@ -197,6 +197,12 @@ def _call_setter(tx: Any, prop: property, obj: VariableTracker, name: str, value
 
 def delete_attr(tx: Any, obj: VariableTracker, name: str) -> None:
     """``del obj.name``: on an object made in the trace, or recorded (and replayed) on an outside object."""
+    if isinstance(obj, ObjectVariable) and isinstance(_class_attr(obj.cls, "__delattr__"), types.FunctionType):
+        from .base import UserFunctionVariable
+        from .calls import call_sync
+
+        call_sync(tx, UserFunctionVariable(_class_attr(obj.cls, "__delattr__")), [obj, ConstantVariable(name)], {})
+        return
     if isinstance(obj, ObjectVariable):
         entry: ObjectEntry = tx.heap(obj.oid)
         if entry.attrs.get(name, _MISSING) is _MISSING:
@@ -410,8 +416,13 @@ def deepcopy_var(tx: Any, var: VariableTracker, memo: dict) -> VariableTracker:
     functions) kept, as ``copy.deepcopy`` does for plain data. Tensors and modules are not copied here
     (their deepcopy makes new storage and parameters): the call breaks the graph and runs for real.
     """
-    from .base import (BuiltinVariable, NestedFunctionVariable, RangeVariable, UserFunctionVariable)
+    from .base import (BuiltinVariable, LazyArgument, NestedFunctionVariable, RangeVariable, UserFunctionVariable)
 
+    if isinstance(var, LazyArgument):
+        # read now: the copy must hold today's value even if the trace later writes to the original
+        from .builder import wrap
+
+        var = wrap(tx, var.value, var.source)
     if isinstance(var, (ConstantVariable, RangeVariable, UserFunctionVariable, NestedFunctionVariable,
                         BuiltinVariable)):
         return var

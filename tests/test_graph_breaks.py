@@ -130,6 +130,13 @@ def k_logging(x):
     return y + 1
 
 
+def k_log_mutable(x):
+    seen = [1]
+    _LOGGER.info("seen %s", seen)  # a mutable argument: the call cannot be deferred, so it breaks
+    seen.append(2)
+    return x * len(seen)
+
+
 def k_raise(x):
     y = x * 2
     if y.sum() > 0:
@@ -137,7 +144,7 @@ def k_raise(x):
     return y + 1
 
 
-@pytest.mark.parametrize("fn", [k_print, k_item, k_tolist, k_if_tensor, k_bool, k_numpy, k_warn],
+@pytest.mark.parametrize("fn", [k_print, k_item, k_tolist, k_if_tensor, k_bool, k_numpy, k_log_mutable],
                          ids=lambda f: f.__name__)
 def test_each_break_kind_matches_eager(fn, capsys):
     with warnings.catch_warnings():
@@ -194,8 +201,23 @@ def test_logging_matches_eager():
     _LOGGER.isEnabledFor(logging.INFO)  # fill the logger's level cache (see test_logging_on_a_fresh_logger)
     _HANDLER.messages.clear()
     report = assert_parity(k_logging, grad_input(4))
-    assert graph_count(report.compiled) >= 2
+    assert graph_count(report.compiled) == 1  # deferred to right after the graph, not a break
     assert _HANDLER.messages == ["value (4,)", "value (4,)"]  # eager's record, then the compiled side's
+
+
+def test_warn_is_deferred_not_a_break():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = assert_parity(k_warn, grad_input(4), calls=2)
+    assert graph_count(report.compiled) == 1
+    assert [str(w.message) for w in caught] == ["careful"] * 4  # two eager calls, two compiled ones
+
+
+def test_mutable_logging_argument_is_logged_as_eager_saw_it():
+    _LOGGER.isEnabledFor(logging.INFO)
+    _HANDLER.messages.clear()
+    assert_parity(k_log_mutable, grad_input(4))
+    assert _HANDLER.messages == ["seen [1]", "seen [1]"]
 
 
 def test_log_record_names_the_user_line():

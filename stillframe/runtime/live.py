@@ -21,6 +21,7 @@ from __future__ import annotations
 import builtins
 import collections.abc
 import operator
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -196,7 +197,11 @@ def _trampoline(frame: LiveFrame, kind: str) -> Any:
     user's ``file:line`` and function, as in eager.
     """
     code = frame.code.code
-    line = frame.code.instructions[frame.ip - 1].lineno or code.co_firstlineno
+    return trampoline(code, frame.code.instructions[frame.ip - 1].lineno or code.co_firstlineno, kind)
+
+
+def trampoline(code: types.CodeType, line: int, kind: str) -> Any:
+    """:func:`_trampoline` for line ``line`` of ``code`` (also used to replay deferred logging calls)."""
     key = (code.co_filename, line, code.co_name, kind)
     fn = _TRAMPOLINES.get(key)
     if fn is None:

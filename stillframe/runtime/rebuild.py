@@ -248,6 +248,11 @@ class StateCodegen:
             elif kind == "cell":
                 cell_source, value = payload
                 self.gen.lines.append(f"{self.gen.ref(cell_source)}.cell_contents = {self.expr(value)}")
+            elif kind == "call":  # a deferred logging call, made from the user's line
+                fn, args, kwargs, code, line = payload
+                step = self.gen.const(live.trampoline(code, line, "call"))
+                kw = ", ".join(f"{k!r}: {self.expr(v)}" for k, v in kwargs)
+                self.gen.lines.append(f"{step}({self.expr(fn)}, [{self._items(args)}], {{{kw}}})")
             elif kind == "global":
                 module, name = key[1], key[2]
                 target = "G" if module is None else f"___module_globals({module!r})"

@@ -414,6 +414,9 @@ def _bind_found(tx: Any, var: VariableTracker, obj: Any, name: str, found: tuple
     if hasattr(type(attr), "__get__") and not isinstance(attr, (int, float, str, bool, tuple, type(None))):
         if hasattr(type(attr), "__set__"):  # slots members and other data descriptors: read the live value
             return wrap(tx, getattr(obj, name), src)
+        if isinstance(attr, functools._lru_cache_wrapper) and obj is not None:
+            # a cached function used as a method (transformers' Logger.warning_once): bound for real
+            return PythonObjectVariable(attr.__get__(obj, type(obj)))
         tx.unsupported("unsupported_attribute", f"the descriptor {type(attr).__name__} at .{name}")
     return wrap(tx, attr, None) if src is None else wrap(tx, getattr(obj, name), src)
 

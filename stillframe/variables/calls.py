@@ -117,6 +117,8 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         tx.unsupported("disabled", f"{getattr(target, '__qualname__', target)} is marked @stillframe.disable",
                        ("it runs for real; tracing resumes after it",))
     module = getattr(target, "__module__", None) or ""
+    if _is_log_call(fn, target) and _defer_log_call(tx, fn, args, kwargs):
+        return tx.push(ConstantVariable(None))
     if isinstance(fn, (UserFunctionVariable, UserMethodVariable)) and module.split(".")[0] in OPAQUE_MODULES:
         tx.unsupported("opaque_module", f"{getattr(target, '__qualname__', target)} ({module}) talks to the "
                        "outside world", ("it runs for real; tracing resumes after it",))
@@ -189,6 +191,45 @@ def _signature(tx: Tracer, fn: VariableTracker) -> VariableTracker:
     if bound:  # the signature of the bound method: without its first parameter
         sig = sig.replace(parameters=list(sig.parameters.values())[1:])
     return ConstantVariable(sig)
+
+
+def _is_log_call(fn: VariableTracker, target: Any) -> bool:
+    """A logging method of a ``logging.Logger`` (``warning``, ``info``, transformers' ``warning_once`` ...)
+    or ``warnings.warn``: calls that only report, whose result is None."""
+    import logging
+    import warnings
+
+    if target is warnings.warn:
+        return True
+    owner = fn.self_var if isinstance(fn, UserMethodVariable) else getattr(target, "__self__", None)
+    if isinstance(owner, PythonObjectVariable):
+        owner = owner.value
+    name = getattr(target, "__name__", "")
+    return isinstance(owner, (logging.Logger, logging.LoggerAdapter)) and \
+        name.split("_")[0] in ("debug", "info", "warning", "warn", "error", "critical", "exception", "log")
+
+
+def _defer_log_call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> bool:
+    """Record a logging call to run right after the graph, from the user's line, instead of breaking the graph
+    there (TorchDynamo's ``reorderable_logging_functions``, on by default for logging only).
+
+    Only calls whose arguments are immutable Python values qualify (their replay sees what the call saw);
+    the call's place among the other replayed side effects is kept. Returns False when it does not qualify.
+    """
+    from .objects import record_side_effect
+
+    def immutable(v: VariableTracker) -> bool:
+        if isinstance(v, TupleVariable):
+            return all(immutable(i) for i in v.items)
+        return isinstance(v, (ConstantVariable, LazyArgument)) or (
+            isinstance(v, PythonObjectVariable) and isinstance(v.value, (type, types.ModuleType)))
+
+    if not all(immutable(v) for v in (*args, *kwargs.values())):
+        return False
+    frame = tx.frame
+    line = frame.code.instructions[max(frame.ip - 1, 0)].lineno or frame.code.code.co_firstlineno
+    record_side_effect(tx, ("call", tx.new_id()), (fn, tuple(args), tuple(kwargs.items()), frame.code.code, line))
+    return True
 
 
 def call_torch_function(tx: Tracer, target: Any, args: list, kwargs: dict) -> VariableTracker:

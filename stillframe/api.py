@@ -33,7 +33,7 @@ from .config import config
 from .errors import InternalError, StillframeWarning, Unsupported
 from .diagnostics import log
 from .runtime import live
-from .runtime.compiler import compile_frame, compile_segment, eager_entry, start_resume
+from .runtime.compiler import compile_frame, compile_retrying, eager_entry, start_resume
 from .guards.guard import identity_checked
 from .runtime.entry import CacheEntry, watch
 from .trace.interpreter import UserError
@@ -242,8 +242,8 @@ class CompiledFunction:
         counters["traces"] += 1
         tracer, start = None, time.perf_counter()
         try:
-            tracer = start_resume(cont, L)
-            outcome = self._timed(start, compile_segment, tracer, L, G, None, self._backend, False, self._func)
+            outcome = self._timed(start, compile_retrying, lambda: start_resume(cont, L), L, G, None, self._backend,
+                                  False, self._func)
         except Exception as e:  # Unsupported with no real step to fall back on, or a fault of ours
             self._add_entry(key, entries, eager_entry(getattr(e, "tracer", tracer), str(e)), L, G, None)
             counters["fallbacks"] += 1

@@ -218,12 +218,68 @@ def nested_user_context_managers(x):
     return y, depth, t.log
 
 
-@case(one(3), xfail="a @contextlib.contextmanager `with` breaks the graph ('`with` on a _GeneratorContextManager'), "
-                    "then the resumed code leaks StopIteration from next(gen): compiled raises, eager returns")
+@case(one(3))
 def generator_context_manager(x):
     with scaled_by(1.5) as k:
         y = x * k
     return y
+
+
+_EVENTS = []
+
+
+@contextlib.contextmanager
+def recorded(name):
+    _EVENTS.append(("enter", name))
+    try:
+        yield len(_EVENTS)
+    finally:
+        _EVENTS.append(("exit", name))
+
+
+@case(one(3))
+def generator_context_managers_nested_with_try_finally(x):
+    _EVENTS.clear()
+    with recorded("outer") as a:
+        with recorded("inner") as b:
+            y = x * a + b
+    return y, list(_EVENTS)
+
+
+@case(one(3), breaks=None, graphs=2, compiles=1)
+def generator_context_manager_around_a_graph_break(x):
+    _EVENTS.clear()
+    with recorded("outer") as a:
+        y = x * a
+        print("inside")  # the generator is suspended here: traced again with it run for real
+        y = y + 1
+    return y, list(_EVENTS)
+
+
+def _counter(n):
+    for i in range(n):
+        yield i * 10
+    return "done"
+
+
+@case(one(3))
+def next_steps_a_generator_and_its_return_value_reaches_stop_iteration(x):
+    gen = _counter(2)
+    a = next(gen)
+    b = next(gen)
+    try:
+        next(gen)
+    except StopIteration as stop:
+        c = stop.value
+    return x * (a + b), c, next(gen, "default")
+
+
+@case(one(3))
+def generator_partly_stepped_then_drained_by_a_loop(x):
+    gen = _counter(4)
+    first = next(gen)
+    rest = [v for v in gen]
+    return x + first, rest, list(gen)
 
 
 @case(one(3))

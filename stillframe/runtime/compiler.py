@@ -23,6 +23,7 @@ import torch
 from .. import compat
 from ..bytecode import read
 from ..diagnostics import log
+from ..errors import Unsupported
 from ..guards.guard import Guard, GuardCodegen, aliasing_pattern, compile_guards
 from ..guards.source import AttrSource, FunctionSource, GetItemSource, LocalSource, is_user_argument
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
@@ -102,7 +103,21 @@ def _global_guards(tracer: Tracer) -> None:
 def compile_frame(fn: types.FunctionType, L: dict, G: dict, F: Any, backend: Callable,
                   fullgraph: bool = False) -> TraceOutcome:
     """Trace one call of ``fn`` and build its cache entry (raises Unsupported / UserError from the trace)."""
-    return compile_segment(start_trace(fn, L), L, G, F, backend, fullgraph, fn)
+    return compile_retrying(lambda: start_trace(fn, L), L, G, F, backend, fullgraph, fn)
+
+
+def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any, backend: Callable,
+                     fullgraph: bool, fn: Any = None) -> TraceOutcome:
+    """:func:`compile_segment` on a fresh tracer; when a generator stepped by ``next()`` is still suspended
+    at the graph break (no real generator can stand for it), trace again draining generators at once."""
+    try:
+        return compile_segment(make_tracer(), L, G, F, backend, fullgraph, fn)
+    except Unsupported as e:
+        if e.graph_break.kind != "suspended_generator":
+            raise
+    tracer = make_tracer()
+    tracer.lazy_generators = False
+    return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
 
 
 def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable, fullgraph: bool,

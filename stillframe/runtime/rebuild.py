@@ -25,6 +25,7 @@ import torch
 from ..guards.guard import GuardCodegen
 from ..trace.interpreter import Tracer
 from ..variables.base import (
+    GeneratorVariable,
     AttrsView,
     AutocastExitVariable,
     AutocastVariable,
@@ -113,6 +114,10 @@ class StateCodegen:
             return self._once(("heap", var.oid), f"{cls}.__new__({cls})", lambda name: "; ".join(
                 [f"object.__setattr__({name}, {attr!r}, {self.expr(value)})" for attr, value in entry.attrs.items]
                 + self._dict_part(name, entry)) or "pass")
+        if isinstance(var, GeneratorVariable):
+            if tx.heap(var.oid).frame is None:  # finished: nothing more to yield
+                return f"iter(())"
+            tx.unsupported("suspended_generator", "a generator suspended mid-way cannot be rebuilt at a graph break")
         if isinstance(var, SliceVariable):
             return f"slice({self.expr(var.start)}, {self.expr(var.stop)}, {self.expr(var.step)})"
         if isinstance(var, RangeVariable):

@@ -91,6 +91,7 @@ class Tracer:
         self.fake_mode = fake_mode
         self.result: VariableTracker | None = None
         self.steps = 0
+        self.lazy_generators = True  # next(gen) steps a generator; False: every generator is drained at once
         self.floor = 0  # frames below this index belong to a handler mid-call (see run_until_return, catch)
         self.input_values: dict[int, Any] = {}  # tid -> live value (example inputs), not part of the state
         self.keepalive: list[Any] = []  # objects whose id() a guard checks stay alive while tracing
@@ -396,6 +397,10 @@ class Tracer:
 
     def return_value(self, value: VariableTracker) -> None:
         frames = self.state.frames
+        if frames[-1].generator is not None:  # next(gen) reached the generator's return: it has finished
+            from ..variables.base import GeneratorEntry
+
+            self.heap_set(frames[-1].generator, GeneratorEntry(None))
         if frames[-1].yields is not None:  # a generator ran to completion: its caller gets the yielded values
             from ..variables.base import IteratorVariable
 

@@ -101,6 +101,7 @@ class Frame:
     fn_source: Any = None
     kw_names: tuple = ()
     yields: tuple | None = None
+    generator: int | None = None  # heap id of the GeneratorEntry this frame steps (next(gen)), if any
 
     def _with(self, **changes: Any) -> "Frame":
         fields = {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -109,11 +110,11 @@ class Frame:
 
     def with_stack(self, stack: tuple) -> "Frame":
         return Frame(self.code, self.ip, stack, self.locals, self.cells, self.globals, self.globals_module,
-                     self.fn, self.fn_source, self.kw_names, self.yields)
+                     self.fn, self.fn_source, self.kw_names, self.yields, self.generator)
 
     def with_ip(self, ip: int) -> "Frame":
         return Frame(self.code, ip, self.stack, self.locals, self.cells, self.globals, self.globals_module,
-                     self.fn, self.fn_source, self.kw_names, self.yields)
+                     self.fn, self.fn_source, self.kw_names, self.yields, self.generator)
 
     def with_locals(self, locals: immutables.Map) -> "Frame":
         return self._with(locals=locals)

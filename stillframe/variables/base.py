@@ -397,6 +397,25 @@ class DictEntry:
         return DictEntry(tuple(items), self.source, self.live)
 
 
+@dataclass(frozen=True, slots=True)
+class GeneratorVariable(VariableTracker):
+    """A generator object made in the trace (calling a generator function); its state is ``heap[oid]``."""
+
+    oid: int
+
+    def python_type(self) -> type:
+        import types
+
+        return types.GeneratorType
+
+
+@dataclass(frozen=True, slots=True)
+class GeneratorEntry:
+    """Heap record of a generator: its suspended frame (``None`` once it has finished)."""
+
+    frame: Any
+
+
 @dataclass(frozen=True)
 class AttrsView:
     """The ``live`` of a DictEntry that is a snapshot of a traced object's ``__dict__`` (heap id ``oid``)."""

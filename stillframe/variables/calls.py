@@ -27,6 +27,7 @@ from ..tensors.ops import call_tensor_op
 from ..trace.interpreter import Tracer, UserError, make_frame
 from .attrs import getattr_var, module_hooks_guard, module_iterator
 from .base import (
+    GeneratorVariable,
     AutocastExitVariable,
     AutocastVariable,
     BuiltinVariable,
@@ -341,6 +342,10 @@ def push_code_frame(tx: Tracer, code: types.CodeType, qualname: str, args: list,
     cells = EMPTY_CELLS.update(dict(zip(code.co_freevars, closure)))
     frame = make_frame(read(code), bound, globals_, globals_module, fn, fn_source, cells)
     if code.co_flags & inspect.CO_GENERATOR:
+        if tx.lazy_generators:
+            from ..trace.ops.generators import make_generator
+
+            return tx.push(make_generator(tx, frame))
         frame = frame.with_yields(())
     tx.push_frame(frame)
 
@@ -555,6 +560,10 @@ def sequence_items(tx: Tracer, var: VariableTracker) -> tuple:
     """The items of an iterable VT, unrolled at trace time (tuples, lists, dicts' keys, ranges, iterators, tensors)."""
     if isinstance(var, LazyArgument):
         var = wrap(tx, var.value, var.source)
+    if isinstance(var, GeneratorVariable):
+        from ..trace.ops.generators import drain
+
+        var = drain(tx, var)
     if isinstance(var, ConstantVariable) and isinstance(var.value, (frozenset, set)):
         return tuple(ConstantVariable(v) for v in var.value)
     if isinstance(var, PythonObjectVariable) and isinstance(var.value, enum.EnumMeta):
@@ -937,7 +946,7 @@ def construct(tx: Tracer, cls: type, args: list, kwargs: dict) -> VariableTracke
         return TupleVariable(items, cls)
     import contextlib
 
-    if issubclass(cls, contextlib._GeneratorContextManagerBase):
+    if issubclass(cls, contextlib._GeneratorContextManagerBase) and not tx.lazy_generators:
         # its generator must run lazily, step by step with the `with` body: made and driven for real
         tx.unsupported("generator_context_manager", f"{cls.__name__}: a @contextmanager generator runs for real",
                        ("the body of the `with` block is still traced",))
@@ -1001,6 +1010,28 @@ def _delattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     return ConstantVariable(None)
 
 
+def _next(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    from ..trace.ops.generators import resume
+
+    gen = args[0]
+    if not isinstance(gen, GeneratorVariable):
+        tx.unsupported("unsupported_builtin", f"next() of a {gen.python_type().__name__} value")
+    if len(args) == 2:  # next(gen, default)
+        token = tx.checkpoint()
+        try:
+            return resume(tx, gen)
+        except UserError as e:
+            if not isinstance(e.exc, StopIteration):
+                raise
+            tx.restore(token)
+            from ..trace.ops.generators import GeneratorEntry
+
+            tx.heap_set(gen.oid, GeneratorEntry(None))
+            return args[1]
+    return resume(tx, gen)
+
+
+BUILTIN_RULES[next] = _next
 BUILTIN_RULES[delattr] = _delattr
 BUILTIN_RULES[object.__setattr__] = _object_setattr
 BUILTIN_RULES[object.__getattribute__] = _object_getattribute

@@ -254,6 +254,9 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
     if isinstance(obj, ListVariable) and name in ("append", "extend"):
         tx.append_to_list(obj, (args[0],) if name == "append" else tuple(sequence_items(tx, args[0])))
         return ConstantVariable(None)
+    if isinstance(obj, ListVariable) and name == "clear" and not args:
+        tx.set_list_items(obj, ())  # the result does not depend on the items: they are not read (nor guarded)
+        return ConstantVariable(None)
     if isinstance(obj, ListVariable):
         items = list(tx.list_items(obj))
         result: VariableTracker = ConstantVariable(None)

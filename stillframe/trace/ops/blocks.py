@@ -60,7 +60,8 @@ def _python_context_manager(tx, manager) -> None:
     cls = python_type_of(tx, manager)
     enter = getattr(cls, "__enter__", None)
     exit_ = getattr(cls, "__exit__", None)
-    if isinstance(manager, ConstantVariable) or issubclass(cls, contextlib._GeneratorContextManager) or \
+    if isinstance(manager, ConstantVariable) or (issubclass(cls, contextlib._GeneratorContextManager) and
+                                                 not tx.lazy_generators) or \
             not isinstance(enter, types.FunctionType) or not isinstance(exit_, types.FunctionType):
         tx.unsupported("unsupported_context_manager", f"`with` on a {cls.__name__}",
                        ("grad-mode, autocast and context managers written as Python classes are supported",))

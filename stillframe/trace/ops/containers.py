@@ -17,6 +17,7 @@ import torch
 from ...tensors.ops import call_tensor_op
 from ...variables.attrs import getattr_var
 from ...variables.base import (
+    GeneratorVariable,
     ConstantVariable,
     DictVariable,
     IteratorVariable,
@@ -258,6 +259,11 @@ def GET_ITER(tx, inst):
 
     if isinstance(seq, (IteratorVariable, LiveIteratorVariable)):
         tx.push(seq)
+        return
+    if isinstance(seq, GeneratorVariable):
+        from .generators import drain
+
+        tx.push(drain(tx, seq))
         return
     tx.push(IteratorVariable(tuple(sequence_items(tx, seq))))
 

@@ -1,15 +1,26 @@
-"""Generators: ``RETURN_GENERATOR``, ``YIELD_VALUE``.
+"""Generators: ``RETURN_GENERATOR``, ``YIELD_VALUE``, and generator objects.
 
-Calling a generator function (a generator expression, mostly) runs its frame
-to completion at once: each ``YIELD_VALUE`` appends to the frame's ``yields``
-and resumes with ``None``; returning hands the caller an iterator over the
-yielded values. Code that sends values into a generator is unsupported.
+Calling a generator function makes a generator object (a ``GeneratorVariable``
+whose heap entry holds its suspended frame). It runs in one of two ways:
+
+* ``next(gen)`` resumes its frame until the next ``YIELD_VALUE``, which suspends
+  the frame back into the heap and hands the caller the value; returning makes
+  the caller's ``next`` raise ``StopIteration`` (a ``@contextmanager`` is driven
+  this way, so its body is traced between its ``__enter__`` and ``__exit__``);
+* everything else (``for``, ``list(gen)``, ``sum(gen)`` ...) drains it: its
+  frame runs to completion, each ``YIELD_VALUE`` appending to the frame's
+  ``yields``, and the caller gets an iterator over them.
+
+A generator suspended mid-way cannot be rebuilt at a graph break (it would have
+to be a real generator at that point); the trace is then redone with drained
+generators only (``Tracer.lazy_generators``), where such code breaks earlier.
+Code that sends values into a generator or throws into it is unsupported.
 """
 
 from __future__ import annotations
 
-from ...variables.base import ConstantVariable
-from ..interpreter import handler
+from ...variables.base import ConstantVariable, GeneratorEntry, GeneratorVariable, IteratorVariable
+from ..interpreter import UserError, handler
 
 
 @handler("RETURN_GENERATOR")
@@ -21,7 +32,49 @@ def RETURN_GENERATOR(tx, inst):
 def YIELD_VALUE(tx, inst):
     value = tx.pop()
     frame = tx.frame
+    if frame.generator is not None:  # next(gen): suspend, hand the value to the caller
+        suspended = frame.with_stack(frame.stack + (ConstantVariable(None),))._with(generator=None)
+        tx.heap_set(frame.generator, GeneratorEntry(suspended))
+        tx.state = tx.state.replace(frames=tx.state.frames[:-1])
+        tx.push(value)
+        return
     if frame.yields is None:
         tx.unsupported("unsupported_opcode", "yield outside a generator being run")
     tx.set_frame(frame.with_yields(frame.yields + (value,)))
     tx.push(ConstantVariable(None))
+
+
+def make_generator(tx, frame) -> GeneratorVariable:
+    """The generator object of a call to a generator function, its frame not started."""
+    oid = tx.new_id()
+    tx.heap_set(oid, GeneratorEntry(frame))
+    return GeneratorVariable(oid)
+
+
+def drain(tx, gen: GeneratorVariable) -> IteratorVariable:
+    """Run ``gen`` to completion now; an iterator over what it yields (empty if it has finished)."""
+    entry = tx.heap(gen.oid)
+    if entry.frame is None:
+        return IteratorVariable(())
+    tx.heap_set(gen.oid, GeneratorEntry(None))
+    depth = len(tx.state.frames)
+    tx.push_frame(entry.frame._with(yields=(), generator=None))
+    return tx.run_until_return(depth)
+
+
+def resume(tx, gen: GeneratorVariable):
+    """``next(gen)``: the next value it yields; ``StopIteration`` (the user's) once it returns."""
+    entry = tx.heap(gen.oid)
+    if entry.frame is None:
+        tx.user_error(StopIteration())
+    tx.heap_set(gen.oid, GeneratorEntry(None))  # running: a return or an exception leaves it finished
+    depth = len(tx.state.frames)
+    tx.push_frame(entry.frame._with(generator=gen.oid))
+    value = tx.run_until_return(depth)
+    if tx.heap(gen.oid).frame is None:  # it returned instead of yielding
+        tx.user_error(StopIteration(*(() if isinstance(value, ConstantVariable) and value.value is None else
+                                      (value.value if isinstance(value, ConstantVariable) else value,))))
+    return value
+
+
+__all__ = ["UserError", "drain", "make_generator", "resume"]

@@ -259,8 +259,9 @@ def test_reset_empties_caches_and_counters():
 
 
 def test_dict_entries_are_guarded_only_when_read():
-    """A dict consulted for one key (os.environ, a settings table) guards that key's value and the key set,
-    not every other entry: changing an unread value reuses the plan, changing the read one recompiles."""
+    """A dict consulted for one key (os.environ, a settings table) guards that key's presence and value,
+    not every other entry: changing an unread value or adding a key reuses the plan, changing the read
+    value recompiles, removing the read key raises eager's KeyError."""
     settings = {"scale": 2.0, "unused_a": 1, "unused_b": "x", "flag": b"1"}
 
     def f(x, d):
@@ -276,6 +277,37 @@ def test_dict_entries_are_guarded_only_when_read():
     settings["scale"] = 3.0
     torch.testing.assert_close(compiled(x, settings), f(x, settings))
     assert stillframe.counters["traces"] - before == 2
-    settings["new_key"] = 0
+    settings["new_key"] = 0  # only "scale" is looked up: its presence is guarded, not the whole key set
     torch.testing.assert_close(compiled(x, settings), f(x, settings))
-    assert stillframe.counters["traces"] - before == 3
+    assert stillframe.counters["traces"] - before == 2
+    del settings["scale"]
+    with pytest.raises(KeyError, match="scale"):
+        compiled(x, settings)
+
+
+def test_a_key_looked_up_guards_only_that_key():
+    """os.environ.get("X") must not guard the whole environment: adding another variable (as inductor does
+    at its first compile) reuses the plan; adding the looked-up one recompiles."""
+    import os
+
+    name = "STILLFRAME_TEST_GUARD_KEY"
+    os.environ.pop(name, None)
+
+    def f(x):
+        flag = os.environ.get(name)
+        return x + (1 if flag is None else 2), name in os.environ
+
+    compiled = stillframe.compile(f, backend="eager")
+    x = torch.randn(2)
+    before = stillframe.counters["traces"]
+    try:
+        assert_parity(f, lambda: (x,), compiled=compiled)
+        os.environ[name + "_OTHER"] = "1"
+        assert_parity(f, lambda: (x,), compiled=compiled)
+        assert stillframe.counters["traces"] - before == 1
+        os.environ[name] = "1"
+        assert_parity(f, lambda: (x,), compiled=compiled)
+        assert stillframe.counters["traces"] - before == 2
+    finally:
+        os.environ.pop(name, None)
+        os.environ.pop(name + "_OTHER", None)

@@ -95,6 +95,8 @@ def describe(guard: Guard) -> str:
         return f"len({name}) > {exp}"
     if kind == "KEYS":
         return f"list({name}.keys()) == {list(exp)!r}"
+    if kind == "HAS_KEY":
+        return f"({exp[0]!r} in {name}) is {exp[1]!r}"
     if kind == "NO_HOOKS":
         return f"{name} has no forward hooks"
     if kind == "HOOKS":
@@ -271,6 +273,9 @@ def _condition(gen: GuardCodegen, guard: Guard) -> str:
         return f"len({v}) > {exp}"
     if kind == "KEYS":
         return f"list({v}.keys()) == {gen.const(list(exp))}"
+    if kind == "HAS_KEY":  # (key, present): one lookup, for a dict the trace only looked a key up in
+        key = repr(exp[0]) if type(exp[0]) in (int, str, bool, bytes) else gen.const(exp[0])
+        return f"({key} in {v}) is {exp[1]!r}"
     if kind == "TENSOR":
         return f"___tensor_ok({v}, {gen.const(exp)})"
     if kind == "NO_HOOKS":

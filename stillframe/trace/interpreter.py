@@ -187,7 +187,25 @@ class Tracer:
         self.heap_set(var.oid, ListEntry(tuple(items), entry.source, entry.live))
 
     def dict_entry(self, var: DictVariable) -> DictEntry:
-        return self.heap(var.oid)
+        """The dict's whole contents (an outside dict's key set is guarded now, if it was not yet)."""
+        entry = self.heap(var.oid)
+        if entry.keys_unguarded:
+            from ..guards.guard import Guard
+
+            self.add_guard(Guard(entry.source, "KEYS", tuple(k for k, _ in entry.items)))
+            entry = DictEntry(entry.items, entry.source, entry.live)
+            self.heap_set(var.oid, entry)
+        return entry
+
+    def dict_lookup(self, var: DictVariable, key: Any, missing: Any = None) -> Any:
+        """``var[key]`` as a VT, or ``missing``; on an outside dict only that key's presence is guarded."""
+        entry = self.heap(var.oid)
+        found = entry.get(key, missing)
+        if entry.keys_unguarded:
+            from ..guards.guard import Guard
+
+            self.add_guard(Guard(entry.source, "HAS_KEY", (key, found is not missing)))
+        return found
 
     def set_dict_entry(self, var: DictVariable, entry: DictEntry) -> None:
         old = self.dict_entry(var)

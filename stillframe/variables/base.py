@@ -376,6 +376,9 @@ class DictEntry:
     items: tuple
     source: Source | None = None
     live: Any = None  # the real dict, when it came from outside (for replaying mutations on it)
+    # an outside dict whose key set is not guarded yet: lookups guard one key each (Tracer.dict_lookup);
+    # anything that sees all keys (Tracer.dict_entry) guards the key set first
+    keys_unguarded: bool = False
 
     def get(self, key: Any, default: Any = None) -> Any:
         for k, v in self.items:

@@ -272,7 +272,6 @@ def _wrap_dict(tx: Any, value: dict, source: Source | None) -> VariableTracker:
     keys = list(value.keys())
     if not all(is_constant(k) or is_class_key(k) for k in keys):
         tx.unsupported("dict_keys", "a dict whose keys are not Python constants")
-    _guard(tx, source, "KEYS", tuple(keys))
     from .base import DictEntry, DictVariable, LazyArgument
 
     # scalar values are read (and guarded) only when the trace uses them: a dict like os.environ is
@@ -281,7 +280,7 @@ def _wrap_dict(tx: Any, value: dict, source: Source | None) -> VariableTracker:
                    wrap(tx, v, GetItemSource(source, k) if source else None)) for k, v in value.items())
 
     oid = tx.new_id()
-    tx.heap_set(oid, DictEntry(items, source, value))
+    tx.heap_set(oid, DictEntry(items, source, value, keys_unguarded=source is not None))
     return DictVariable(oid)
 
 

@@ -303,6 +303,17 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
             tx.unsupported("unsupported_call", f"list.{name}")
         tx.set_list_items(obj, tuple(items))
         return result
+    if isinstance(obj, DictVariable) and name in ("get", "__getitem__", "__contains__") and args:
+        key = const_value(tx, args[0])  # one key looked up: only its presence is guarded
+        found = tx.dict_lookup(obj, key, _MISSING)
+        if name == "get":
+            default = args[1] if len(args) > 1 else ConstantVariable(None)
+            return default if found is _MISSING else found
+        if name == "__contains__":
+            return ConstantVariable(found is not _MISSING)
+        if found is _MISSING:
+            tx.user_error(KeyError(key))
+        return found
     if isinstance(obj, DictVariable):
         entry = tx.dict_entry(obj)
         if name == "keys":

@@ -82,6 +82,14 @@ def CALL_INTRINSIC_1(tx, inst):
         from .operators import UNARY_POSITIVE
 
         return UNARY_POSITIVE(tx, inst)
+    if inst.argval == "INTRINSIC_STOPITERATION_ERROR":  # 3.12: a StopIteration leaving a generator's frame
+        exc = tx.pop()
+        value = exc.value if isinstance(exc, ConstantVariable) else None
+        if isinstance(value, StopIteration):
+            error = RuntimeError("generator raised StopIteration")
+            error.__cause__ = value
+            exc = ConstantVariable(error)
+        return tx.push(exc)
     tx.unsupported("unsupported_opcode", f"CALL_INTRINSIC_1 {inst.argval}")
 
 
@@ -150,10 +158,10 @@ def subscript(tx, container, key):
         return picked
     if isinstance(container, DictVariable):
         k = const_value(tx, key)
-        for key_, v in tx.dict_entry(container).items:
-            if type(key_) is type(k) and key_ == k:
-                return v
-        tx.user_error(KeyError(k))
+        v = tx.dict_lookup(container, k, _ABSENT)
+        if v is _ABSENT:
+            tx.user_error(KeyError(k))
+        return v
     if isinstance(container, NNModuleVariable):
         module = container.module
         k = const_value(tx, key)

@@ -232,7 +232,7 @@ def CONTAINS_OP(tx, inst):
         return
     if isinstance(container, DictVariable):
         key = const_value(tx, item)
-        found = any(type(k) is type(key) and k == key for k, _ in tx.dict_entry(container).items)
+        found = tx.dict_lookup(container, key, _ABSENT) is not _ABSENT
     elif isinstance(container, TensorVariable) or isinstance(item, TensorVariable):
         if isinstance(container, TensorVariable):
             tx.unsupported("data_dependent", "`in` on a tensor reads its values")
@@ -243,3 +243,6 @@ def CONTAINS_OP(tx, inst):
     else:
         found = const_value(tx, item) in const_value(tx, container)
     tx.push(ConstantVariable(found != bool(inst.argval)))
+
+
+_ABSENT = object()

@@ -43,8 +43,8 @@ from typing import Any, Callable
 
 import torch
 
-from .source import (AttrSource, BaseItemSource, DefaultSource, GetItemSource, LiftedSource, ModuleMemberSource,
-                     Source)
+from .source import (AttrSource, BaseItemSource, DefaultSource, GetItemSource, GlobalSource, LiftedSource,
+                     ModuleMemberSource, Source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +215,8 @@ class GuardCodegen:
             index = "" if source.index is None else f", {source.index!r}"
             method = "copy" if source.index is None else "__getitem__"
             expr = f"{self.const(source.builtin)}.{method}({self.ref(source.base)}{index})"
+        elif isinstance(source, GlobalSource) and source.module is not None:
+            expr = f"{self._module_dict(source.module)}[{source.global_name!r}]"
         elif isinstance(source, DefaultSource):
             attr = "__kwdefaults__" if source.kwonly else "__defaults__"
             expr = f"{self.ref(source.function)}.{attr}[{source.index!r}]"
@@ -224,6 +226,14 @@ class GuardCodegen:
         self.names[key] = name
         self.lines.append(f"{name} = {expr}  # {key}")
         return name
+
+    def _module_dict(self, module: str) -> str:
+        """A name bound once to ``sys.modules[module].__dict__`` (shared by every global read from it)."""
+        key = f"___module_globals({module!r})"
+        if key not in self.names:
+            self.names[key] = f"s{len(self.names)}"
+            self.lines.append(f"{self.names[key]} = {key}")
+        return self.names[key]
 
     def namespace(self) -> dict:
         return {

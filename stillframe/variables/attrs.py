@@ -19,7 +19,7 @@ import immutables
 import torch
 
 from ..guards.guard import Guard, hook_ids
-from ..guards.source import AttrSource, ModuleMemberSource
+from ..guards.source import AttrSource, GetItemSource, ModuleMemberSource
 from ..tensors.ops import call_tensor_op
 from .base import (
     BuiltinVariable,
@@ -385,6 +385,11 @@ def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> Va
             return UserMethodVariable(found.__func__, var)
         return wrap(tx, getattr(value, name), src, trusted=value.__module__.startswith("torch"))
     found = _static_lookup(value, name)
+    if src is not None and found is not _MISSING and found[0] == "instance" and \
+            isinstance(type(value).__getattribute__, types.FunctionType):
+        # guarded as obj.__dict__[name]: one call of the class's own __getattribute__ per guard check, not one
+        # per attribute (a transformers config is read dozens of times)
+        src = GetItemSource(AttrSource(var.source, "__dict__"), name)
     if found is _MISSING:
         if hasattr(type(value), "__getattr__"):
             tx.unsupported("unsupported_attribute", f"{type(value).__name__} defines __getattr__")

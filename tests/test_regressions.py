@@ -617,3 +617,50 @@ def test_argument_read_only_for_its_shape_is_not_a_graph_input(backend):
         return a, a.t()
 
     assert_parity(write_into_transposed_view, make, backend=backend)
+
+
+def _passes_through(func):
+    import functools
+
+    @functools.wraps(func)  # sets __wrapped__: inspect.signature would report func's parameters, not ours
+    def wrapper(self, *args, **kwargs):
+        kwargs.pop("return_dict", None)
+        return func(self, *args, **kwargs)
+
+    return wrapper
+
+
+class _WrappedForward(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    @_passes_through
+    def forward(self, x, scale=1.0):
+        y = self.lin(x) * scale
+        print("between graphs")  # a break inside the wrapped function: the wrapper's frame is rebuilt
+        return y.relu()
+
+
+@pytest.mark.parametrize("call", ["positional", "keyword", "extra_keyword"])
+def test_decorated_forward_binds_the_wrappers_own_arguments(call, capsys):
+    """Regression (transformers' can_return_tuple): arguments were bound by the signature of __wrapped__, so
+    the wrapper's `*args, **kwargs` were missing when its frame was rebuilt at a break (UnboundLocalError)."""
+    make = {"positional": lambda: ((torch.randn(2, 4), 2.0), {}),
+            "keyword": lambda: ((), {"x": torch.randn(2, 4), "scale": 2.0}),
+            "extra_keyword": lambda: ((torch.randn(2, 4),), {"return_dict": False})}[call]
+    assert_parity(_WrappedForward(), make, calls=2)
+
+
+def test_is_compiling_answers_as_under_torch_compile():
+    """Libraries branch on torch.compiler.is_compiling() to take compile-friendly paths: inside a trace it is
+    True, as under torch.compile (not eager's False); a step run for real between graphs gets False."""
+
+    def f(x):
+        return x + (1 if torch.compiler.is_compiling() else 2)
+
+    x = torch.zeros(2)
+    theirs = torch.compile(f, backend="eager")(x)
+    ours = stillframe.compile(f, backend="eager", fullgraph=True)(x)
+    torch.testing.assert_close(ours, theirs)
+    torch.testing.assert_close(ours, torch.ones(2))

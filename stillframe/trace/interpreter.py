@@ -35,6 +35,7 @@ from ..variables.base import (
     CellEntry,
     DictEntry,
     DictVariable,
+    LazyArgument,
     ListEntry,
     ListVariable,
     TensorVariable,
@@ -357,13 +358,12 @@ class Tracer:
 
     def realize_stack(self, depth: int | None = None) -> None:
         """Wrap (and guard) the lazy scalars among the top ``depth`` stack values (all if ``None``)."""
-        from ..variables.base import LazyArgument
-        from ..variables.builder import wrap
-
         frame = self.frame
         start = 0 if depth is None else max(len(frame.stack) - depth, 0)
         if not any(isinstance(v, LazyArgument) for v in frame.stack[start:]):
             return
+        from ..variables.builder import wrap
+
         stack = list(frame.stack)
         for i in range(start, len(stack)):
             if isinstance(stack[i], LazyArgument):

@@ -149,10 +149,14 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
 
 
 _BUILTIN_IDS = {id(v) for v in vars(builtins).values() if callable(v)}
+_NEVER_LIVE_MARKERS = frozenset({int, float, bool, str, bytes, type(None), tuple, list, dict, type,
+                                 types.FunctionType, types.ModuleType})
 
 
 def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTracker | None:
     """Values that exist only between two graphs of one call (see :mod:`stillframe.runtime.live`)."""
+    if type(value) in _NEVER_LIVE_MARKERS:
+        return None
     from ..guards.source import AttrSource
     from ..runtime import live
     from .base import NULL, ContextExitVariable, GradModeVariable, UserMethodVariable

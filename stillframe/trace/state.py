@@ -78,6 +78,10 @@ EMPTY_LOG = PLog()
 EMPTY_MAP: immutables.Map = immutables.Map()
 
 
+# tuple.__new__ without the NamedTuple's generated __new__: for the copies the interpreter makes per instruction
+_make = tuple.__new__
+
+
 class Frame(NamedTuple):
     """One symbolic Python frame: its code, instruction pointer, value stack, locals and cells.
 
@@ -109,12 +113,12 @@ class Frame(NamedTuple):
         return self._replace(**changes)
 
     def with_stack(self, stack: tuple) -> "Frame":
-        return Frame(self.code, self.ip, stack, self.locals, self.cells, self.globals, self.globals_module,
-                     self.fn, self.fn_source, self.kw_names, self.yields, self.generator)
+        return _make(Frame, (self.code, self.ip, stack, self.locals, self.cells, self.globals, self.globals_module,
+                             self.fn, self.fn_source, self.kw_names, self.yields, self.generator))
 
     def with_ip(self, ip: int) -> "Frame":
-        return Frame(self.code, ip, self.stack, self.locals, self.cells, self.globals, self.globals_module,
-                     self.fn, self.fn_source, self.kw_names, self.yields, self.generator)
+        return _make(Frame, (self.code, ip, self.stack, self.locals, self.cells, self.globals, self.globals_module,
+                             self.fn, self.fn_source, self.kw_names, self.yields, self.generator))
 
     def with_locals(self, locals: immutables.Map) -> "Frame":
         return self._with(locals=locals)
@@ -152,9 +156,9 @@ class TraceState(NamedTuple):
         return self._replace(**changes)
 
     def with_top(self, frame: Frame) -> "TraceState":
-        return TraceState(self.frames[:-1] + (frame,), self.heap, self.guards, self.inputs, self.memo, self.fakes,
-                          self.side_effects, self.prologue, self.grad_enabled, self.next_id, self.autocast,
-                          self.handling)
+        return _make(TraceState, (self.frames[:-1] + (frame,), self.heap, self.guards, self.inputs, self.memo,
+                                  self.fakes, self.side_effects, self.prologue, self.grad_enabled, self.next_id,
+                                  self.autocast, self.handling))
 
 
 @dataclass(frozen=True, slots=True)

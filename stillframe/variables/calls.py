@@ -74,15 +74,22 @@ def _tracing_answers() -> dict:
     libraries take their compile-friendly paths (transformers does); a step run for real between two
     graphs calls the real function and gets eager's answer, as with TorchDynamo.
     """
+    dynamo = sys.modules.get("torch._dynamo")  # never imported by us: it is heavy and registers hooks
+    cached = _TRACING_ANSWERS.get(dynamo is not None)
+    if cached is not None:
+        return cached
     answers = {torch.compiler.is_compiling: True, torch.compiler.is_dynamo_compiling: True,
                torch.compiler.is_exporting: False, torch.jit.is_tracing: False, torch.jit.is_scripting: False}
     utils_is_compiling = getattr(torch._utils, "is_compiling", None)
     if utils_is_compiling is not None:
         answers[utils_is_compiling] = True
-    dynamo = sys.modules.get("torch._dynamo")  # never imported by us: it is heavy and registers hooks
     if dynamo is not None and hasattr(dynamo, "is_compiling"):
         answers[dynamo.is_compiling] = True
+    _TRACING_ANSWERS[dynamo is not None] = answers
     return answers
+
+
+_TRACING_ANSWERS: dict[bool, dict] = {}  # by whether torch._dynamo was imported when it was built
 
 
 TORCH_DENY = {torch.manual_seed, torch.seed, torch.save, torch.load, torch.compile,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from ...variables.base import DictVariable, NullVariable
+from ...variables.base import (DictVariable, LazyArgument, NestedFunctionVariable, NullVariable, UserFunctionVariable,
+                               UserMethodVariable)
+from ...variables.builder import wrap
 from ...variables.calls import call, const_value, sequence_items
+from ...variables.objects import ContainerMethodVariable
 from ..interpreter import handler
 
 
@@ -38,18 +41,12 @@ def CALL(tx, inst):
 
 def _passes_values_through(fn) -> bool:
     """Callees that bind or store their arguments without looking at them: lazy scalars stay lazy."""
-    from ...variables.base import NestedFunctionVariable, UserFunctionVariable, UserMethodVariable
-    from ...variables.objects import ContainerMethodVariable
-
     if isinstance(fn, ContainerMethodVariable):
         return fn.name in ("append", "insert", "extend")
     return isinstance(fn, (UserFunctionVariable, UserMethodVariable, NestedFunctionVariable))
 
 
 def realize(tx, var):
-    from ...variables.base import LazyArgument
-    from ...variables.builder import wrap
-
     return wrap(tx, var.value, var.source) if isinstance(var, LazyArgument) else var
 
 

@@ -8,6 +8,7 @@ flow and is unsupported (a graph break in a later release).
 from __future__ import annotations
 
 from ...variables.base import (
+    LazyArgument,
     BuiltinVariable,
     ConstantVariable,
     DictVariable,
@@ -27,11 +28,11 @@ from ..interpreter import handler
 
 def truthiness(tx, var) -> bool:
     """``bool(var)`` at trace time, or Unsupported when it depends on tensor data."""
-    from ...variables.base import LazyArgument
-    from ...variables.builder import wrap
     from ...variables.calls import _len
 
     if isinstance(var, LazyArgument):
+        from ...variables.builder import wrap
+
         var = wrap(tx, var.value, var.source)
     if isinstance(var, ConstantVariable):
         return bool(var.value)

@@ -116,7 +116,7 @@ def _lift_leaf_factory(tx: Any, target: Any, args: tuple, kwargs: dict) -> Varia
         with tx.fake_context():
             fake = target(*plain_args, **dict(plain_kwargs))
     except (RuntimeError, TypeError, ValueError) as e:
-        tx.user_error(e)
+        tx.user_error(e, traceable=False)
     source = LiftedSource(target, plain_args, plain_kwargs)
     node = tx.graph.placeholder(f"lifted_{getattr(target, '__name__', 'leaf')}", fake)
     var = tx.new_tensor(fake, node, source)
@@ -181,7 +181,7 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     except (RuntimeError, TypeError, ValueError, IndexError) as e:
         if "data-dependent" in str(e) or "DataDependent" in type(e).__name__:
             tx.unsupported("data_dependent", f"{_describe(kind, target)} depends on tensor data")
-        tx.user_error(e)
+        tx.user_error(e, traceable=False)  # a fake tensor's error: the real op decides (see UserError)
     for t, v in zip(watched, versions):
         if t._version != v and not any(t is f for f in fresh.values()):
             raise InternalError(f"{_describe(kind, target)} mutated a tensor stillframe did not know it writes")

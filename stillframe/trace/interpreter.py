@@ -45,12 +45,19 @@ from .state import EMPTY_MAP, Checkpoint, Frame, TraceState
 
 
 class UserError(Exception):
-    """The user's code raised (or would raise) ``exc`` at trace time; eager must run to show it."""
+    """The user's code raised (or would raise) ``exc`` at trace time; eager must run to show it.
 
-    def __init__(self, exc: BaseException, location: UserLocation | None):
+    ``traceable``: the exception is certainly eager's own (a ``raise`` in the user's code, or a Python rule
+    that mirrors CPython's), so a traced ``except`` may catch it. An error from running an op on fake
+    tensors is not: fake tensors may fail where real ones do not, so it is never caught in the trace; the
+    instruction runs for real instead, and the real exception (if any) reaches the user's handlers.
+    """
+
+    def __init__(self, exc: BaseException, location: UserLocation | None, traceable: bool = True):
         super().__init__(f"{type(exc).__name__}: {exc}")
         self.exc = exc
         self.location = location
+        self.traceable = traceable
 
 
 HANDLERS: dict[str, Callable[["Tracer", Instruction], None]] = {}
@@ -306,8 +313,8 @@ class Tracer:
     def unsupported(self, kind: str, explanation: str, hints: tuple = ()) -> "NoReturn":  # noqa: F821
         raise Unsupported(GraphBreak(kind, explanation, tuple(hints), self.location()))
 
-    def user_error(self, exc: BaseException) -> "NoReturn":  # noqa: F821
-        raise UserError(exc, self.location())
+    def user_error(self, exc: BaseException, traceable: bool = True) -> "NoReturn":  # noqa: F821
+        raise UserError(exc, self.location(), traceable)
 
     # ----------------------------------------------------------------- loop
     def step(self) -> None:
@@ -339,6 +346,8 @@ class Tracer:
         """
         from ..variables.base import ConstantVariable
 
+        if not error.traceable:
+            raise error
         frames = list(self.state.frames[:depth])
         while len(frames) > self.floor:
             frame = frames[-1]

@@ -77,7 +77,7 @@ def brk_bool(x):
 
 def brk_warn(x):
     y = x * 2
-    warnings.warn("careful")  # deferred: no break
+    warnings.warn("careful")  # BREAK
     return y + 1
 
 
@@ -105,13 +105,15 @@ def test_data_dependent_breaks(fn, marker, what):
     assert report.graph_count == 2
 
 
-def test_warnings_warn_is_deferred_not_a_break():
+def test_warnings_warn_break():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         report = stillframe.explain(brk_warn)(torch.ones(3))
     assert [str(w.message) for w in caught] == ["careful"]  # the user's warning is not swallowed
     assert [(w.filename, w.lineno) for w in caught] == [(__file__, line_of(brk_warn, 'warnings.warn("careful")'))]
-    assert report.break_count == 0 and report.graph_count == 1
+    br = only_break(report)
+    assert_break_at(br, brk_warn, 'warnings.warn("careful")', "unsupported_call")
+    assert report.graph_count == 2
 
 
 def brk_numpy(x):

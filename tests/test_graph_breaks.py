@@ -144,7 +144,7 @@ def k_raise(x):
     return y + 1
 
 
-@pytest.mark.parametrize("fn", [k_print, k_item, k_tolist, k_if_tensor, k_bool, k_numpy, k_log_mutable],
+@pytest.mark.parametrize("fn", [k_print, k_item, k_tolist, k_if_tensor, k_bool, k_numpy, k_warn, k_log_mutable],
                          ids=lambda f: f.__name__)
 def test_each_break_kind_matches_eager(fn, capsys):
     with warnings.catch_warnings():
@@ -205,12 +205,17 @@ def test_logging_matches_eager():
     assert _HANDLER.messages == ["value (4,)", "value (4,)"]  # eager's record, then the compiled side's
 
 
-def test_warn_is_deferred_not_a_break():
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        report = assert_parity(k_warn, grad_input(4), calls=2)
-    assert graph_count(report.compiled) == 1
-    assert [str(w.message) for w in caught] == ["careful"] * 4  # two eager calls, two compiled ones
+def test_warning_turned_into_an_error_raises_at_the_users_line():
+    """warnings.warn is a graph break run for real (never deferred): an "error" filter makes it raise there,
+    before the rest of the function runs, as in eager."""
+    compiled = stillframe.compile(k_warn, backend="eager")
+    for call in (k_warn, compiled, compiled):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(UserWarning, match="careful") as info:
+                call(torch.ones(2))
+        frames = [(os.path.abspath(f.filename), f.lineno) for f in traceback.extract_tb(info.value.__traceback__)]
+        assert (HERE, line_of(k_warn, 'warnings.warn("careful")')) in frames, frames
 
 
 def test_mutable_logging_argument_is_logged_as_eager_saw_it():

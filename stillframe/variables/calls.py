@@ -202,13 +202,11 @@ def _signature(tx: Tracer, fn: VariableTracker) -> VariableTracker:
 
 
 def _is_log_call(fn: VariableTracker, target: Any) -> bool:
-    """A logging method of a ``logging.Logger`` (``warning``, ``info``, transformers' ``warning_once`` ...)
-    or ``warnings.warn``: calls that only report, whose result is None."""
+    """A logging method of a ``logging.Logger`` (``warning``, ``info``, transformers' ``warning_once`` ...):
+    calls that only report, whose result is None, and that do not raise (a failing handler reports its own
+    error). ``warnings.warn`` is not one: a filter can turn it into an exception at the user's line."""
     import logging
-    import warnings
 
-    if target is warnings.warn:
-        return True
     owner = fn.self_var if isinstance(fn, UserMethodVariable) else getattr(target, "__self__", None)
     if isinstance(owner, PythonObjectVariable):
         owner = owner.value

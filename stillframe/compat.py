@@ -54,3 +54,23 @@ def resolve_backend(backend: Any, mode: str | None, options: dict | None, dynami
     if backend == "inductor":
         return torch._TorchCompileInductorWrapper(mode, options, dynamic)
     return torch._TorchCompileWrapper(backend, mode, options, dynamic)
+
+
+def tensor_guards(examples: list) -> Any:
+    """torch's C++ tensor check (TorchDynamo's ``TensorGuards``) for tensors like ``examples``, or ``None``.
+
+    ``check(*tensors)`` is True when each tensor has its example's Python type, dispatch keys, dtype,
+    device, ``requires_grad``, sizes and strides (every size static). It keeps no reference to the examples.
+    ``None`` when this torch has no such class, its signature differs, or a tensor is not strided: the
+    caller then checks those tensors in Python.
+    """
+    if not examples or any(t.layout != torch.strided for t in examples):
+        return None
+    try:
+        from torch._C._dynamo.guards import TensorGuards
+
+        guards = TensorGuards(*examples, dynamic_dims_sizes=[list(t.shape) for t in examples],
+                              dynamic_dims_strides=[list(t.stride()) for t in examples])
+        return guards if guards.check(*examples) else None
+    except Exception:  # an API change: fall back to the Python checks
+        return None

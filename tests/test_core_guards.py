@@ -311,3 +311,35 @@ def test_a_key_looked_up_guards_only_that_key():
     finally:
         os.environ.pop(name, None)
         os.environ.pop(name + "_OTHER", None)
+
+
+@pytest.mark.parametrize("change", ["offset", "leaf", "view", "parameter", "inference"])
+def test_tensor_metadata_the_cpp_check_does_not_cover_still_recompiles(change):
+    """Tensor guards run as one C++ check (type, dispatch keys, dtype, device, requires_grad, sizes, strides)
+    plus a tuple of what it does not cover: a change in any of those must miss the plan and match eager."""
+    base = torch.randn(8)
+    first = {"offset": lambda: base[0:4], "leaf": lambda: torch.randn(4, requires_grad=True),
+             "view": lambda: torch.randn(4), "parameter": lambda: torch.randn(4, requires_grad=True),
+             "inference": lambda: torch.randn(4)}[change]
+    second = {"offset": lambda: base[2:6], "leaf": lambda: torch.randn(4, requires_grad=True) * 1,
+              "view": lambda: torch.randn(6)[1:5], "parameter": lambda: nn.Parameter(torch.randn(4)),
+              "inference": lambda: _inference_tensor(4)}[change]
+
+    def f(x):
+        return x * 2, x.is_leaf, x.storage_offset(), type(x).__name__
+
+    compiled = stillframe.compile(f, backend="eager")
+    before = stillframe.counters["traces"]
+    for make in (first, second, first):
+        x = make()
+        out, ref = compiled(x), f(x)
+        torch.testing.assert_close(out[0], ref[0])
+        assert out[1:] == ref[1:]
+        assert (out[0]._base is not None) == (ref[0]._base is not None)
+    assert stillframe.counters["traces"] - before == 2  # the second kind recompiles; the first hits again
+    assert stillframe.counters["graph_breaks"] == 0
+
+
+def _inference_tensor(n):
+    with torch.inference_mode():
+        return torch.randn(n)

@@ -43,6 +43,7 @@ from typing import Any, Callable
 
 import torch
 
+from .. import compat
 from .source import (AttrSource, BaseItemSource, DefaultSource, GetItemSource, GlobalSource, LiftedSource,
                      ModuleMemberSource, Source)
 
@@ -149,6 +150,42 @@ def _tensor_ok(t: Any, expected: tuple) -> bool:
     )
 
 
+def _extras(signature: tuple) -> tuple:
+    """What torch's C++ tensor check does not compare, from a ``tensor_signature``: storage offset,
+    ``is_leaf``, whether it is a view."""
+    return (signature[5], signature[7], signature[8])
+
+
+def _tensor_extras(tensors: tuple) -> tuple:
+    return tuple((t.storage_offset() if t.layout == torch.strided else 0, t.is_leaf, t._base is not None)
+                 for t in tensors)
+
+
+def tensor_examples(guards: list[Guard], L: dict, G: dict, F: Any) -> list | None:
+    """The live tensors the ``TENSOR`` guards describe, evaluated on the ``L, G, F`` they were traced from,
+    or ``None`` when one cannot be evaluated or no longer matches its guard."""
+    gen = GuardCodegen()
+    body: list[str] = []
+    for guard in guards:
+        if guard.kind != "TENSOR":
+            continue
+        v = gen.ref(guard.source)
+        body.extend(gen.lines)
+        gen.lines = []
+        body.append(f"___found.append({v})")
+    text = "def ___examples(L, G, F, ___found):\n" + "".join(f"    {line}\n" for line in body) + "    return ___found\n"
+    ns = gen.namespace()
+    exec(compile(text, "<stillframe tensor examples>", "exec"), ns)
+    try:
+        found = ns.pop("___examples")(L, G, F, [])
+    except Exception:
+        return None
+    expected = [g.expected for g in guards if g.kind == "TENSOR"]
+    if len(found) != len(expected) or any(tensor_signature(t) != e for t, e in zip(found, expected)):
+        return None
+    return found
+
+
 def aliasing_pattern(tensors: tuple) -> tuple:
     """For each tensor, the index of the first tensor sharing its storage (its own index if none)."""
     seen: dict[int, int] = {}
@@ -239,6 +276,7 @@ class GuardCodegen:
         return {
             "___c": self.consts,
             "___tensor_ok": _tensor_ok,
+            "___tensor_extras": _tensor_extras,
             "___aliasing": aliasing_pattern,
             "___no_hooks": _no_hooks,
             "___hook_ids": hook_ids,
@@ -297,22 +335,41 @@ def _condition(gen: GuardCodegen, guard: Guard) -> str:
     raise ValueError(f"unknown guard kind {kind}")
 
 
-def compile_guards(guards: list[Guard], verbose: bool = False) -> tuple[Callable[..., Any], str]:
+def compile_guards(guards: list[Guard], verbose: bool = False,
+                   examples: list | None = None) -> tuple[Callable[..., Any], str]:
     """Compile guards into ``check(L, G, F) -> bool`` and return it with its printable source.
 
     With ``verbose`` the function instead returns ``None`` when every guard
     holds and otherwise the text of the first one that fails (for
     recompilation reports).
+
+    ``examples``: the live tensors the ``TENSOR`` guards describe, in their
+    order (see :func:`tensor_examples`). With them the tensor checks are one
+    call of torch's C++ check plus one tuple comparison for what it does not
+    cover (storage offset, ``is_leaf``, being a view), instead of one Python
+    call per tensor.
     """
     gen = GuardCodegen()
     body: list[str] = []
+    batch = None if verbose or not examples else compat.tensor_guards(examples)
+    batched: list[str] = []
     for guard in guards:
         before = len(gen.lines)
+        if batch is not None and guard.kind == "TENSOR":
+            batched.append(gen.ref(guard.source))
+            body.extend(gen.lines[before:])
+            del gen.lines[before:]
+            continue
         cond = _condition(gen, guard)
         body.extend(gen.lines[before:])
         del gen.lines[before:]
         failed = repr(describe(guard)) if verbose else "False"
         body.append(f"if not ({cond}): return {failed}")
+    if batched:
+        refs = "".join(f"{r}, " for r in batched)
+        expected = tuple(_extras(g.expected) for g in guards if g.kind == "TENSOR")
+        body.append(f"if not {gen.const(batch)}.check({refs}): return False")
+        body.append(f"if ___tensor_extras(({refs})) != {gen.const(expected)}: return False")
     text = "def ___guard(L, G, F):\n"
     text += "    try:\n        pass\n" if not body else "    try:\n"
     text += "".join(f"        {line}\n" for line in body)

@@ -24,7 +24,7 @@ from .. import compat
 from ..bytecode import read
 from ..diagnostics import log
 from ..errors import Unsupported
-from ..guards.guard import Guard, GuardCodegen, aliasing_pattern, compile_guards
+from ..guards.guard import Guard, GuardCodegen, aliasing_pattern, compile_guards, tensor_examples
 from ..guards.source import AttrSource, FunctionSource, GetItemSource, LocalSource, is_user_argument
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace.interpreter import Tracer, make_frame
@@ -157,7 +157,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         raise
     _add_aliasing_guard(tracer)
     guards = tracer.guards()
-    check, guard_source = compile_guards(guards)
+    check, guard_source = compile_guards(guards, examples=tensor_examples(guards, L, G, F))
     used_inputs = _drop_unread_placeholders(tracer)
     gm = tracer.graph.finish(tuple(codegen.output_nodes))
     fetch, fetch_source = _fetch_function(tracer)

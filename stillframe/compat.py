@@ -2,7 +2,8 @@
 
 Used: ``FakeTensorMode`` (``torch._subclasses``), the backend registry behind
 torch.compile's ``backend=`` argument (``torch._TorchCompileWrapper``,
-``torch._TorchCompileInductorWrapper``), and ``torch._dynamo.reset``.
+``torch._TorchCompileInductorWrapper``), ``torch._dynamo.reset``, and TorchDynamo's C++ tensor check
+(``torch._C._dynamo.guards.TensorGuards``, optional: see :func:`tensor_guards`).
 """
 
 from __future__ import annotations

@@ -235,14 +235,29 @@ def _function(tx: Any, value: types.FunctionType, source: Source | None) -> Vari
         if source is not None and hit.source is not None:
             _guard(tx, source, "SAME", hit.source)
         return hit
-    _guard(tx, source, "TYPE", types.FunctionType)
-    _guard(tx, AttrSource(source, "__code__") if source else None, "ID", id(value.__code__))
-    if value.__closure__ and source is not None:
-        _guard(tx, AttrSource(source, "__closure__"), "LEN", len(value.__closure__))
+    if source is not None and _rooted_in_globals(source):
+        # a module's function (or one in a module-level registry): the same object on every call, so its
+        # identity is guarded (one check, as TorchDynamo's FUNCTION_MATCH); the entry dies with it
+        _guard(tx, source, "ID", id(value))
+    else:
+        _guard(tx, source, "TYPE", types.FunctionType)
+        _guard(tx, AttrSource(source, "__code__") if source else None, "ID", id(value.__code__))
+        if value.__closure__ and source is not None:
+            _guard(tx, AttrSource(source, "__closure__"), "LEN", len(value.__closure__))
     var = UserFunctionVariable(value, source)
     tx.state = tx.state.replace(memo=tx.state.memo.set(key, var))
     tx.keepalive.append(value)
     return var
+
+
+def _rooted_in_globals(source: Source) -> bool:
+    """Whether ``source`` is read from a module's globals (``G['f']``, ``___module_globals('m')['f']``,
+    ``G['REGISTRY']['key']``) rather than from the call's arguments, closure or defaults."""
+    from ..guards.source import GlobalSource
+
+    while hasattr(source, "base"):
+        source = source.base
+    return isinstance(source, GlobalSource)
 
 
 def _wrap_list(tx: Any, value: list, source: Source | None) -> VariableTracker:

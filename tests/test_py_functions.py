@@ -630,3 +630,21 @@ def test_changed_defaults_of_a_called_function_recompile():
     finally:
         helper.__defaults__ = (2.0,)
     assert len(graphs) == 2
+
+
+def test_function_made_in_the_trace_is_one_object_wherever_it_goes():
+    """A closure returned twice and stored in a list is the same function object in all three places (eager's
+    identity), also across a graph break that rebuilds the frame holding it."""
+
+    def f(x):
+        def g(t):
+            return t + x.shape[0]
+
+        held = [g]
+        print("break")  # the frame (g in its locals and in `held`) is rebuilt here
+        return x * 2, g, held
+
+    report, _ = check(f, lambda: (rand(3),), breaks=None, graphs=1, compiles=1)
+    out = report.compiled_result
+    assert out[1] is out[2][0]
+    assert out[1](1) == 4

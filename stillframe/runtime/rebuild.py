@@ -221,10 +221,9 @@ class StateCodegen:
         globals_ = "G" if fn.globals_module is None else f"___module_globals({fn.globals_module!r})"
         text = (f"{self.gen.const(types.FunctionType)}({self.gen.const(fn.code)}, {globals_}, "
                 f"{fn.code.co_name!r}, {defaults}, {closure})")
-        if fn.kwdefaults:
-            name = self._once(("function", id(fn)), text, lambda n: f"{n}.__kwdefaults__ = {self._dict(fn.kwdefaults)}")
-            return name
-        return text
+        # made once: every reference to the function is the same object, as in eager
+        return self._once(("function", id(fn)), text, lambda n: f"{n}.__kwdefaults__ = {self._dict(fn.kwdefaults)}"
+                          if fn.kwdefaults else "pass")
 
     # --------------------------------------------------------- side effects
     def side_effects(self) -> None:

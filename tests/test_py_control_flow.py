@@ -41,6 +41,24 @@ class Config:
 # ---------------------------------------------------------------- if / elif / else
 
 
+@case(lambda: (rand(3), [1, 2, 3, 4, 5, 6]))
+def next_on_the_iterator_a_for_loop_walks(x, xs):
+    it = iter(xs)  # one iterator, advanced by the loop and by next(): pairs (1, 2), (3, 4), (5, 6)
+    out = []
+    for a in it:
+        b = next(it)
+        out.append(a * b)
+    return x * sum(out), out
+
+
+@case(lambda: (rand(3), [1, 2, 3, 4]))
+def an_iterator_is_consumed_once_wherever_it_is_read(x, xs):
+    it = iter(xs)
+    first = next(it)
+    rest = list(it)
+    return x * first, rest, list(it), iter(it) is it, next(it, "done")
+
+
 @case(lambda: (rand(3),))
 def if_on_constants(x):
     if DEBUG:

@@ -124,8 +124,10 @@ class StateCodegen:
             return self.gen.const(var.value)
         if isinstance(var, NullVariable):
             return self.gen.const(live.NULL)
-        if isinstance(var, IteratorVariable):
-            return f"{self.gen.const(live.ResumableIterator)}([{self._items(var.items[var.index:])}])"
+        if isinstance(var, IteratorVariable):  # made once: every reference is the same iterator
+            rest = tx.heap(var.oid).rest
+            return self._once(("iterator", var.oid), f"{self.gen.const(live.ResumableIterator)}([{self._items(rest)}])",
+                              lambda name: "pass")
         if isinstance(var, LiveIteratorVariable):
             return f"{self.gen.const(live.ResumableIterator)}({self.gen.ref(var.items_source)}[{var.index}:])"
         if isinstance(var, CellVariable):

@@ -161,6 +161,32 @@ class Tracer:
         self.heap_set(oid, ListEntry(tuple(items), source))
         return ListVariable(oid)
 
+    def new_iterator(self, items: tuple) -> "IteratorVariable":
+        """A fresh iterator over ``items`` (VTs), at its first item."""
+        from ..variables.base import IteratorEntry, IteratorVariable
+
+        oid = self.new_id()
+        self.heap_set(oid, IteratorEntry(tuple(items)))
+        return IteratorVariable(oid)
+
+    def iterator_next(self, var: "IteratorVariable") -> VariableTracker | None:
+        """Advance ``var``: its next item, or ``None`` when it is exhausted."""
+        from ..variables.base import IteratorEntry
+
+        entry = self.heap(var.oid)
+        if entry.index >= len(entry.items):
+            return None
+        self.heap_set(var.oid, IteratorEntry(entry.items, entry.index + 1))
+        return entry.items[entry.index]
+
+    def iterator_drain(self, var: "IteratorVariable") -> tuple:
+        """The items ``var`` has left, consuming them (``list(it)``, ``for``-unrolling, unpacking)."""
+        from ..variables.base import IteratorEntry
+
+        entry = self.heap(var.oid)
+        self.heap_set(var.oid, IteratorEntry(entry.items, len(entry.items)))
+        return entry.rest
+
     def new_dict(self, items: tuple, source: Any = None) -> DictVariable:
         oid = self.new_id()
         self.heap_set(oid, DictEntry(tuple(items), source))
@@ -431,7 +457,7 @@ class Tracer:
         if frames[-1].yields is not None:  # a generator ran to completion: its caller gets the yielded values
             from ..variables.base import IteratorVariable
 
-            value = IteratorVariable(frames[-1].yields)
+            value = self.new_iterator(frames[-1].yields)
         if len(frames) == 1:
             self.result = value
             return

@@ -345,8 +345,8 @@ def module_iterator(var: NNModuleVariable, method: str, tx: Any, args: list, kwa
                     seen.add(id(value))
                     items.append((f"{qual}.{pname}" if qual else pname, module_attr(tx, mv, pname)))
     if method.startswith("named_"):
-        return IteratorVariable(tuple(TupleVariable((ConstantVariable(q), v)) for q, v in items))
-    return IteratorVariable(tuple(v for _, v in items))
+        return tx.new_iterator(tuple(TupleVariable((ConstantVariable(q), v)) for q, v in items))
+    return tx.new_iterator(tuple(v for _, v in items))
 
 
 def module_attr(tx: Any, var: NNModuleVariable, name: str) -> VariableTracker:

@@ -120,10 +120,11 @@ class RangeVariable(VariableTracker):
 
 @dataclass(frozen=True, slots=True)
 class IteratorVariable(VariableTracker):
-    """An iterator over a fixed sequence of VTs, at position ``index`` (a new value per step)."""
+    """An iterator made in the trace (``iter(xs)``, ``zip``, a drained generator ...) over a fixed sequence
+    of VTs. Its position is state, ``heap[oid]`` (an :class:`IteratorEntry`): every reference to the
+    iterator -- a local, the loop's stack slot, a list -- sees it advance, as in eager."""
 
-    items: tuple
-    index: int = 0
+    oid: int
 
     def python_type(self) -> type:
         return type(iter(()))
@@ -398,6 +399,18 @@ class DictEntry:
         else:
             items.append((key, value))
         return DictEntry(tuple(items), self.source, self.live)
+
+
+@dataclass(frozen=True, slots=True)
+class IteratorEntry:
+    """Heap record of an iterator: its items and the position of the next one."""
+
+    items: tuple
+    index: int = 0
+
+    @property
+    def rest(self) -> tuple:
+        return self.items[self.index:]
 
 
 @dataclass(frozen=True, slots=True)

@@ -444,7 +444,7 @@ def const_value(tx: Tracer, var: VariableTracker) -> Any:
     if isinstance(var, RangeVariable):
         return var.value
     if isinstance(var, IteratorVariable):
-        return iter([const_value(tx, v) for v in var.items[var.index:]])
+        return iter([const_value(tx, v) for v in tx.heap(var.oid).rest])
     if isinstance(var, (BuiltinVariable, TorchFunctionVariable)):
         return var.fn
     if isinstance(var, PythonObjectVariable) and (callable(var.value) or isinstance(var.value, types.ModuleType)):
@@ -456,7 +456,7 @@ def is_const(tx: Tracer, var: VariableTracker) -> bool:
     if isinstance(var, (ConstantVariable, RangeVariable, LazyArgument)):
         return True
     if isinstance(var, IteratorVariable):
-        return all(is_const(tx, v) for v in var.items[var.index:])
+        return all(is_const(tx, v) for v in tx.heap(var.oid).rest)
     if isinstance(var, TupleVariable):
         return all(is_const(tx, v) for v in var.items)
     if isinstance(var, SliceVariable):
@@ -585,7 +585,7 @@ def sequence_items(tx: Tracer, var: VariableTracker) -> tuple:
     if isinstance(var, RangeVariable):
         return tuple(ConstantVariable(i) for i in var.value)
     if isinstance(var, IteratorVariable):
-        return var.items[var.index:]
+        return tx.iterator_drain(var)  # consumed, as list(it) / unpacking / zip(it) consume it
     if isinstance(var, LiveIteratorVariable):
         from ..guards.guard import Guard
         from ..trace.ops.containers import _live_item
@@ -718,21 +718,23 @@ def _range(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 def _zip(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     seqs = [sequence_items(tx, a) for a in args]
-    return IteratorVariable(tuple(TupleVariable(t) for t in zip(*seqs)))
+    return tx.new_iterator(tuple(TupleVariable(t) for t in zip(*seqs)))
 
 
 def _enumerate(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     start = const_value(tx, args[1]) if len(args) > 1 else const_value(tx, kwargs.get("start", ConstantVariable(0)))
-    return IteratorVariable(tuple(TupleVariable((ConstantVariable(i + start), v))
+    return tx.new_iterator(tuple(TupleVariable((ConstantVariable(i + start), v))
                                   for i, v in enumerate(sequence_items(tx, args[0]))))
 
 
 def _reversed(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    return IteratorVariable(tuple(reversed(sequence_items(tx, args[0]))))
+    return tx.new_iterator(tuple(reversed(sequence_items(tx, args[0]))))
 
 
 def _iter(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    return IteratorVariable(tuple(sequence_items(tx, args[0])))
+    if isinstance(args[0], IteratorVariable):
+        return args[0]  # an iterator's iterator is itself
+    return tx.new_iterator(tuple(sequence_items(tx, args[0])))
 
 
 def _minmax(fn: Any) -> Callable:
@@ -840,7 +842,7 @@ def _sorted(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 def _map(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     fn, seqs = args[0], [sequence_items(tx, a) for a in args[1:]]
-    return IteratorVariable(tuple(call_sync(tx, fn, list(items), {}) for items in zip(*seqs)))
+    return tx.new_iterator(tuple(call_sync(tx, fn, list(items), {}) for items in zip(*seqs)))
 
 
 def _filter(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
@@ -855,7 +857,7 @@ def _filter(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
             keep = truthiness(tx, call_sync(tx, fn, [item], {}))
         if keep:
             kept.append(item)
-    return IteratorVariable(tuple(kept))
+    return tx.new_iterator(tuple(kept))
 
 
 BUILTIN_RULES: dict[Any, Callable] = {
@@ -1019,6 +1021,13 @@ def _next(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     from ..trace.ops.generators import resume
 
     gen = args[0]
+    if isinstance(gen, IteratorVariable):
+        item = tx.iterator_next(gen)
+        if item is not None:
+            return item
+        if len(args) == 2:
+            return args[1]
+        tx.user_error(StopIteration())
     if not isinstance(gen, GeneratorVariable):
         tx.unsupported("unsupported_builtin", f"next() of a {gen.python_type().__name__} value")
     if len(args) == 2:  # next(gen, default)

@@ -317,11 +317,11 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
     if isinstance(obj, DictVariable):
         entry = tx.dict_entry(obj)
         if name == "keys":
-            return IteratorVariable(tuple(ConstantVariable(k) for k, _ in entry.items))
+            return tx.new_iterator(tuple(ConstantVariable(k) for k, _ in entry.items))
         if name == "values":
-            return IteratorVariable(tuple(v for _, v in entry.items))
+            return tx.new_iterator(tuple(v for _, v in entry.items))
         if name == "items":
-            return IteratorVariable(tuple(TupleVariable((ConstantVariable(k), v)) for k, v in entry.items))
+            return tx.new_iterator(tuple(TupleVariable((ConstantVariable(k), v)) for k, v in entry.items))
         if name == "get":
             key = const_value(tx, args[0])
             default = args[1] if len(args) > 1 else ConstantVariable(None)
@@ -386,7 +386,7 @@ def _dict_dunder(tx: Any, obj: DictVariable, entry: DictEntry, name: str, args: 
     if name == "__len__":
         return ConstantVariable(len(entry.items))
     if name == "__iter__":
-        return IteratorVariable(tuple(ConstantVariable(k) for k, _ in entry.items))
+        return tx.new_iterator(tuple(ConstantVariable(k) for k, _ in entry.items))
     key = const_value(tx, args[0])
     found = entry.get(key, _MISSING)
     if name == "__contains__":

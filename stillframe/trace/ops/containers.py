@@ -3,8 +3,8 @@
 Lists and dicts built during the trace live in the heap (mutating one binds a
 new heap entry); tuples and slices are plain immutable VTs. Iteration is
 unrolled at trace time: ``GET_ITER`` snapshots the items into an
-``IteratorVariable`` and ``FOR_ITER`` advances it by replacing it with the next
-one.
+``IteratorVariable`` (whose position is heap state, shared by every reference to
+it) and ``FOR_ITER`` advances it.
 """
 
 from __future__ import annotations
@@ -273,7 +273,7 @@ def GET_ITER(tx, inst):
 
         tx.push(drain(tx, seq))
         return
-    tx.push(IteratorVariable(tuple(sequence_items(tx, seq))))
+    tx.push(tx.new_iterator(tuple(sequence_items(tx, seq))))
 
 
 def _live_item(tx, it, index):
@@ -298,9 +298,9 @@ def FOR_ITER(tx, inst):
                        ("each iteration then runs the same cached plans",))
     if not isinstance(it, IteratorVariable):
         tx.unsupported("unsupported_iteration", f"iterating a {it.python_type().__name__}")
-    if it.index < len(it.items):
-        tx.pop()
-        tx.push(IteratorVariable(it.items, it.index + 1), it.items[it.index])
+    item = tx.iterator_next(it)  # the iterator stays on the stack: its position is heap state
+    if item is not None:
+        tx.push(item)
     else:
         tx.pop()
         tx.jump(inst)

@@ -55,7 +55,7 @@ def drain(tx, gen: GeneratorVariable) -> IteratorVariable:
     """Run ``gen`` to completion now; an iterator over what it yields (empty if it has finished)."""
     entry = tx.heap(gen.oid)
     if entry.frame is None:
-        return IteratorVariable(())
+        return tx.new_iterator(())
     tx.heap_set(gen.oid, GeneratorEntry(None))
     depth = len(tx.state.frames)
     tx.push_frame(entry.frame._with(yields=(), generator=None))

@@ -174,9 +174,10 @@ def COMPARE_OP(tx, inst):
 def _identity_key(v):
     if isinstance(v, TensorVariable):
         return ("tensor", v.tid)
+    from ...variables.base import GeneratorVariable, IteratorVariable
     from ...variables.objects import ObjectVariable
 
-    if isinstance(v, (ListVariable, DictVariable, ObjectVariable)):
+    if isinstance(v, (ListVariable, DictVariable, ObjectVariable, IteratorVariable, GeneratorVariable)):
         return ("heap", v.oid)
     if isinstance(v, NNModuleVariable):
         return ("obj", id(v.module))

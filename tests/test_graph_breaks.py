@@ -698,3 +698,23 @@ def test_break_inside_autocast_keeps_autocast_on_both_sides(backend, capsys):
     assert report.warnings == []
     assert not torch.is_autocast_enabled("cpu")
     assert capsys.readouterr().out.count("inside autocast torch.bfloat16") == 4  # eager and compiled, twice
+
+
+def l_named_iterator(x, xs):
+    it = iter(xs)
+    pairs = []
+    for a in it:
+        b = next(it)  # the loop's iterator, advanced by the body too
+        print(a, b)  # a break: the loop's stack slot and the local `it` must stay one iterator
+        pairs.append(a * b)
+        if a == 3:
+            break
+    return x * sum(pairs), list(it)
+
+
+def test_loop_over_a_named_iterator_with_a_break_in_its_body(capsys):
+    make = lambda: (torch.randn(2, requires_grad=True), [1, 2, 3, 4, 5, 6, 7, 8])  # noqa: E731
+    report = assert_parity(l_named_iterator, make, calls=2)
+    assert report.compiled_result[1] == [5, 6, 7, 8]
+    out = capsys.readouterr().out
+    assert out == "1 2\n3 4\n" * 4  # two eager calls, two compiled ones

@@ -54,6 +54,7 @@ from ..variables.base import (
     UserMethodVariable,
     VariableTracker,
 )
+from ..variables.builder import wrap
 from ..variables.objects import DELETED, ContainerMethodVariable, ObjectVariable, dict_base
 from . import live
 
@@ -75,6 +76,8 @@ class StateCodegen:
     def expr(self, var: VariableTracker) -> str:
         tx = self.tracer
         if isinstance(var, LazyArgument):
+            if isinstance(var.value, live.ResumableIterator):  # a loop's iterator also held in a local
+                return self.expr(wrap(tx, var.value, var.source))
             return self.gen.ref(var.source)
         if isinstance(var, TensorVariable):
             return self._tensor(var)
@@ -129,7 +132,11 @@ class StateCodegen:
             return self._once(("iterator", var.oid), f"{self.gen.const(live.ResumableIterator)}([{self._items(rest)}])",
                               lambda name: "pass")
         if isinstance(var, LiveIteratorVariable):
-            return f"{self.gen.const(live.ResumableIterator)}({self.gen.ref(var.items_source)}[{var.index}:])"
+            # a new iterator over what is left (so one plan serves every iteration of a loop), made once for
+            # the live iterator: a local and the loop's stack slot that held it still share it
+            return self._once(("live_iter", var.obj_id),
+                              f"{self.gen.const(live.ResumableIterator)}({self.gen.ref(var.items_source)}[{var.index}:])",
+                              lambda name: "pass")
         if isinstance(var, CellVariable):
             return self.cell(var.ref)
         if isinstance(var, NestedFunctionVariable):

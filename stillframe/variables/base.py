@@ -143,6 +143,7 @@ class LiveIteratorVariable(VariableTracker):
     items_source: Source
     values: tuple
     index: int = 0
+    obj_id: int = 0  # id() of the live iterator: every reference to it is rebuilt as one new iterator
 
     def python_type(self) -> type:
         return type(iter(()))

@@ -168,7 +168,7 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
 
         _guard(tx, source, "TYPE", live.ResumableIterator)
         _guard(tx, AttrSource(source, "index"), "EQUALS", value.index)
-        return LiveIteratorVariable(AttrSource(source, "items"), tuple(value.items), value.index)
+        return LiveIteratorVariable(AttrSource(source, "items"), tuple(value.items), value.index, id(value))
     if isinstance(value, live.AutocastExit):
         from .base import AutocastExitVariable
 

@@ -648,3 +648,18 @@ def test_function_made_in_the_trace_is_one_object_wherever_it_goes():
     out = report.compiled_result
     assert out[1] is out[2][0]
     assert out[1](1) == 4
+
+
+def test_partial_and_bound_method_made_in_the_trace_keep_identity():
+    class Scaler:
+        def apply(self, t):
+            return t * 3
+
+    def f(x, s):
+        p = functools.partial(torch.add, x)
+        m = s.apply
+        return p, p, m, m
+
+    report, _ = check(f, lambda: (rand(3), Scaler()), graphs=0, compiles=1)
+    out = report.compiled_result
+    assert out[0] is out[1] and out[2] is out[3]

@@ -141,11 +141,13 @@ class StateCodegen:
             return self.cell(var.ref)
         if isinstance(var, NestedFunctionVariable):
             return self._function(var)
-        if isinstance(var, PartialVariable):
+        if isinstance(var, PartialVariable):  # made once: every reference is the same object, as in eager
             kwargs = "".join(f", {k}={self.expr(v)}" for k, v in var.kwargs)
-            return f"{self.gen.const(functools.partial)}({self.expr(var.fn)}, {self._items(var.args)}{kwargs})"
+            return self._once(("partial", id(var)), f"{self.gen.const(functools.partial)}({self.expr(var.fn)}, "
+                              f"{self._items(var.args)}{kwargs})", lambda name: "pass")
         if isinstance(var, UserMethodVariable):
-            return f"{self.gen.const(types.MethodType)}({self._callable(var.fn)}, {self.expr(var.self_var)})"
+            return self._once(("method", id(var)), f"{self.gen.const(types.MethodType)}({self._callable(var.fn)}, "
+                              f"{self.expr(var.self_var)})", lambda name: "pass")
         if isinstance(var, TensorMethodVariable):
             return f"getattr({self.expr(var.self_var)}, {var.name!r})"
         if isinstance(var, ContainerMethodVariable):

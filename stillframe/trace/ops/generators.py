@@ -20,7 +20,7 @@ Code that sends values into a generator or throws into it is unsupported.
 from __future__ import annotations
 
 from ...variables.base import ConstantVariable, GeneratorEntry, GeneratorVariable, IteratorVariable
-from ..interpreter import UserError, handler
+from ..interpreter import handler
 
 
 @handler("RETURN_GENERATOR")
@@ -71,10 +71,9 @@ def resume(tx, gen: GeneratorVariable):
     depth = len(tx.state.frames)
     tx.push_frame(entry.frame._with(generator=gen.oid))
     value = tx.run_until_return(depth)
-    if tx.heap(gen.oid).frame is None:  # it returned instead of yielding
-        tx.user_error(StopIteration(*(() if isinstance(value, ConstantVariable) and value.value is None else
-                                      (value.value if isinstance(value, ConstantVariable) else value,))))
+    if tx.heap(gen.oid).frame is None:  # it returned instead of yielding: next() raises StopIteration(value)
+        if not isinstance(value, ConstantVariable):
+            tx.unsupported("unsupported_call", "next() of a generator that returns a non-constant value")
+        tx.user_error(StopIteration() if value.value is None else StopIteration(value.value))
     return value
 
-
-__all__ = ["UserError", "drain", "make_generator", "resume"]

@@ -355,7 +355,7 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
             return ConstantVariable(None)
         if name == "copy":
             return tx.new_dict(entry.items)
-        if name in ("__getitem__", "__contains__", "__len__", "__iter__", "__setitem__", "__delitem__"):
+        if name in ("__len__", "__iter__", "__setitem__", "__delitem__"):
             return _dict_dunder(tx, obj, entry, name, args)
         tx.unsupported("unsupported_call", f"dict.{name}")
     if isinstance(obj, TupleVariable):
@@ -380,7 +380,8 @@ _MISSING = object()
 
 
 def _dict_dunder(tx: Any, obj: DictVariable, entry: DictEntry, name: str, args: list) -> VariableTracker:
-    """``dict.__getitem__(d, k)`` and friends, called by name (``super().__setitem__(k, v)`` in a subclass)."""
+    """``dict.__len__(d)``, ``__iter__``, ``__setitem__``, ``__delitem__`` called by name (``super().__setitem__(k, v)``
+    in a subclass); ``__getitem__`` and ``__contains__`` are lookups (see call_container_method)."""
     from .calls import const_value
 
     if name == "__len__":
@@ -388,16 +389,11 @@ def _dict_dunder(tx: Any, obj: DictVariable, entry: DictEntry, name: str, args: 
     if name == "__iter__":
         return tx.new_iterator(tuple(ConstantVariable(k) for k, _ in entry.items))
     key = const_value(tx, args[0])
-    found = entry.get(key, _MISSING)
-    if name == "__contains__":
-        return ConstantVariable(found is not _MISSING)
     if name == "__setitem__":
         tx.set_dict_entry(obj, entry.set(key, args[1]))
         return ConstantVariable(None)
-    if found is _MISSING:
+    if entry.get(key, _MISSING) is _MISSING:  # __delitem__
         tx.user_error(KeyError(key))
-    if name == "__getitem__":
-        return found
     tx.set_dict_entry(obj, DictEntry(tuple((k, v) for k, v in entry.items if not (type(k) is type(key) and k == key)),
                                      entry.source, entry.live))
     return ConstantVariable(None)

@@ -175,13 +175,17 @@ class CompiledFunction:
             counters["fallbacks"] += 1
             self._warn_once(str(e), f"stillframe: running {fn.__qualname__} eagerly: {e}")
             return fn(*args, **kwargs)
-        except UserError:
+        except UserError as traced:
             # The user's program raises here (or fake tensors think so): run it for real, so the user sees
             # eager's exception with eager's traceback.
             result = fn(*args, **kwargs)
             counters["fallbacks"] += 1
-            self._warn_once("fake", f"stillframe: running {fn.__qualname__} eagerly: tracing raised an error "
-                            "that the real call did not")
+            where = f" at {traced.location.filename}:{traced.location.lineno}" if traced.location else ""
+            message = f"stillframe: {fn.__qualname__} ran eagerly: tracing raised {traced}{where}, which the real " \
+                      "call did not"
+            if self._fullgraph:  # a fallback is an error under fullgraph (DESIGN invariant 8)
+                raise InternalError(message + " (a stillframe divergence from eager: please report it)")
+            self._warn_once("fake", message)
             return result
         except Exception as e:  # a fault of ours: never surfaces as a crash (DESIGN invariant 8)
             if self._fullgraph:

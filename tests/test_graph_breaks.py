@@ -718,3 +718,25 @@ def test_loop_over_a_named_iterator_with_a_break_in_its_body(capsys):
     assert report.compiled_result[1] == [5, 6, 7, 8]
     out = capsys.readouterr().out
     assert out == "1 2\n3 4\n" * 4  # two eager calls, two compiled ones
+
+
+def test_a_traced_error_the_real_call_does_not_raise_falls_back_or_fails_under_fullgraph(monkeypatch):
+    """If tracing ever thinks the program raises where eager does not (a stillframe divergence, simulated here
+    by a rule that raises), the instruction runs for real (a graph break) and the call returns eager's result;
+    with fullgraph=True the call runs eagerly and then fails, naming the place (DESIGN invariant 8)."""
+    from stillframe.variables import calls
+
+    def diverging_rule(tx, args, kwargs):
+        tx.user_error(ValueError("simulated divergence"))
+
+    monkeypatch.setitem(calls.BUILTIN_RULES, abs, diverging_rule)
+
+    def f(x):
+        return x * abs(-2)
+
+    x = torch.randn(3)
+    out = stillframe.compile(f, backend="eager")(x)
+    torch.testing.assert_close(out, f(x))
+    assert stillframe.counters["graph_breaks"] == 1
+    with pytest.raises(stillframe.InternalError, match=r"simulated divergence at .*test_graph_breaks.py:\d+"):
+        stillframe.compile(f, backend="eager", fullgraph=True)(x)

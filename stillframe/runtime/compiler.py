@@ -25,7 +25,8 @@ from ..bytecode import read
 from ..diagnostics import log
 from ..errors import Unsupported
 from ..guards.guard import Guard, GuardCodegen, aliasing_pattern, compile_guards, tensor_examples
-from ..guards.source import AttrSource, FunctionSource, GetItemSource, LocalSource, is_user_argument
+from ..guards.source import (AttrSource, FunctionSource, GetItemSource, LocalSource, ScalarOutputSource,
+                             is_user_argument)
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace.interpreter import Tracer, make_frame
 from ..variables.attrs import EMPTY_CELLS
@@ -78,9 +79,11 @@ def start_resume(cont: live.Continuation, L: dict) -> Tracer:
                            EMPTY_CELLS.update(cells))
         frames.append(frame.with_ip(f.ip))
     tracer.state = tracer.state.replace(frames=tuple(frames))
+    read_from_tensor = getattr(cont.reason, "kind", None) == "data_dependent"  # the real step was t.item() ...
     for i, f in enumerate(cont.frames):  # stack values are read by handlers directly: wrap them now
         tracer.state = tracer.state.replace(frames=tracer.state.frames)
-        stack = tuple(LazyArgument(v, LocalSource(f"{i}:s{j}")) if is_lazy_scalar(v) else
+        stack = tuple(LazyArgument(v, _stack_source(i, j, v, read_from_tensor and i == len(cont.frames) - 1
+                                                    and j == len(f.stack) - 1)) if is_lazy_scalar(v) else
                       wrap(tracer, v, LocalSource(f"{i}:s{j}")) for j, v in enumerate(f.stack))
         yields = None if f.yields is None else tuple(
             wrap(tracer, v, GetItemSource(LocalSource(f"{i}:yields"), k)) for k, v in enumerate(f.yields))
@@ -88,6 +91,14 @@ def start_resume(cont: live.Continuation, L: dict) -> Tracer:
         frames[i] = frames[i].with_stack(stack)._with(kw_names=tuple(f.kw_names), yields=yields)
         tracer.state = tracer.state.replace(frames=tuple(frames))
     return tracer
+
+
+def _stack_source(i: int, j: int, value: Any, read_from_tensor: bool) -> LocalSource:
+    """Where a resumed trace reads stack slot ``j`` of frame ``i``; a float the real step just read out of a
+    tensor is a ScalarOutputSource (never guarded by value)."""
+    if read_from_tensor and type(value) is float:
+        return ScalarOutputSource(f"{i}:s{j}")
+    return LocalSource(f"{i}:s{j}")
 
 
 def _global_guards(tracer: Tracer) -> None:

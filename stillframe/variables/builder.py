@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from ..guards.guard import Guard, tensor_signature
-from ..guards.source import GetItemSource, Source
+from ..guards.source import GetItemSource, ScalarOutputSource, Source
 from ..tensors.meta import TensorEntry
 from .base import (
     BuiltinVariable,
@@ -107,6 +107,9 @@ def _guard(tx: Any, source: Source | None, kind: str, expected: Any = None) -> N
 
 
 def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> VariableTracker:
+    if isinstance(source, ScalarOutputSource):
+        tx.unsupported("data_dependent", "a float read from a tensor (.item(), float(t)) is used in Python code",
+                       ("that step runs for real, so the plan does not depend on the value",))
     if isinstance(value, torch.Tensor):
         return wrap_tensor(tx, value, source)
     live_var = _wrap_live_marker(tx, value, source)

@@ -347,14 +347,14 @@ def read_wrapped_of_decorated(x):
     return stacked.__wrapped__(x)
 
 
-@case(one(3), xfail="@functools.wraps applied inside the trace breaks the graph in update_wrapper "
-                    "('reading .__module__ of a function value', then 'the builtin setattr is not supported here')")
+@case(one(3))
 def decorator_applied_in_the_trace(x):
     @doubled
     def inner(t):
+        """Subtract one."""
         return t - 1
 
-    return inner(x)
+    return inner(x), inner.__name__, inner.__doc__, inner.__wrapped__.__qualname__, inner
 
 
 # ---------------------------------------------------------------- recursion

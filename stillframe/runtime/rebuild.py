@@ -233,8 +233,18 @@ class StateCodegen:
         text = (f"{self.gen.const(types.FunctionType)}({self.gen.const(fn.code)}, {globals_}, "
                 f"{fn.code.co_name!r}, {defaults}, {closure})")
         # made once: every reference to the function is the same object, as in eager
-        return self._once(("function", id(fn)), text, lambda n: f"{n}.__kwdefaults__ = {self._dict(fn.kwdefaults)}"
-                          if fn.kwdefaults else "pass")
+        return self._once(("function", id(fn)), text, lambda n: "; ".join(self._function_attrs(n, fn)) or "pass")
+
+    def _function_attrs(self, name: str, fn: NestedFunctionVariable) -> list[str]:
+        """Statements giving a rebuilt function its keyword defaults and the attributes the trace set."""
+        lines = [f"{name}.__kwdefaults__ = {self._dict(fn.kwdefaults)}"] if fn.kwdefaults else []
+        written = self.tracer.heap(fn.attrs).items if fn.attrs is not None else ()
+        for key, value in written:
+            if isinstance(key, tuple):  # a slot: __name__, __qualname__, __doc__, __module__ ...
+                lines.append(f"{name}.{key[1]} = {self.expr(value)}")
+            else:
+                lines.append(f"{name}.__dict__[{self._key(key)}] = {self.expr(value)}")
+        return lines
 
     # --------------------------------------------------------- side effects
     def side_effects(self) -> None:

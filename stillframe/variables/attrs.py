@@ -22,6 +22,7 @@ from ..guards.guard import Guard, hook_ids
 from ..guards.source import AttrSource, GetItemSource, ModuleMemberSource
 from ..tensors.ops import call_tensor_op
 from .base import (
+    NestedFunctionVariable,
     BuiltinVariable,
     ConstantVariable,
     DictVariable,
@@ -110,11 +111,49 @@ def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
         if value is object.__setattr__ or value is object.__getattribute__:  # rules of their own
             return BuiltinVariable(value)
         return wrap(tx, value, None)
+    if isinstance(obj, NestedFunctionVariable):
+        return nested_function_attr(tx, obj, name)
     if isinstance(obj, UserFunctionVariable):  # __name__, __defaults__, __wrapped__ ... read off the live function
         if not hasattr(obj.fn, name):
             tx.user_error(AttributeError(f"'function' object has no attribute '{name}'"))
         return wrap(tx, getattr(obj.fn, name), AttrSource(obj.source, name) if obj.source is not None else None)
     tx.unsupported("unsupported_attribute", f"reading .{name} of a {obj.python_type().__name__} value")
+
+
+#: Function attributes that are slots, not ``__dict__`` entries (what ``functools.wraps`` copies, mostly).
+FUNCTION_SLOTS = ("__name__", "__qualname__", "__doc__", "__module__", "__type_params__")
+
+
+def function_attr_key(name: str) -> Any:
+    """The key under which a function made in the trace stores attribute ``name`` (slots apart from __dict__)."""
+    return ("slot", name) if name in FUNCTION_SLOTS else name
+
+
+def nested_function_attr(tx: Any, fn: NestedFunctionVariable, name: str) -> VariableTracker:
+    """An attribute of a function made in the trace: what the trace set on it, else what its code says."""
+    from .base import DictVariable
+
+    if fn.attrs is not None:
+        written = tx.dict_lookup(DictVariable(fn.attrs), function_attr_key(name), _MISSING)
+        if written is not _MISSING:
+            return written
+        if name == "__dict__":
+            return DictVariable(fn.attrs)  # the function's __dict__ is that store (slots kept out of it)
+    code = fn.code
+    if name == "__name__":
+        return ConstantVariable(code.co_name)
+    if name == "__qualname__":
+        return ConstantVariable(fn.qualname)
+    if name == "__module__":
+        return ConstantVariable(fn.globals.get("__name__"))
+    if name == "__doc__":
+        doc = code.co_consts[0] if code.co_consts and isinstance(code.co_consts[0], str) else None
+        return ConstantVariable(doc)
+    if name == "__type_params__":
+        return TupleVariable(())
+    if name == "__defaults__":
+        return TupleVariable(tuple(fn.defaults)) if fn.defaults else ConstantVariable(None)
+    tx.user_error(AttributeError(f"'function' object has no attribute '{name}'"))
 
 
 def plain_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:

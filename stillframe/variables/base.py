@@ -176,6 +176,7 @@ class NestedFunctionVariable(VariableTracker):
     closure: tuple
     globals: Any
     globals_module: str | None
+    attrs: int | None = None  # heap id of a DictEntry: attributes the trace set (functools.wraps, f.x = ...)
 
     def python_type(self) -> type:
         import types

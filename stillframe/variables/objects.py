@@ -136,6 +136,16 @@ def store_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker)
             return
         object_setattr(tx, obj, name, value)
         return
+    from .base import NestedFunctionVariable
+
+    if isinstance(obj, NestedFunctionVariable) and obj.attrs is not None:
+        from .attrs import FUNCTION_SLOTS, function_attr_key
+
+        if name.startswith("__") and name not in FUNCTION_SLOTS and name != "__wrapped__":
+            tx.unsupported("side_effect", f"assigning .{name} of a function made in the trace")
+        store = DictVariable(obj.attrs)
+        tx.set_dict_entry(store, tx.dict_entry(store).set(function_attr_key(name), value))
+        return
     _store_outside_attr(tx, obj, name, value)
 
 

@@ -91,4 +91,4 @@ def MAKE_FUNCTION(tx, inst):
     defaults = tx.pop().items if flags & 0x01 else ()
     frame = tx.frame
     tx.push(NestedFunctionVariable(code, code.co_qualname, tuple(defaults), kwdefaults, closure, frame.globals,
-                                   frame.globals_module))
+                                   frame.globals_module, tx.new_dict(()).oid))

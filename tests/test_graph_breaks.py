@@ -740,3 +740,20 @@ def test_a_traced_error_the_real_call_does_not_raise_falls_back_or_fails_under_f
     assert stillframe.counters["graph_breaks"] == 1
     with pytest.raises(stillframe.InternalError, match=r"simulated divergence at .*test_graph_breaks.py:\d+"):
         stillframe.compile(f, backend="eager", fullgraph=True)(x)
+
+
+def l_drained_after_breaks(x, xs):
+    it = iter(xs)
+    for a in it:
+        print(a)  # the loop's iterator crosses breaks
+        if a == 2:
+            break
+    first = list(it)  # drains it
+    print("after")
+    return x * len(first), first, list(it)  # empty, as in eager
+
+
+def test_a_live_loop_iterator_drained_by_list_stays_drained(capsys):
+    make = lambda: (torch.randn(2, requires_grad=True), [1, 2, 3, 4])  # noqa: E731
+    report = assert_parity(l_drained_after_breaks, make, calls=2)
+    assert report.compiled_result[1:] == ([3, 4], [])

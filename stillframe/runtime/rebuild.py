@@ -55,6 +55,7 @@ from ..variables.base import (
     VariableTracker,
 )
 from ..variables.builder import wrap
+from ..variables.calls import live_iterator_index
 from ..variables.objects import DELETED, ContainerMethodVariable, ObjectVariable, dict_base
 from . import live
 
@@ -134,8 +135,9 @@ class StateCodegen:
         if isinstance(var, LiveIteratorVariable):
             # a new iterator over what is left (so one plan serves every iteration of a loop), made once for
             # the live iterator: a local and the loop's stack slot that held it still share it
+            index = live_iterator_index(tx, var)
             return self._once(("live_iter", var.obj_id),
-                              f"{self.gen.const(live.ResumableIterator)}({self.gen.ref(var.items_source)}[{var.index}:])",
+                              f"{self.gen.const(live.ResumableIterator)}({self.gen.ref(var.items_source)}[{index}:])",
                               lambda name: "pass")
         if isinstance(var, CellVariable):
             return self.cell(var.ref)

@@ -591,7 +591,9 @@ def sequence_items(tx: Tracer, var: VariableTracker) -> tuple:
         from ..trace.ops.containers import _live_item
 
         tx.add_guard(Guard(var.items_source, "LEN", len(var.values)))
-        return tuple(_live_item(tx, var, i) for i in range(var.index, len(var.values)))
+        start = live_iterator_index(tx, var)
+        tx.state = tx.state.replace(memo=tx.state.memo.set(("live_iter_index", var.obj_id), len(var.values)))
+        return tuple(_live_item(tx, var, i) for i in range(start, len(var.values)))  # consumed, as in eager
     if isinstance(var, ConstantVariable) and isinstance(var.value, str):
         return tuple(ConstantVariable(c) for c in var.value)
     if isinstance(var, NNModuleVariable):
@@ -611,6 +613,11 @@ def sequence_items(tx: Tracer, var: VariableTracker) -> tuple:
         return tuple(call_tensor_op(tx, "call_function", operator.getitem, (var, ConstantVariable(i)), {})
                      for i in range(shape[0]))
     tx.unsupported("unsupported_iteration", f"iterating over a {var.python_type().__name__}")
+
+
+def live_iterator_index(tx: Tracer, var: LiveIteratorVariable) -> int:
+    """Where a live loop iterator stands in this trace: its index when it entered, unless the trace drained it."""
+    return tx.state.memo.get(("live_iter_index", var.obj_id), var.index)
 
 
 def call_builtin(tx: Tracer, fn: Any, args: list, kwargs: dict) -> None:

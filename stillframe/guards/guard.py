@@ -173,11 +173,8 @@ def tensor_examples(guards: list[Guard], L: dict, G: dict, F: Any) -> list | Non
         body.extend(gen.lines)
         gen.lines = []
         body.append(f"___found.append({v})")
-    text = "def ___examples(L, G, F, ___found):\n" + "".join(f"    {line}\n" for line in body) + "    return ___found\n"
-    ns = gen.namespace()
-    exec(compile(text, "<stillframe tensor examples>", "exec"), ns)
     try:
-        found = ns.pop("___examples")(L, G, F, [])
+        found = _collect(gen, body, "tensor examples", L, G, F)
     except Exception:
         return None
     expected = [g.expected for g in guards if g.kind == "TENSOR"]
@@ -404,11 +401,15 @@ def identity_checked(guards: list[Guard], L: dict, G: dict, F: Any) -> list:
             lines.append(f"if ___hook_ids({v}) == {guard.expected!r}: "
                          f"___found.extend([*{v}._forward_pre_hooks.values(), *{v}._forward_hooks.values()])")
         body += ["try:", *(f"    {line}" for line in lines), "except Exception:", "    pass"]
-    if not body:
-        return []
-    text = "def ___identity_checked(L, G, F, ___found):\n" + "".join(f"    {line}\n" for line in body)
+    return _collect(gen, body, "identity", L, G, F) if body else []
+
+
+def _collect(gen: GuardCodegen, body: list[str], what: str, L: dict, G: dict, F: Any) -> list:
+    """Run generated ``body`` (statements over guard sources that append to ``___found``) once on
+    ``L, G, F``; the values it collected."""
+    text = "def ___collect(L, G, F, ___found):\n" + "".join(f"    {line}\n" for line in body)
     ns = gen.namespace()
-    exec(compile(text, "<stillframe identity>", "exec"), ns)
+    exec(compile(text, f"<stillframe {what}>", "exec"), ns)
     found: list = []
-    ns.pop("___identity_checked")(L, G, F, found)
+    ns.pop("___collect")(L, G, F, found)
     return found

@@ -13,6 +13,7 @@ import copy
 import enum
 import functools
 import inspect
+import logging
 import math
 import operator
 import sys
@@ -27,6 +28,7 @@ from ..tensors.ops import call_tensor_op
 from ..trace.interpreter import Tracer, UserError, make_frame
 from .attrs import getattr_var, module_hooks_guard, module_iterator
 from .base import (
+    GeneratorEntry,
     GeneratorVariable,
     AutocastExitVariable,
     AutocastVariable,
@@ -205,8 +207,6 @@ def _is_log_call(fn: VariableTracker, target: Any) -> bool:
     """A logging method of a ``logging.Logger`` (``warning``, ``info``, transformers' ``warning_once`` ...):
     calls that only report, whose result is None, and that do not raise (a failing handler reports its own
     error). ``warnings.warn`` is not one: a filter can turn it into an exception at the user's line."""
-    import logging
-
     owner = fn.self_var if isinstance(fn, UserMethodVariable) else getattr(target, "__self__", None)
     if isinstance(owner, PythonObjectVariable):
         owner = owner.value
@@ -687,17 +687,24 @@ def _dict_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     return tx.new_dict(entry.items)
 
 
+def attempt(tx: Tracer, exc_type: type, step: Callable[[], VariableTracker]) -> VariableTracker | None:
+    """``step()``, or ``None`` when it raises the user's ``exc_type`` (its partial effects rolled back):
+    ``getattr(o, n, default)``, ``hasattr``, ``next(it, default)``."""
+    token = tx.checkpoint()
+    try:
+        return step()
+    except UserError as e:
+        if not isinstance(e.exc, exc_type):
+            raise
+        tx.restore(token)
+        return None
+
+
 def _getattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     obj, name = args[0], const_value(tx, args[1])
     if len(args) == 3:
-        token = tx.checkpoint()
-        try:
-            return getattr_var(tx, obj, name)
-        except UserError as e:
-            if not isinstance(e.exc, AttributeError):
-                raise
-            tx.restore(token)
-            return args[2]
+        found = attempt(tx, AttributeError, lambda: getattr_var(tx, obj, name))
+        return args[2] if found is None else found
     return getattr_var(tx, obj, name)
 
 
@@ -707,15 +714,7 @@ def _hasattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
     obj, name = args[0], const_value(tx, args[1])
     if isinstance(obj, ObjectVariable):  # hasattr is getattr that catches AttributeError
-        token = tx.checkpoint()
-        try:
-            getattr_var(tx, obj, name)
-        except UserError as e:
-            if not isinstance(e.exc, AttributeError):
-                raise
-            tx.restore(token)
-            return ConstantVariable(False)
-        return ConstantVariable(True)
+        return ConstantVariable(attempt(tx, AttributeError, lambda: getattr_var(tx, obj, name)) is not None)
     return ConstantVariable(has_attr(tx, obj, name))
 
 
@@ -1038,17 +1037,11 @@ def _next(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     if not isinstance(gen, GeneratorVariable):
         tx.unsupported("unsupported_builtin", f"next() of a {gen.python_type().__name__} value")
     if len(args) == 2:  # next(gen, default)
-        token = tx.checkpoint()
-        try:
-            return resume(tx, gen)
-        except UserError as e:
-            if not isinstance(e.exc, StopIteration):
-                raise
-            tx.restore(token)
-            from ..trace.ops.generators import GeneratorEntry
-
-            tx.heap_set(gen.oid, GeneratorEntry(None))
+        item = attempt(tx, StopIteration, lambda: resume(tx, gen))
+        if item is None:
+            tx.heap_set(gen.oid, GeneratorEntry(None))  # rolled back to before the call: it has finished
             return args[1]
+        return item
     return resume(tx, gen)
 
 

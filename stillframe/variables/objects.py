@@ -22,6 +22,7 @@ from typing import Any
 
 
 from .base import (
+    NestedFunctionVariable,
     ConstantVariable,
     DictEntry,
     DictVariable,
@@ -127,7 +128,9 @@ def pending_attr(tx: Any, var: VariableTracker, name: str) -> VariableTracker | 
 def store_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker) -> None:
     """``obj.name = value`` on a VT (through the class's own ``__setattr__`` when it defines one)."""
     if isinstance(obj, ObjectVariable):
-        setter = _class_attr(obj.cls, "__setattr__")
+        from .attrs import _static_lookup_type
+
+        setter = _static_lookup_type(obj.cls, "__setattr__")
         if isinstance(setter, types.FunctionType):
             from .base import UserFunctionVariable
             from .calls import call_sync
@@ -136,8 +139,6 @@ def store_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker)
             return
         object_setattr(tx, obj, name, value)
         return
-    from .base import NestedFunctionVariable
-
     if isinstance(obj, NestedFunctionVariable) and obj.attrs is not None:
         from .attrs import FUNCTION_SLOTS, function_attr_key
 
@@ -147,13 +148,6 @@ def store_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker)
         tx.set_dict_entry(store, tx.dict_entry(store).set(function_attr_key(name), value))
         return
     _store_outside_attr(tx, obj, name, value)
-
-
-def _class_attr(cls: type, name: str) -> Any:
-    for klass in cls.__mro__:
-        if name in klass.__dict__:
-            return klass.__dict__[name]
-    return None
 
 
 def object_setattr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker) -> None:
@@ -207,11 +201,14 @@ def _call_setter(tx: Any, prop: property, obj: VariableTracker, name: str, value
 
 def delete_attr(tx: Any, obj: VariableTracker, name: str) -> None:
     """``del obj.name``: on an object made in the trace, or recorded (and replayed) on an outside object."""
-    if isinstance(obj, ObjectVariable) and isinstance(_class_attr(obj.cls, "__delattr__"), types.FunctionType):
+    from .attrs import _static_lookup_type
+
+    deleter = _static_lookup_type(obj.cls, "__delattr__") if isinstance(obj, ObjectVariable) else None
+    if isinstance(deleter, types.FunctionType):  # the class's own __delattr__ runs in the trace
         from .base import UserFunctionVariable
         from .calls import call_sync
 
-        call_sync(tx, UserFunctionVariable(_class_attr(obj.cls, "__delattr__")), [obj, ConstantVariable(name)], {})
+        call_sync(tx, UserFunctionVariable(deleter), [obj, ConstantVariable(name)], {})
         return
     if isinstance(obj, ObjectVariable):
         entry: ObjectEntry = tx.heap(obj.oid)

@@ -19,7 +19,7 @@ backend, guards the result, and runs it::
 from .api import CompiledFunction, CompiledModule, compile, counters, disable, reset
 from .config import config
 from .errors import GraphBreak, InternalError, StillframeWarning, Unsupported
-from .diagnostics.explain import explain
+from .diagnostics.report import explain
 
 __all__ = [
     "CompiledFunction",

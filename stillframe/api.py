@@ -30,13 +30,13 @@ import torch
 
 from . import compat
 from .config import config
-from .errors import InternalError, StillframeWarning, Unsupported
-from .diagnostics import log
-from .runtime import live
-from .runtime.compiler import compile_frame, compile_retrying, eager_entry, start_resume
+from .errors import InternalError, StillframeWarning, Unsupported, UserError
 from .guards.guard import identity_checked
+from .runtime import live
+from .rules.disable import disable, is_disabled  # noqa: F401  (public: stillframe.disable)
+from .runtime.compiler import compile_frame, compile_retrying, eager_entry, start_resume
 from .runtime.entry import CacheEntry, watch
-from .trace.interpreter import UserError
+from .diagnostics import log
 
 counters: collections.Counter = collections.Counter()
 _LIVE: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
@@ -357,23 +357,6 @@ class CompiledModule(torch.nn.Module):
         return self
 
 
-def disable(fn: Callable) -> Callable:
-    """Mark ``fn`` as never traced (like ``torch._dynamo.disable``): a compiled caller graph-breaks at the call
-    and runs ``fn`` for real. Returns ``fn`` itself, unchanged otherwise."""
-    try:
-        fn.__stillframe_disable__ = True
-    except AttributeError:  # a builtin or other object without a __dict__
-        _DISABLED.add(id(fn))
-    return fn
-
-
-_DISABLED: set[int] = set()
-
-
-def is_disabled(fn: Any) -> bool:
-    return getattr(fn, "__stillframe_disable__", False) is True or id(fn) in _DISABLED
-
-
 def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None = None,
             backend: Any = "inductor", mode: str | None = None, options: dict | None = None,
             disable: bool = False) -> Any:
@@ -406,3 +389,8 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None 
     if isinstance(model, torch.nn.Module):
         return CompiledModule(model, **kwargs)
     return CompiledFunction(model, **kwargs)
+
+
+def is_compiled(obj: Any) -> bool:
+    """Whether ``obj`` is what ``stillframe.compile`` returns (a ``CompiledFunction`` or ``CompiledModule``)."""
+    return isinstance(obj, (CompiledFunction, CompiledModule))

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from .demo import PROGRAMS, run_demo
+from .diagnostics.explain import run_cli
+from .runner import run
 
 
 def _add_demo(subparsers) -> None:
-    from stillframe.demo import PROGRAMS
-
     parser = subparsers.add_parser(
         "demo",
         help="compile the demo programs, print their graphs and guards, check them against eager",
@@ -47,8 +48,6 @@ def _add_demo(subparsers) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from stillframe.demo import run_demo
-
     return run_demo(backend=args.backend, only=args.only, full=args.full)
 
 
@@ -84,8 +83,6 @@ def _add_explain(subparsers) -> None:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from stillframe.diagnostics.explain import run_cli
-
     if not args.target.endswith(".py") and args.args:  # FILE.py:FUNCTION takes no ARGS: options may follow it
         options = argparse.ArgumentParser(prog="stillframe explain")
         options.add_argument("--backend", default=args.backend)
@@ -125,8 +122,6 @@ def _add_run(subparsers) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from stillframe.runner import run
-
     return run(args.script, args.args, backend=args.backend, summary=args.summary)
 
 

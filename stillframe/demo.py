@@ -38,6 +38,7 @@ from typing import Any, Callable, TextIO
 import torch
 
 import stillframe
+from .rules.operators import compare
 
 GUARD_LINES = 40  # guard source longer than this is cut unless --full
 RULE = "=" * 78
@@ -181,8 +182,6 @@ class Outcome:
 
 def run_program(program: Program, backend: Any, out: TextIO, full: bool = False) -> Outcome:
     """Compile ``program``, compare it with eager, print what was captured; never raises."""
-    from stillframe.check import compare
-
     rtol, atol = tolerances(backend)
     tolerance = "assert_close defaults" if rtol is None else f"rtol={rtol:g} atol={atol:g}"
     grad = "yes" if program.grad else "no"

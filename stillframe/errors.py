@@ -84,3 +84,17 @@ class StillframeWarning(UserWarning):
     """Emitted once when a function (or one of its cache entries) runs eagerly."""
 
 
+class UserError(Exception):
+    """The user's code raised (or would raise) ``exc`` at trace time; eager must run to show it.
+
+    ``traceable``: the exception is certainly eager's own (a ``raise`` in the user's code, or a Python rule
+    that mirrors CPython's), so a traced ``except`` may catch it. An error from running an op on fake
+    tensors is not: fake tensors may fail where real ones do not, so it is never caught in the trace; the
+    instruction runs for real instead, and the real exception (if any) reaches the user's handlers.
+    """
+
+    def __init__(self, exc: BaseException, location: UserLocation | None, traceable: bool = True):
+        super().__init__(f"{type(exc).__name__}: {exc}")
+        self.exc = exc
+        self.location = location
+        self.traceable = traceable

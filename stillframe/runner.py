@@ -84,6 +84,8 @@ from typing import Any, Iterator, TextIO
 import torch
 
 from . import api
+from .api import is_compiled  # noqa: F401  (re-exported for the tools)
+from .diagnostics.report import report_for
 
 __all__ = ["is_compiled", "routed_compiles", "run", "run_script", "summarize", "was_called"]
 
@@ -94,11 +96,6 @@ _IGNORED = {
     "isolate_recompiles": "each stillframe.compile call keeps its own cache entries anyway",
     "shapes_spec": "stillframe specializes shapes",
 }
-
-
-def is_compiled(obj: Any) -> bool:
-    """Whether ``obj`` is what ``stillframe.compile`` returns (a ``CompiledFunction`` or ``CompiledModule``)."""
-    return isinstance(obj, (api.CompiledFunction, api.CompiledModule))
 
 
 @contextlib.contextmanager
@@ -282,8 +279,6 @@ def summarize(created: list, *, script: str, status: int, seconds: float, notes:
     with the guard that failed, eager fallbacks, and the seconds spent tracing
     and in the backend's compile call. Objects never called are named at the end.
     """
-    from .diagnostics.explain import report_for
-
     called = [c for c in created if was_called(c)]
     uncalled = [c for c in created if not was_called(c)]
     timings = [_seconds(c) for c in called]

@@ -43,7 +43,8 @@ from hypothesis import strategies as st
 from stillframe import Unsupported
 from stillframe.runtime.compiler import start_trace
 from stillframe.tensors.meta import TensorEntry
-from stillframe.trace.interpreter import Tracer, UserError
+from stillframe.errors import UserError
+from stillframe.trace.interpreter import Tracer
 from stillframe.trace.state import EMPTY_LOG, Checkpoint, Frame, PLog, TraceState
 from stillframe.variables.base import (
     CellEntry,

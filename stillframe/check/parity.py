@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from ..errors import StillframeWarning
 
 __all__ = ["ParityReport", "assert_parity", "compare"]
 
@@ -666,8 +667,6 @@ def _stillframe_warning_category():
         category = getattr(stillframe, "StillframeWarning", None)
         if category is not None:
             return category
-        from stillframe.errors import StillframeWarning
-
         return StillframeWarning
     except ImportError:
         return None

@@ -20,6 +20,7 @@ import torch
 import torch.fx
 
 from .. import compat
+from ..errors import InternalError
 
 
 class GraphBuilder:
@@ -40,8 +41,6 @@ class GraphBuilder:
         ``last_node`` is the newest node at the mark; if it is no longer there the
         mark is from a rolled-back future and restoring it would corrupt the graph.
         """
-        from ..errors import InternalError
-
         if mark > len(self.nodes) or (mark and self.nodes[mark - 1] is not last_node):
             raise InternalError("restoring a checkpoint whose graph nodes were already rolled back")
         while len(self.nodes) > mark:

@@ -21,23 +21,27 @@ from typing import Any, Callable
 import torch
 
 from .. import compat
-from ..bytecode import read
-from ..diagnostics import log
+from ..bytecode.reader import read
 from ..errors import Unsupported
 from ..guards.guard import Guard, GuardCodegen, aliasing_pattern, compile_guards, tensor_examples
-from ..guards.source import (AttrSource, FunctionSource, GetItemSource, LocalSource, ScalarOutputSource,
-                             is_user_argument)
-from ..trace import ops  # noqa: F401  (registers the opcode handlers)
-from ..trace.interpreter import Tracer, make_frame
-from ..variables.attrs import EMPTY_CELLS
-from ..variables.base import (
-    AutocastExitVariable,
-    LazyArgument,
+from ..guards.source import (
+    AttrSource,
+    FunctionSource,
+    GetItemSource,
+    LocalSource,
+    ScalarOutputSource,
+    is_user_argument,
 )
+from ..trace.state import make_frame
+from ..variables.base import AutocastExitVariable, LazyArgument
 from ..variables.builder import is_lazy_scalar, wrap
+from ..rules.attrs import EMPTY_CELLS
+from ..trace import ops  # noqa: F401  (registers the opcode handlers)
+from ..trace.interpreter import Tracer
 from . import live
 from .entry import CacheEntry
 from .rebuild import StateCodegen
+from ..diagnostics import log
 
 
 @dataclass

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
+from ..guards.guard import compile_guards
 
 
 @dataclass(slots=True, weakref_slot=True)
@@ -53,8 +54,6 @@ class CacheEntry:
 
     def failing_guard(self, L: dict, G: dict, F: Any) -> str | None:
         """The text of the first guard that does not hold for this call (``None`` if all hold)."""
-        from ..guards.guard import compile_guards
-
         check, _ = compile_guards(self.guards, verbose=True)
         return check(L, G, F)
 

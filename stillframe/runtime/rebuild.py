@@ -21,11 +21,8 @@ import types
 from typing import Any, Callable
 
 import torch
-
 from ..guards.guard import GuardCodegen
-from ..trace.interpreter import Tracer
 from ..variables.base import (
-    GeneratorVariable,
     AttrsView,
     AutocastExitVariable,
     AutocastVariable,
@@ -34,13 +31,14 @@ from ..variables.base import (
     ConstantVariable,
     ContextExitVariable,
     DictVariable,
+    GeneratorVariable,
     GradModeVariable,
     IteratorVariable,
     LazyArgument,
     ListVariable,
     LiveIteratorVariable,
-    NestedFunctionVariable,
     NNModuleVariable,
+    NestedFunctionVariable,
     NullVariable,
     PartialVariable,
     PythonObjectVariable,
@@ -55,9 +53,12 @@ from ..variables.base import (
     VariableTracker,
 )
 from ..variables.builder import wrap
-from ..variables.calls import live_iterator_index
-from ..variables.objects import DELETED, ContainerMethodVariable, ObjectVariable, dict_base
+from ..variables.objects import ContainerMethodVariable, DELETED, ObjectVariable, dict_base
+from ..rules.calls import live_iterator_index
+from ..trace.interpreter import Tracer
+from ..variables import standins
 from . import live
+
 
 _LITERALS = (int, bool, str, type(None))
 
@@ -77,7 +78,7 @@ class StateCodegen:
     def expr(self, var: VariableTracker) -> str:
         tx = self.tracer
         if isinstance(var, LazyArgument):
-            if isinstance(var.value, live.ResumableIterator):  # a loop's iterator also held in a local
+            if isinstance(var.value, standins.ResumableIterator):  # a loop's iterator also held in a local
                 return self.expr(wrap(tx, var.value, var.source))
             return self.gen.ref(var.source)
         if isinstance(var, TensorVariable):
@@ -120,24 +121,24 @@ class StateCodegen:
                 + self._dict_part(name, entry)) or "pass")
         if isinstance(var, GeneratorVariable):
             if tx.heap(var.oid).frame is None:  # finished: nothing more to yield
-                return f"iter(())"
+                return "iter(())"
             tx.unsupported("suspended_generator", "a generator suspended mid-way cannot be rebuilt at a graph break")
         if isinstance(var, SliceVariable):
             return f"slice({self.expr(var.start)}, {self.expr(var.stop)}, {self.expr(var.step)})"
         if isinstance(var, RangeVariable):
             return self.gen.const(var.value)
         if isinstance(var, NullVariable):
-            return self.gen.const(live.NULL)
+            return self.gen.const(standins.NULL)
         if isinstance(var, IteratorVariable):  # made once: every reference is the same iterator
             rest = tx.heap(var.oid).rest
-            return self._once(("iterator", var.oid), f"{self.gen.const(live.ResumableIterator)}([{self._items(rest)}])",
+            return self._once(("iterator", var.oid), f"{self.gen.const(standins.ResumableIterator)}([{self._items(rest)}])",
                               lambda name: "pass")
         if isinstance(var, LiveIteratorVariable):
             # a new iterator over what is left (so one plan serves every iteration of a loop), made once for
             # the live iterator: a local and the loop's stack slot that held it still share it
             index = live_iterator_index(tx, var)
             return self._once(("live_iter", var.obj_id),
-                              f"{self.gen.const(live.ResumableIterator)}({self.gen.ref(var.items_source)}[{index}:])",
+                              f"{self.gen.const(standins.ResumableIterator)}({self.gen.ref(var.items_source)}[{index}:])",
                               lambda name: "pass")
         if isinstance(var, CellVariable):
             return self.cell(var.ref)
@@ -155,9 +156,9 @@ class StateCodegen:
         if isinstance(var, ContainerMethodVariable):
             return f"getattr({self.expr(var.obj)}, {var.name!r})"
         if isinstance(var, ContextExitVariable):
-            return f"{self.gen.const(live.GradModeExit)}({var.restore!r})"
+            return f"{self.gen.const(standins.GradModeExit)}({var.restore!r})"
         if isinstance(var, GradModeVariable):
-            return f"{self.gen.const(live.GradModeEnter)}({var.mode!r}, {var.applied!r}, {var.previous!r})"
+            return f"{self.gen.const(standins.GradModeEnter)}({var.mode!r}, {var.applied!r}, {var.previous!r})"
         if isinstance(var, (NNModuleVariable, PythonObjectVariable, UserFunctionVariable, TorchFunctionVariable,
                             BuiltinVariable)):
             if var.source is not None:
@@ -168,7 +169,7 @@ class StateCodegen:
         if isinstance(var, AutocastExitVariable) and var.node is None:  # entered for real already: the same one
             return self.gen.ref(var.source)
         if isinstance(var, AutocastExitVariable):  # closed in the graph, re-entered here for real
-            return self._once(("autocast", id(var)), f"{self.gen.const(live.AutocastExit)}({var.args!r})",
+            return self._once(("autocast", id(var)), f"{self.gen.const(standins.AutocastExit)}({var.args!r})",
                               lambda name: "pass")
         if isinstance(var, AutocastVariable):
             tx.unsupported("unsupported_live_value", "an autocast context made but not entered at a graph break")

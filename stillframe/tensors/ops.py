@@ -22,18 +22,23 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
-
 from ..errors import InternalError
+from ..guards.source import LiftedSource
+from .meta import fresh_base, fresh_view
 from ..variables.base import (
     ConstantVariable,
     DictVariable,
+    LazyArgument,
     ListVariable,
+    PythonObjectVariable,
+    RangeVariable,
     SliceVariable,
     TensorVariable,
     TupleVariable,
     VariableTracker,
 )
-from .meta import fresh_base, fresh_view
+from ..variables.builder import is_constant, wrap
+
 
 INPLACE_OPERATORS = {
     operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv, operator.imod,
@@ -100,8 +105,6 @@ LEAF_FACTORIES = {torch.ones, torch.zeros, torch.full, torch.empty, torch.tensor
 
 def _lift_leaf_factory(tx: Any, target: Any, args: tuple, kwargs: dict) -> VariableTracker | None:
     """``torch.ones(3, requires_grad=True)``: a leaf the plan creates and passes in (see LiftedSource)."""
-    from ..guards.source import LiftedSource
-
     if _as_const(kwargs.get("requires_grad")) is not True:
         return None
     if target not in LEAF_FACTORIES:  # e.g. torch.randn(..., requires_grad=True): made for real, in order
@@ -286,11 +289,7 @@ def to_fx(tx: Any, var: VariableTracker) -> Any:
 
 
 def _convert(tx: Any, var: VariableTracker, rec: Any) -> Any:
-    from ..variables.base import LazyArgument
-
     if isinstance(var, LazyArgument):
-        from ..variables.builder import wrap
-
         var = wrap(tx, var.value, var.source)
     if isinstance(var, ConstantVariable):
         return var.value
@@ -305,8 +304,6 @@ def _convert(tx: Any, var: VariableTracker, rec: Any) -> Any:
         return {k: rec(v) for k, v in tx.dict_entry(var).items}
     if isinstance(var, SliceVariable):
         return slice(rec(var.start), rec(var.stop), rec(var.step))
-    from ..variables.base import PythonObjectVariable, RangeVariable
-
     if isinstance(var, RangeVariable):
         return var.value
     if isinstance(var, PythonObjectVariable) and isinstance(var.value, (torch.dtype, torch.device, torch.Generator)):
@@ -335,8 +332,6 @@ def wrap_result(tx: Any, result: Any, node: Any) -> VariableTracker:
 
 def wrap_constant_result(tx: Any, result: Any, kind: str, target: Any) -> VariableTracker:
     """A result with no tensor in it (``x.dim()``, ``x.size()``, ``x.is_contiguous()``): a constant."""
-    from ..variables.builder import is_constant
-
     if isinstance(result, torch.Size):
         return TupleVariable(tuple(ConstantVariable(int(s)) for s in result), torch.Size)
     if isinstance(result, (tuple, list)):

@@ -23,41 +23,33 @@ import logging
 from typing import Any, Callable, Iterator
 
 import torch
-
-from ..bytecode import Bytecode, Instruction
+from ..bytecode.reader import Instruction
 from ..config import config
 from ..errors import GraphBreak, Unsupported, UserLocation
 from ..graph.builder import GraphBuilder
 from ..guards.guard import Guard
 from ..tensors.meta import TensorEntry, TensorMeta
+from .state import Checkpoint, Frame, TraceState
 from ..variables.base import (
     AttrsView,
     CellEntry,
+    ConstantVariable,
     DictEntry,
     DictVariable,
+    GeneratorEntry,
+    IteratorEntry,
+    IteratorVariable,
     LazyArgument,
     ListEntry,
     ListVariable,
     TensorVariable,
     VariableTracker,
 )
-from .state import EMPTY_MAP, Checkpoint, Frame, TraceState
-
-
-class UserError(Exception):
-    """The user's code raised (or would raise) ``exc`` at trace time; eager must run to show it.
-
-    ``traceable``: the exception is certainly eager's own (a ``raise`` in the user's code, or a Python rule
-    that mirrors CPython's), so a traced ``except`` may catch it. An error from running an op on fake
-    tensors is not: fake tensors may fail where real ones do not, so it is never caught in the trace; the
-    instruction runs for real instead, and the real exception (if any) reaches the user's handlers.
-    """
-
-    def __init__(self, exc: BaseException, location: UserLocation | None, traceable: bool = True):
-        super().__init__(f"{type(exc).__name__}: {exc}")
-        self.exc = exc
-        self.location = location
-        self.traceable = traceable
+from ..variables.builder import read_list, wrap
+from ..rules.objects import record_side_effect
+from ..runtime.live import EXECUTORS
+from typing import NoReturn
+from ..errors import UserError
 
 
 HANDLERS: dict[str, Callable[["Tracer", Instruction], None]] = {}
@@ -163,16 +155,12 @@ class Tracer:
 
     def new_iterator(self, items: tuple) -> "IteratorVariable":
         """A fresh iterator over ``items`` (VTs), at its first item."""
-        from ..variables.base import IteratorEntry, IteratorVariable
-
         oid = self.new_id()
         self.heap_set(oid, IteratorEntry(tuple(items)))
         return IteratorVariable(oid)
 
     def iterator_next(self, var: "IteratorVariable") -> VariableTracker | None:
         """Advance ``var``: its next item, or ``None`` when it is exhausted."""
-        from ..variables.base import IteratorEntry
-
         entry = self.heap(var.oid)
         if entry.index >= len(entry.items):
             return None
@@ -181,8 +169,6 @@ class Tracer:
 
     def iterator_drain(self, var: "IteratorVariable") -> tuple:
         """The items ``var`` has left, consuming them (``list(it)``, ``for``-unrolling, unpacking)."""
-        from ..variables.base import IteratorEntry
-
         entry = self.heap(var.oid)
         self.heap_set(var.oid, IteratorEntry(entry.items, len(entry.items)))
         return entry.rest
@@ -198,8 +184,6 @@ class Tracer:
         return oid
 
     def list_items(self, var: ListVariable) -> tuple:
-        from ..variables.builder import read_list
-
         return read_list(self, var.oid)
 
     def append_to_list(self, var: ListVariable, values: tuple) -> None:
@@ -207,16 +191,12 @@ class Tracer:
         entry: ListEntry = self.heap(var.oid)
         if entry.items is not None:
             return self.set_list_items(var, entry.items + tuple(values))
-        from ..variables.objects import record_side_effect
-
         record_side_effect(self, ("list", var.oid), var)  # an unread list is always a live one
         self.heap_set(var.oid, ListEntry(None, entry.source, entry.live, entry.appended + tuple(values)))
 
     def set_list_items(self, var: ListVariable, items: tuple) -> None:
         entry: ListEntry = self.heap(var.oid)
         if entry.live is not None:  # an outside list: replayed on it after the graph runs
-            from ..variables.objects import record_side_effect
-
             record_side_effect(self, ("list", var.oid), var)
         self.heap_set(var.oid, ListEntry(tuple(items), entry.source, entry.live))
 
@@ -224,8 +204,6 @@ class Tracer:
         """The dict's whole contents (an outside dict's key set is guarded now, if it was not yet)."""
         entry = self.heap(var.oid)
         if entry.keys_unguarded:
-            from ..guards.guard import Guard
-
             self.add_guard(Guard(entry.source, "KEYS", tuple(k for k, _ in entry.items)))
             entry = DictEntry(entry.items, entry.source, entry.live)
             self.heap_set(var.oid, entry)
@@ -236,8 +214,6 @@ class Tracer:
         entry = self.heap(var.oid)
         found = entry.get(key, missing)
         if entry.keys_unguarded:
-            from ..guards.guard import Guard
-
             self.add_guard(Guard(entry.source, "HAS_KEY", (key, found is not missing)))
         return found
 
@@ -246,8 +222,6 @@ class Tracer:
         if isinstance(old.live, AttrsView):
             self.unsupported("side_effect", "writing through the __dict__ of an object made in the trace")
         if old.live is not None:  # an outside dict: replayed on it after the graph runs
-            from ..variables.objects import record_side_effect
-
             record_side_effect(self, ("dict", var.oid), var)
         self.heap_set(var.oid, DictEntry(entry.items, old.source, old.live))
 
@@ -370,8 +344,6 @@ class Tracer:
         What ran before the raise stays done, as in eager (side effects, appended items); frames the
         exception left are dropped, and the handler's frame keeps its stack up to the table entry's depth.
         """
-        from ..variables.base import ConstantVariable
-
         if not error.traceable:
             raise error
         frames = list(self.state.frames[:depth])
@@ -397,8 +369,6 @@ class Tracer:
         start = 0 if depth is None else max(len(frame.stack) - depth, 0)
         if not any(isinstance(v, LazyArgument) for v in frame.stack[start:]):
             return
-        from ..variables.builder import wrap
-
         stack = list(frame.stack)
         for i in range(start, len(stack)):
             if isinstance(stack[i], LazyArgument):
@@ -412,8 +382,6 @@ class Tracer:
         could not be captured, so the state is exactly what it was before it:
         the plan executes that one instruction for real (DESIGN invariant 6).
         """
-        from ..runtime.live import EXECUTORS
-
         while self.result is None:
             token = self.checkpoint()
             try:
@@ -451,12 +419,8 @@ class Tracer:
     def return_value(self, value: VariableTracker) -> None:
         frames = self.state.frames
         if frames[-1].generator is not None:  # next(gen) reached the generator's return: it has finished
-            from ..variables.base import GeneratorEntry
-
             self.heap_set(frames[-1].generator, GeneratorEntry(None))
         if frames[-1].yields is not None:  # a generator ran to completion: its caller gets the yielded values
-            from ..variables.base import IteratorVariable
-
             value = self.new_iterator(frames[-1].yields)
         if len(frames) == 1:
             self.result = value
@@ -483,11 +447,5 @@ def _as_break(e: Exception, location: UserLocation) -> GraphBreak:
         return e.graph_break
     return GraphBreak("user_exception", f"the traced code raises {e}: the step runs for real, so the exception "
                       "(if it happens) is eager's own", (), location)
-
-
-def make_frame(code: Bytecode, locals_: dict, globals_: dict, globals_module: str | None,
-               fn: Any = None, fn_source: Any = None, cells: Any = EMPTY_MAP) -> Frame:
-    """A fresh frame at instruction 0 with ``locals_`` bound."""
-    return Frame(code, 0, (), EMPTY_MAP.update(locals_), cells, globals_, globals_module, fn, fn_source, ())
 
 

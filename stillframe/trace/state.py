@@ -47,8 +47,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, NamedTuple
 
 import immutables
-
-from ..bytecode import Bytecode
+from ..bytecode.reader import Bytecode
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,3 +171,9 @@ class Checkpoint:
     state: TraceState
     graph_mark: int
     last_node: Any = None
+
+
+def make_frame(code: Bytecode, locals_: dict, globals_: dict, globals_module: str | None,
+               fn: Any = None, fn_source: Any = None, cells: Any = EMPTY_MAP) -> Frame:
+    """A fresh frame at instruction 0 with ``locals_`` bound."""
+    return Frame(code, 0, (), EMPTY_MAP.update(locals_), cells, globals_, globals_module, fn, fn_source, ())

@@ -26,21 +26,35 @@ import types
 from typing import Any
 
 import torch
-
 from ..guards.guard import Guard, tensor_signature
-from ..guards.source import GetItemSource, ScalarOutputSource, Source
+from ..guards.source import AttrSource, GetItemSource, GlobalSource, ScalarOutputSource, Source
 from ..tensors.meta import TensorEntry
+from . import standins
 from .base import (
+    AutocastExitVariable,
     BuiltinVariable,
     ConstantVariable,
+    ContextExitVariable,
+    DictEntry,
+    DictVariable,
+    GradModeVariable,
+    LazyArgument,
+    ListEntry,
+    ListVariable,
+    LiveIteratorVariable,
     NNModuleVariable,
+    NULL,
     PythonObjectVariable,
-    TorchFunctionVariable,
+    TensorMethodVariable,
     TensorVariable,
+    TorchFunctionVariable,
     TupleVariable,
     UserFunctionVariable,
+    UserMethodVariable,
     VariableTracker,
 )
+from .objects import ContainerMethodVariable
+
 
 CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
                   torch.dtype, torch.device, torch.layout, torch.memory_format, enum.Enum)
@@ -160,27 +174,19 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
     """Values that exist only between two graphs of one call (see :mod:`stillframe.runtime.live`)."""
     if type(value) in _NEVER_LIVE_MARKERS:
         return None
-    from ..guards.source import AttrSource
-    from ..runtime import live
-    from .base import NULL, ContextExitVariable, GradModeVariable, UserMethodVariable
-
-    if value is live.NULL:
+    if value is standins.NULL:
         return NULL
-    if isinstance(value, live.ResumableIterator):
-        from .base import LiveIteratorVariable
-
-        _guard(tx, source, "TYPE", live.ResumableIterator)
+    if isinstance(value, standins.ResumableIterator):
+        _guard(tx, source, "TYPE", standins.ResumableIterator)
         _guard(tx, AttrSource(source, "index"), "EQUALS", value.index)
         return LiveIteratorVariable(AttrSource(source, "items"), tuple(value.items), value.index, id(value))
-    if isinstance(value, live.AutocastExit):
-        from .base import AutocastExitVariable
-
-        _guard(tx, source, "TYPE", live.AutocastExit)
+    if isinstance(value, standins.AutocastExit):
+        _guard(tx, source, "TYPE", standins.AutocastExit)
         return AutocastExitVariable(None, value.args, source)
-    if isinstance(value, live.GradModeExit):
+    if isinstance(value, standins.GradModeExit):
         _guard(tx, source, "EQUALS", value)
         return ContextExitVariable(value.restore)
-    if isinstance(value, live.GradModeEnter):
+    if isinstance(value, standins.GradModeEnter):
         _guard(tx, source, "EQUALS", value)
         return GradModeVariable(value.mode, value.applied, value.previous)
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
@@ -189,14 +195,10 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
         self_var = wrap(tx, value.__self__, AttrSource(source, "__self__") if source else None)
         return UserMethodVariable(fn.fn, self_var)
     if isinstance(value, types.BuiltinMethodType) and isinstance(getattr(value, "__self__", None), torch.Tensor):
-        from .base import TensorMethodVariable
-
         self_var = wrap(tx, value.__self__, AttrSource(source, "__self__") if source else None)
         _guard(tx, AttrSource(source, "__name__") if source else None, "EQUALS", value.__name__)
         return TensorMethodVariable(value.__name__, self_var)
     if isinstance(value, types.BuiltinMethodType) and type(getattr(value, "__self__", None)) in (list, dict):
-        from .objects import ContainerMethodVariable
-
         owner = wrap(tx, value.__self__, AttrSource(source, "__self__") if source else None)
         _guard(tx, AttrSource(source, "__name__") if source else None, "EQUALS", value.__name__)
         return ContainerMethodVariable(owner, value.__name__)
@@ -230,8 +232,6 @@ def _function(tx: Any, value: types.FunctionType, source: Source | None) -> Vari
     break) is the same code; what differs between instances -- closure cells,
     defaults -- is read through sources and guarded where the trace uses it.
     """
-    from ..guards.source import AttrSource
-
     key = ("id", id(value))
     hit = tx.state.memo.get(key)
     if hit is not None:
@@ -256,8 +256,6 @@ def _function(tx: Any, value: types.FunctionType, source: Source | None) -> Vari
 def _rooted_in_globals(source: Source) -> bool:
     """Whether ``source`` is read from a module's globals (``G['f']``, ``___module_globals('m')['f']``,
     ``G['REGISTRY']['key']``) rather than from the call's arguments, closure or defaults."""
-    from ..guards.source import GlobalSource
-
     while hasattr(source, "base"):
         source = source.base
     return isinstance(source, GlobalSource)
@@ -265,8 +263,6 @@ def _rooted_in_globals(source: Source) -> bool:
 
 def _wrap_list(tx: Any, value: list, source: Source | None) -> VariableTracker:
     _guard(tx, source, "TYPE", list)
-    from .base import ListEntry, ListVariable
-
     # Contents are read (and guarded) only when the trace looks at them; the live list is kept so that
     # mutations are replayed on it even when it has no source (a list in a hook's closure).
     oid = tx.new_id()
@@ -276,8 +272,6 @@ def _wrap_list(tx: Any, value: list, source: Source | None) -> VariableTracker:
 
 def read_list(tx: Any, oid: int) -> tuple:
     """The items of a heap list, reading (and guarding) a caller's list on first use."""
-    from .base import ListEntry
-
     entry = tx.state.heap[oid]
     if entry.items is not None:
         return entry.items
@@ -294,8 +288,6 @@ def _wrap_dict(tx: Any, value: dict, source: Source | None) -> VariableTracker:
     keys = list(value.keys())
     if not all(is_constant(k) or is_class_key(k) for k in keys):
         tx.unsupported("dict_keys", "a dict whose keys are not Python constants")
-    from .base import DictEntry, DictVariable, LazyArgument
-
     # scalar values are read (and guarded) only when the trace uses them: a dict like os.environ is
     # consulted for one key, and must not guard every other entry's value
     items = tuple((k, LazyArgument(v, GetItemSource(source, k)) if source is not None and is_lazy_scalar(v) else
@@ -334,3 +326,21 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
     tx.input_values[var.tid] = value
     tx.input_nodes[var.tid] = node
     return var
+
+
+def load_local(tx, name, keep_scalars=False):
+    """The value of local ``name``, wrapping a lazily bound argument on first read.
+
+    With ``keep_scalars`` a Python scalar stays lazy (unguarded) until an
+    instruction uses its value (see ``Tracer.step``): a loop counter that is
+    only printed or stored does not specialize the trace.
+    """
+    frame = tx.frame
+    value = frame.locals.get(name)
+    if isinstance(value, LazyArgument):
+        if keep_scalars and is_lazy_scalar(value.value):
+            return value
+        value = wrap(tx, value.value, value.source)
+        frame = tx.frame
+        tx.set_frame(frame.with_locals(frame.locals.set(name, value)))
+    return value

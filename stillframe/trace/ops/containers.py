@@ -9,28 +9,23 @@ it) and ``FOR_ITER`` advances it.
 
 from __future__ import annotations
 
-import enum
-import operator
 
-import torch
-
-from ...tensors.ops import call_tensor_op
-from ...variables.attrs import getattr_var
 from ...variables.base import (
-    GeneratorVariable,
     ConstantVariable,
-    DictVariable,
+    DictEntry,
+    GeneratorVariable,
     IteratorVariable,
-    ListVariable,
-    NNModuleVariable,
-    PythonObjectVariable,
-    RangeVariable,
+    LiveIteratorVariable,
     SliceVariable,
-    TensorVariable,
     TupleVariable,
 )
-from ...variables.calls import call_dunder, const_value, is_const, sequence_items
+from ...rules.calls import _len, const_value, sequence_items
+from ...rules.generators import drain
 from ..interpreter import handler
+from .operators import UNARY_POSITIVE
+from ...rules.containers import delete_subscript
+from ...rules.containers import store_subscript
+from ...rules.containers import subscript
 
 
 @handler("BUILD_TUPLE")
@@ -46,8 +41,6 @@ def BUILD_LIST(tx, inst):
 @handler("BUILD_MAP")
 def BUILD_MAP(tx, inst):
     flat = tx.popn(2 * inst.arg)
-    from ...variables.base import DictEntry
-
     entry = DictEntry(())
     for k, v in zip(flat[::2], flat[1::2]):
         entry = entry.set(const_value(tx, k), v)
@@ -79,8 +72,6 @@ def CALL_INTRINSIC_1(tx, inst):
     if inst.argval == "INTRINSIC_LIST_TO_TUPLE":
         return LIST_TO_TUPLE(tx, inst)
     if inst.argval == "INTRINSIC_UNARY_POSITIVE":
-        from .operators import UNARY_POSITIVE
-
         return UNARY_POSITIVE(tx, inst)
     if inst.argval == "INTRINSIC_STOPITERATION_ERROR":  # 3.12: a StopIteration leaving a generator's frame
         exc = tx.pop()
@@ -137,69 +128,6 @@ def MAP_ADD(tx, inst):
     tx.set_dict_entry(target, tx.dict_entry(target).set(const_value(tx, key), value))
 
 
-def subscript(tx, container, key):
-    """``container[key]`` on VTs."""
-    if isinstance(container, TensorVariable):
-        return call_tensor_op(tx, "call_function", operator.getitem, (container, key), {})
-    if isinstance(container, (TupleVariable, ListVariable, RangeVariable)):
-        items = tuple(sequence_items(tx, container))
-        k = const_value(tx, key)
-        if isinstance(k, TensorVariable):
-            tx.unsupported("data_dependent", "indexing a Python sequence with a tensor")
-        try:
-            picked = items[k]
-        except (IndexError, TypeError) as e:
-            tx.user_error(type(e)(str(e).replace("tuple", container.python_type().__name__)))
-        if isinstance(k, slice):
-            if isinstance(container, ListVariable):
-                return tx.new_list(picked)
-            cls = container.cls if isinstance(container, TupleVariable) and container.cls is torch.Size else tuple
-            return TupleVariable(picked, cls)
-        return picked
-    if isinstance(container, DictVariable):
-        k = const_value(tx, key)
-        v = tx.dict_lookup(container, k, _ABSENT)
-        if v is _ABSENT:
-            tx.user_error(KeyError(k))
-        return v
-    if isinstance(container, NNModuleVariable):
-        module = container.module
-        k = const_value(tx, key)
-        if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)) and isinstance(k, slice):
-            # a new container of the same modules on every call: guarded by type, its members by identity
-            from ...guards.guard import Guard
-            from ...guards.source import GetItemSource
-
-            source = GetItemSource(container.source, k) if container.source is not None else None
-            if source is not None:
-                tx.add_guard(Guard(source, "TYPE", type(module)))
-            return NNModuleVariable(module[k], source)
-        if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)) and isinstance(k, int):
-            names = list(module._modules)
-            try:
-                name = names[k]
-            except IndexError as e:
-                tx.user_error(IndexError(f"index {k} is out of range") if False else e)
-            return getattr_var(tx, container, name)
-        if isinstance(module, torch.nn.ParameterDict) and isinstance(k, str):
-            if k not in module._parameters:
-                tx.user_error(KeyError(k))
-            return getattr_var(tx, container, k)
-        if isinstance(module, torch.nn.ModuleDict) and isinstance(k, str):
-            if k not in module._modules:
-                tx.user_error(KeyError(k))
-            return getattr_var(tx, container, k)
-    result = call_dunder(tx, container, "__getitem__", [key])
-    if result is not None:
-        return result
-    if (isinstance(container, ConstantVariable) or isinstance(container, PythonObjectVariable) and isinstance(
-            container.value, enum.EnumMeta)) and is_const(tx, key):
-        from ...variables.calls import fold
-
-        return fold(tx, operator.getitem, [container, key], {})
-    tx.unsupported("unsupported_subscript", f"indexing a {container.python_type().__name__} value")
-
-
 @handler("BINARY_SUBSCR")
 def BINARY_SUBSCR(tx, inst):
     key = tx.pop()
@@ -213,23 +141,6 @@ def BINARY_SLICE(tx, inst):
     start = tx.pop()
     container = tx.pop()
     tx.push(subscript(tx, container, SliceVariable(start, stop, ConstantVariable(None))))
-
-
-def store_subscript(tx, container, key, value):
-    if isinstance(container, TensorVariable):
-        call_tensor_op(tx, "call_function", operator.setitem, (container, key, value), {})
-    elif isinstance(container, ListVariable):
-        items = list(tx.list_items(container))
-        k = const_value(tx, key)
-        try:
-            items[k] = value if not isinstance(k, slice) else list(sequence_items(tx, value))
-        except (IndexError, TypeError) as e:
-            tx.user_error(e)
-        tx.set_list_items(container, tuple(items))
-    elif isinstance(container, DictVariable):
-        tx.set_dict_entry(container, tx.dict_entry(container).set(const_value(tx, key), value))
-    elif call_dunder(tx, container, "__setitem__", [key, value]) is None:
-        tx.unsupported("unsupported_subscript", f"assigning into a {container.python_type().__name__} value")
 
 
 @handler("STORE_SUBSCR")
@@ -263,33 +174,17 @@ def UNPACK_SEQUENCE(tx, inst):
 @handler("GET_ITER")
 def GET_ITER(tx, inst):
     seq = tx.pop()
-    from ...variables.base import LiveIteratorVariable
-
     if isinstance(seq, (IteratorVariable, LiveIteratorVariable)):
         tx.push(seq)
         return
     if isinstance(seq, GeneratorVariable):
-        from .generators import drain
-
         tx.push(drain(tx, seq))
         return
     tx.push(tx.new_iterator(tuple(sequence_items(tx, seq))))
 
 
-def _live_item(tx, it, index):
-    from ...guards.source import GetItemSource
-    from ...variables.base import LazyArgument
-    from ...variables.builder import is_lazy_scalar, wrap
-
-    value = it.values[index]
-    source = GetItemSource(it.items_source, index)
-    return LazyArgument(value, source) if is_lazy_scalar(value) else wrap(tx, value, source)
-
-
 @handler("FOR_ITER")
 def FOR_ITER(tx, inst):
-    from ...variables.base import LiveIteratorVariable
-
     it = tx.peek()
     if isinstance(it, LiveIteratorVariable):
         # The loop's body broke the graph before: take the next item for real, so one plan serves the rest of
@@ -328,27 +223,7 @@ def UNPACK_EX(tx, inst):
 def DELETE_SUBSCR(tx, inst):
     key = tx.pop()
     container = tx.pop()
-    if isinstance(container, ListVariable):
-        items = list(tx.list_items(container))
-        try:
-            del items[const_value(tx, key)]
-        except (IndexError, TypeError) as e:
-            tx.user_error(e)
-        tx.set_list_items(container, tuple(items))
-    elif isinstance(container, DictVariable):
-        k = const_value(tx, key)
-        entry = tx.dict_entry(container)
-        if entry.get(k, _ABSENT) is _ABSENT:
-            tx.user_error(KeyError(k))
-        from ...variables.base import DictEntry
-
-        tx.set_dict_entry(container, DictEntry(tuple((a, b) for a, b in entry.items
-                                                     if not (type(a) is type(k) and a == k)), entry.source))
-    elif call_dunder(tx, container, "__delitem__", [key]) is None:
-        tx.unsupported("unsupported_subscript", f"deleting from a {container.python_type().__name__} value")
-
-
-_ABSENT = object()
+    delete_subscript(tx, container, key)
 
 
 @handler("BUILD_SET")
@@ -379,6 +254,4 @@ def _replace_at(tx, depth, value):
 
 @handler("GET_LEN")
 def GET_LEN(tx, inst):
-    from ...variables.calls import _len
-
     tx.push(ConstantVariable(_len(tx, tx.peek())))

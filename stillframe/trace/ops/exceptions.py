@@ -11,9 +11,10 @@ Only already-imported modules can be imported inside a traced function
 from __future__ import annotations
 
 import sys
-
 from ...variables.base import BuiltinVariable, ConstantVariable, NullVariable, PythonObjectVariable
-from ...variables.attrs import getattr_var
+from ...variables.objects import SuperVariable
+from ...rules.attrs import getattr_var, super_attr
+from ...rules.calls import const_value
 from ..interpreter import handler
 
 
@@ -67,10 +68,6 @@ def IMPORT_FROM(tx, inst):
 
 @handler("LOAD_SUPER_ATTR")
 def LOAD_SUPER_ATTR(tx, inst):
-    from ...variables.attrs import super_attr
-    from ...variables.calls import const_value
-    from ...variables.objects import SuperVariable
-
     self_var = tx.pop()
     cls = tx.pop()
     tx.pop()  # the global `super`
@@ -98,8 +95,6 @@ def POP_EXCEPT(tx, inst):
 
 @handler("CHECK_EXC_MATCH")
 def CHECK_EXC_MATCH(tx, inst):
-    from ...variables.calls import const_value
-
     types_ = const_value(tx, tx.pop())
     exc = tx.peek()
     tx.push(ConstantVariable(isinstance(const_value(tx, exc), types_)))

@@ -1,12 +1,18 @@
 """Calls: ``KW_NAMES``, ``CALL``, ``CALL_FUNCTION_EX``."""
 
 from __future__ import annotations
-
-from ...variables.base import (DictVariable, LazyArgument, NestedFunctionVariable, NullVariable, UserFunctionVariable,
-                               UserMethodVariable)
+from ...variables.base import (
+    ConstantVariable,
+    DictVariable,
+    LazyArgument,
+    NestedFunctionVariable,
+    NullVariable,
+    UserFunctionVariable,
+    UserMethodVariable,
+)
 from ...variables.builder import wrap
-from ...variables.calls import call, const_value, sequence_items
 from ...variables.objects import ContainerMethodVariable
+from ...rules.calls import call, const_value, sequence_items
 from ..interpreter import handler
 
 
@@ -69,19 +75,12 @@ def CALL_FUNCTION_EX(tx, inst):
 
 
 def _k(key):
-    from ...variables.base import ConstantVariable
-
     return ConstantVariable(key)
-
-
-
 
 
 @handler("MAKE_FUNCTION")
 def MAKE_FUNCTION(tx, inst):
     """Stack (bottom to top): defaults?, kwdefaults?, annotations?, closure?, code (by ``inst.arg`` flags)."""
-    from ...variables.base import NestedFunctionVariable
-
     code = tx.pop().value
     flags = inst.arg
     closure = tuple(cell.ref for cell in tx.pop().items) if flags & 0x08 else ()

@@ -7,66 +7,9 @@ flow and is unsupported (a graph break in a later release).
 
 from __future__ import annotations
 
-from ...variables.base import (
-    LazyArgument,
-    BuiltinVariable,
-    ConstantVariable,
-    DictVariable,
-    ListVariable,
-    NNModuleVariable,
-    PythonObjectVariable,
-    RangeVariable,
-    TensorMethodVariable,
-    TensorVariable,
-    TorchFunctionVariable,
-    TupleVariable,
-    UserFunctionVariable,
-    UserMethodVariable,
-)
 from ..interpreter import handler
-
-
-def truthiness(tx, var) -> bool:
-    """``bool(var)`` at trace time, or Unsupported when it depends on tensor data."""
-    from ...variables.calls import _len
-
-    if isinstance(var, LazyArgument):
-        from ...variables.builder import wrap
-
-        var = wrap(tx, var.value, var.source)
-    if isinstance(var, ConstantVariable):
-        return bool(var.value)
-    if isinstance(var, (TupleVariable, ListVariable, DictVariable)):
-        return _len(tx, var) > 0
-    if isinstance(var, RangeVariable):
-        return bool(var.value)
-    if isinstance(var, TensorVariable):
-        tx.unsupported("data_dependent", "Python control flow on the value of a tensor (`if tensor:` / bool(tensor))",
-                       ("use torch.where, or move the branch out of the compiled function",))
-    if isinstance(var, NNModuleVariable):
-        if hasattr(type(var.module), "__len__") or hasattr(type(var.module), "__bool__"):
-            return bool(_len(tx, var))
-        return True
-    if isinstance(var, (UserFunctionVariable, UserMethodVariable, TorchFunctionVariable, BuiltinVariable,
-                        TensorMethodVariable)):
-        return True
-    from ...variables.calls import call_dunder
-
-    for dunder in ("__bool__", "__len__"):
-        result = call_dunder(tx, var, dunder, [])
-        if result is not None:
-            return truthiness(tx, result)
-    if isinstance(var, PythonObjectVariable):
-        cls = type(var.value)
-        if getattr(cls, "__bool__", None) is None and getattr(cls, "__len__", None) is None:
-            return True
-        if isinstance(var.value, (type, type(tx))) or cls.__module__ == "builtins":
-            return bool(var.value)
-    tx.unsupported("unsupported_condition", f"truth value of a {var.python_type().__name__} value")
-
-
-def _is_none(var) -> bool:
-    return isinstance(var, ConstantVariable) and var.value is None
+from ...rules.truthiness import _is_none
+from ...rules.truthiness import truthiness
 
 
 @handler("POP_JUMP_IF_TRUE")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import builtins
-
 from ...guards.source import AttrSource, GlobalSource
-from ...variables.attrs import getattr_var
-from ...variables.base import NULL, ConstantVariable, LazyArgument, TupleVariable
-from ...variables.builder import is_lazy_scalar, wrap
+from ...variables.base import CellEntry, CellVariable, ConstantVariable, NULL, TupleVariable
+from ...variables.builder import wrap, load_local
+from ...rules.attrs import getattr_var
+from ...rules.objects import delete_attr, record_side_effect, store_attr
 from ..interpreter import handler
 
 
@@ -22,24 +22,6 @@ def _const(value):
 @handler("LOAD_CONST")
 def LOAD_CONST(tx, inst):
     tx.push(_const(inst.argval))
-
-
-def load_local(tx, name, keep_scalars=False):
-    """The value of local ``name``, wrapping a lazily bound argument on first read.
-
-    With ``keep_scalars`` a Python scalar stays lazy (unguarded) until an
-    instruction uses its value (see ``Tracer.step``): a loop counter that is
-    only printed or stored does not specialize the trace.
-    """
-    frame = tx.frame
-    value = frame.locals.get(name)
-    if isinstance(value, LazyArgument):
-        if keep_scalars and is_lazy_scalar(value.value):
-            return value
-        value = wrap(tx, value.value, value.source)
-        frame = tx.frame
-        tx.set_frame(frame.with_locals(frame.locals.set(name, value)))
-    return value
 
 
 @handler("LOAD_FAST")
@@ -114,8 +96,6 @@ def MAKE_CELL(tx, inst):
 
 @handler("LOAD_CLOSURE")
 def LOAD_CLOSURE(tx, inst):
-    from ...variables.base import CellVariable
-
     tx.push(CellVariable(tx.frame.cells[inst.argval]))
 
 
@@ -148,12 +128,8 @@ def STORE_DEREF(tx, inst):
     value = tx.pop()
     cell = tx.frame.cells.get(inst.argval)
     if isinstance(cell, int):
-        from ...variables.base import CellEntry
-
         tx.heap_set(cell, CellEntry(value))
         return
-    from ...variables.objects import record_side_effect
-
     _, real_cell, cell_source = cell
     if cell_source is None:
         tx.unsupported("side_effect", f"assigning the closure variable '{inst.argval}' of a function "
@@ -177,8 +153,6 @@ def LOAD_METHOD(tx, inst):
 
 @handler("STORE_ATTR")
 def STORE_ATTR(tx, inst):
-    from ...variables.objects import store_attr
-
     obj = tx.pop()
     value = tx.pop()
     store_attr(tx, obj, inst.argval, value)
@@ -186,14 +160,10 @@ def STORE_ATTR(tx, inst):
 
 @handler("DELETE_ATTR")
 def DELETE_ATTR(tx, inst):
-    from ...variables.objects import delete_attr
-
     delete_attr(tx, tx.pop(), inst.argval)
 
 
 @handler("STORE_GLOBAL")
 def STORE_GLOBAL(tx, inst):
-    from ...variables.objects import record_side_effect
-
     frame = tx.frame
     record_side_effect(tx, ("global", frame.globals_module, inst.argval), tx.pop())

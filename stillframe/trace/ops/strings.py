@@ -1,10 +1,10 @@
 """Strings: ``FORMAT_VALUE``, ``BUILD_STRING`` (f-strings over values known at trace time)."""
 
 from __future__ import annotations
-
 from ...variables.base import ConstantVariable
-from ...variables.calls import const_value
+from ...rules.calls import const_value
 from ..interpreter import handler
+
 
 _CONVERSIONS = {0: None, 1: str, 2: repr, 3: ascii}
 

@@ -8,6 +8,8 @@ closed set) and, for builtins, by the builtin itself (``BUILTIN_RULES``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import abc
 import copy
 import enum
@@ -21,28 +23,28 @@ import types
 from typing import Any, Callable
 
 import torch
-
-from ..bytecode import read
+from ..bytecode.reader import read
+from ..errors import UserError
+from ..guards.guard import Guard
 from ..guards.source import AttrSource, DefaultSource, GetItemSource
-from ..tensors.ops import call_tensor_op
-from ..trace.interpreter import Tracer, UserError, make_frame
-from .attrs import getattr_var, module_hooks_guard, module_iterator
-from .base import (
-    GeneratorEntry,
-    GeneratorVariable,
+from ..trace.state import make_frame
+from ..variables.base import (
     AutocastExitVariable,
     AutocastVariable,
     BuiltinVariable,
     ConstantVariable,
     ContextExitVariable,
+    DictEntry,
     DictVariable,
+    GeneratorEntry,
+    GeneratorVariable,
     GradModeVariable,
     IteratorVariable,
     LazyArgument,
     ListVariable,
     LiveIteratorVariable,
-    NestedFunctionVariable,
     NNModuleVariable,
+    NestedFunctionVariable,
     PartialVariable,
     PythonObjectVariable,
     RangeVariable,
@@ -55,7 +57,39 @@ from .base import (
     UserMethodVariable,
     VariableTracker,
 )
-from .builder import is_constant, wrap
+from ..variables.builder import is_constant, wrap, wrap as wrap_value
+from ..variables.objects import ContainerMethodVariable, ObjectVariable, SuperVariable, dict_base, storage_of
+from ..tensors.ops import call_tensor_op
+from .attrs import (
+    EMPTY_CELLS,
+    _defined_by_dict_base,
+    _noop,
+    getattr_var,
+    has_attr,
+    module_hooks_guard,
+    module_iterator,
+    plain_getattr,
+)
+from .containers import _live_item, subscript
+from .context import exit_autocast, set_grad_mode
+from .disable import is_disabled
+from .generators import drain, make_generator, resume
+from .objects import (
+    call_container_method,
+    deepcopy_var,
+    delete_attr,
+    new_object,
+    object_setattr,
+    record_side_effect,
+    store_attr,
+)
+from .operators import binary_op
+from .truthiness import truthiness
+from ..variables.builder import load_local
+
+if TYPE_CHECKING:
+    from ..trace.interpreter import Tracer
+
 
 # torch functions that are not graph ops but read global state or are context managers.
 def _is_grad_enabled(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
@@ -108,8 +142,6 @@ OPAQUE_MODULES = ("logging", "warnings", "traceback", "pdb", "inspect", "threadi
 
 def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     """Call ``fn`` with VT arguments; push the result (or a child frame that will push it)."""
-    from ..api import is_disabled
-
     target = getattr(fn, "fn", None) or getattr(fn, "value", None)
     if isinstance(target, types.FunctionType) and not args and not kwargs:
         answer = _tracing_answers().get(target)
@@ -118,8 +150,6 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     if (target is torch.finfo or target is torch.iinfo) and all(is_const(tx, a) for a in args) and not kwargs:
         return tx.push(ConstantVariable(fold(tx, target, args, kwargs).value))  # torch.finfo(x.dtype).min
     if target is copy.deepcopy and len(args) == 1 and not kwargs:
-        from .objects import deepcopy_var
-
         return tx.push(deepcopy_var(tx, args[0], {}))
     if target is inspect.signature and len(args) == 1 and not kwargs:
         return tx.push(_signature(tx, args[0]))
@@ -152,24 +182,16 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         return call_builtin(tx, fn.fn, args, kwargs)
     if isinstance(fn, PythonObjectVariable):
         return call_python_object(tx, fn, args, kwargs)
-    from .objects import ObjectVariable
-
     if isinstance(fn, ObjectVariable):
         result = call_dunder(tx, fn, "__call__", list(args), kwargs)
         if result is not None:
             return tx.push(result)
-    from .objects import ContainerMethodVariable, call_container_method
-
     if isinstance(fn, ContainerMethodVariable):
         return tx.push(call_container_method(tx, fn, args, kwargs))
     if isinstance(fn, AutocastExitVariable):
-        from ..trace.ops.blocks import exit_autocast
-
         exit_autocast(tx, fn)
         return tx.push(ConstantVariable(None))
     if isinstance(fn, ContextExitVariable):
-        from ..trace.ops.blocks import set_grad_mode
-
         set_grad_mode(tx, fn.restore)
         return tx.push(ConstantVariable(None))
     tx.unsupported("unsupported_call", f"calling a {fn.python_type().__name__} value")
@@ -178,8 +200,6 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
 def _signature(tx: Tracer, fn: VariableTracker) -> VariableTracker:
     """``inspect.signature(f)`` of a traced Python function or method (transformers counts a forward's
     parameters): a constant, since a function's code is guarded by identity and its defaults by value."""
-    from ..guards.guard import Guard
-
     if isinstance(fn, UserMethodVariable) and isinstance(fn.fn, types.FunctionType):
         func, bound = fn.fn, True
     elif isinstance(fn, UserFunctionVariable):
@@ -222,8 +242,6 @@ def _defer_log_call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -
     Only calls whose arguments are immutable Python values qualify (their replay sees what the call saw);
     the call's place among the other replayed side effects is kept. Returns False when it does not qualify.
     """
-    from .objects import record_side_effect
-
     def immutable(v: VariableTracker) -> bool:
         if isinstance(v, TupleVariable):
             return all(immutable(i) for i in v.items)
@@ -273,8 +291,6 @@ def call_module(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> 
         tx.unsupported("unsupported_call", "a module whose forward was replaced on the instance")
     if not isinstance(forward, types.FunctionType):
         tx.unsupported("unsupported_call", f"{type(module).__name__}.forward is not a Python function")
-    from .builder import wrap as wrap_value
-
     for hook_id, hook in list(module._forward_pre_hooks.items()):
         if hook_id in module._forward_pre_hooks_with_kwargs:  # hook(module, args, kwargs) -> (args, kwargs)
             result = call_sync(tx, wrap_value(tx, hook, None),
@@ -342,14 +358,10 @@ def push_code_frame(tx: Tracer, code: types.CodeType, qualname: str, args: list,
     if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE):
         tx.unsupported("unsupported_call", f"calling the coroutine function {qualname}")
     bound = bind_arguments(tx, code, qualname, args, kwargs, ndefaults, default, kwdefault)
-    from .attrs import EMPTY_CELLS
-
     cells = EMPTY_CELLS.update(dict(zip(code.co_freevars, closure)))
     frame = make_frame(read(code), bound, globals_, globals_module, fn, fn_source, cells)
     if code.co_flags & inspect.CO_GENERATOR:
         if tx.lazy_generators:
-            from ..trace.ops.generators import make_generator
-
             return tx.push(make_generator(tx, frame))
         frame = frame.with_yields(())
     tx.push_frame(frame)
@@ -408,8 +420,6 @@ def bind_arguments(tx: Tracer, code: types.CodeType, qualname: str, args: list, 
 
 
 def _wrap_default(tx: Tracer, value: Any) -> VariableTracker:
-    from .builder import is_constant
-
     if is_constant(value):
         return ConstantVariable(value)
     if isinstance(value, tuple) and all(is_constant(v) for v in value):
@@ -489,14 +499,9 @@ def call_dunder(tx: Tracer, obj: VariableTracker, name: str, args: list,
 
     Returns ``None`` when the type has no such Python method.
     """
-    from .objects import ObjectVariable
-
     if not isinstance(obj, (ObjectVariable, PythonObjectVariable, NNModuleVariable)):
         return None
     cls = python_type_of(tx, obj)
-    from .attrs import _defined_by_dict_base
-    from .objects import ContainerMethodVariable, call_container_method, storage_of
-
     storage = storage_of(tx, obj)
     if storage is not None and _defined_by_dict_base(cls, name):  # len(out), out[k], iter(out) of a dict subclass
         return call_container_method(tx, ContainerMethodVariable(storage, name), list(args), kwargs or {})
@@ -529,8 +534,6 @@ def _len(tx: Tracer, var: VariableTracker) -> int:
             isinstance(var.value, types.MappingProxyType):
         return len(var.value)  # inspect.signature(f).parameters
     if isinstance(var, PythonObjectVariable) and isinstance(var.value, (dict, list, tuple, set, frozenset)):
-        from ..guards.guard import Guard
-
         if var.source is not None:  # a container subclass (OrderedDict ...): its length is guarded, not its items
             tx.add_guard(Guard(var.source, "LEN", len(var.value)))
         return len(var.value)
@@ -542,8 +545,6 @@ def _issubclass(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 
 def _setattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    from .objects import store_attr
-
     store_attr(tx, args[0], const_value(tx, args[1]), args[2])
     return ConstantVariable(None)
 
@@ -566,8 +567,6 @@ def sequence_items(tx: Tracer, var: VariableTracker) -> tuple:
     if isinstance(var, LazyArgument):
         var = wrap(tx, var.value, var.source)
     if isinstance(var, GeneratorVariable):
-        from ..trace.ops.generators import drain
-
         var = drain(tx, var)
     if isinstance(var, ConstantVariable) and isinstance(var.value, (frozenset, set)):
         return tuple(ConstantVariable(v) for v in var.value)
@@ -587,9 +586,6 @@ def sequence_items(tx: Tracer, var: VariableTracker) -> tuple:
     if isinstance(var, IteratorVariable):
         return tx.iterator_drain(var)  # consumed, as list(it) / unpacking / zip(it) consume it
     if isinstance(var, LiveIteratorVariable):
-        from ..guards.guard import Guard
-        from ..trace.ops.containers import _live_item
-
         tx.add_guard(Guard(var.items_source, "LEN", len(var.values)))
         start = live_iterator_index(tx, var)
         tx.state = tx.state.replace(memo=tx.state.memo.set(("live_iter_index", var.obj_id), len(var.values)))
@@ -679,8 +675,6 @@ def _dict_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
                 k, v = sequence_items(tx, pair)
                 items.append((const_value(tx, k), v))
     items.extend(kwargs.items())
-    from .base import DictEntry
-
     entry = DictEntry(())
     for k, v in items:
         entry = entry.set(k, v)
@@ -709,9 +703,6 @@ def _getattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 
 def _hasattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    from .attrs import has_attr
-    from .objects import ObjectVariable
-
     obj, name = args[0], const_value(tx, args[1])
     if isinstance(obj, ObjectVariable):  # hasattr is getattr that catches AttributeError
         return ConstantVariable(attempt(tx, AttributeError, lambda: getattr_var(tx, obj, name)) is not None)
@@ -761,8 +752,6 @@ def _minmax(fn: Any) -> Callable:
 
 
 def _bool_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    from ..trace.ops.jumps import truthiness
-
     return ConstantVariable(truthiness(tx, args[0]) if args else False)
 
 
@@ -787,8 +776,6 @@ def _sum(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     items = sequence_items(tx, args[0])
     start = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
     if any(isinstance(v, TensorVariable) for v in items):
-        from ..trace.ops.operators import binary_op
-
         acc = start
         for v in items:
             acc = binary_op(tx, "+", acc, v)
@@ -824,8 +811,6 @@ def _id(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 def _all_any(fn: Any) -> Callable:
     def rule(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-        from ..trace.ops.jumps import truthiness
-
         return ConstantVariable(fn(truthiness(tx, v) for v in sequence_items(tx, args[0])))
 
     return rule
@@ -852,8 +837,6 @@ def _map(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 
 def _filter(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    from ..trace.ops.jumps import truthiness
-
     fn, items = args[0], sequence_items(tx, args[1])
     kept = []
     for item in items:
@@ -902,8 +885,6 @@ FOLDABLE = {str, round, divmod, pow, issubclass, repr, ord, chr, hash, format}
 
 def _apply_getter(tx: Tracer, getter: Any, obj: VariableTracker) -> VariableTracker:
     """``operator.itemgetter(...)(obj)`` / ``attrgetter(...)(obj)`` on a VT (the keys are constants)."""
-    from ..trace.ops.containers import subscript
-
     kind, keys = getter.__reduce__()[0], getter.__reduce__()[1]
 
     def one(key: Any) -> VariableTracker:
@@ -923,8 +904,6 @@ def _grad_mode_manager(tx: Tracer, cls: Any, args: list, kwargs: dict) -> Variab
         return GradModeVariable(False)
     if cls is torch.enable_grad:
         return GradModeVariable(True)
-    from ..trace.ops.blocks import set_grad_mode
-
     mode = bool(const_value(tx, args[0] if args else kwargs["mode"]))
     previous = tx.state.grad_enabled
     set_grad_mode(tx, mode)  # set_grad_enabled(b) takes effect when called, even outside a `with`
@@ -945,8 +924,6 @@ GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
 
 def construct(tx: Tracer, cls: type, args: list, kwargs: dict) -> VariableTracker:
     """``cls(*args, **kwargs)`` for a user class: a named tuple, or a new heap object whose ``__init__`` is inlined."""
-    from .objects import new_object
-
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
         fields = cls._fields
         defaults = getattr(cls, "_field_defaults", {})
@@ -965,8 +942,6 @@ def construct(tx: Tracer, cls: type, args: list, kwargs: dict) -> VariableTracke
                        ("the body of the `with` block is still traced",))
     if isinstance(cls, enum.EnumMeta):
         return fold(tx, cls, args, kwargs)
-    from .objects import dict_base
-
     new_ok = cls.__new__ is object.__new__ or (dict_base(cls) is not None and cls.__new__ is dict.__new__)
     if not new_ok or type(cls) not in (type, abc.ABCMeta):
         tx.unsupported("unsupported_call", f"constructing {cls.__qualname__} (custom __new__ or metaclass)")
@@ -988,8 +963,6 @@ def construct(tx: Tracer, cls: type, args: list, kwargs: dict) -> VariableTracke
 
 
 def _super(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    from .objects import SuperVariable
-
     if len(args) == 2:
         return SuperVariable(const_value(tx, args[0]), args[1])
     frame = tx.frame
@@ -998,34 +971,24 @@ def _super(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     if cell is None or not names:
         tx.unsupported("unsupported_builtin", "super() outside a method")
     cls = cell[1].cell_contents if isinstance(cell, tuple) else const_value(tx, tx.heap(cell).contents)
-    from ..trace.ops.names import load_local
-
     return SuperVariable(cls, load_local(tx, names[0]))
 
 
 def _object_setattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    from .objects import object_setattr
-
     object_setattr(tx, args[0], const_value(tx, args[1]), args[2])
     return ConstantVariable(None)
 
 
 def _object_getattribute(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    from .attrs import plain_getattr
-
     return plain_getattr(tx, args[0], const_value(tx, args[1]))
 
 
 def _delattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    from .objects import delete_attr
-
     delete_attr(tx, args[0], const_value(tx, args[1]))
     return ConstantVariable(None)
 
 
 def _next(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    from ..trace.ops.generators import resume
-
     gen = args[0]
     if isinstance(gen, IteratorVariable):
         item = tx.iterator_next(gen)
@@ -1065,9 +1028,6 @@ BUILTIN_RULES[frozenset] = _set_of
 
 
 def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs: dict) -> None:
-    from .attrs import _noop
-    from .objects import store_attr
-
     value = var.value
     if isinstance(value, functools.partial) and value.func is module_iterator:
         return tx.push(value(tx, args, kwargs))
@@ -1084,8 +1044,6 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
     if value is functools.partial:
         return tx.push(PartialVariable(args[0], tuple(args[1:]), tuple(kwargs.items())))
     if isinstance(value, functools.partial):
-        from ..guards.source import AttrSource, GetItemSource
-
         src = var.source
         func = wrap(tx, value.func, AttrSource(src, "func") if src else None)
         bound = [wrap(tx, a, GetItemSource(AttrSource(src, "args"), i) if src else None)
@@ -1098,8 +1056,6 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
     if isinstance(value, (operator.itemgetter, operator.attrgetter)) and len(args) == 1:
         return tx.push(_apply_getter(tx, value, args[0]))
     if value is operator.getitem and len(args) == 2:
-        from ..trace.ops.containers import subscript
-
         return tx.push(subscript(tx, args[0], args[1]))
     owner = getattr(value, "__self__", None)
     if owner is not None and not isinstance(owner, types.ModuleType) and is_constant(owner) and \

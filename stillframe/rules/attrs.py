@@ -17,17 +17,18 @@ from typing import Any
 
 import immutables
 import torch
-
 from ..guards.guard import Guard, hook_ids
-from ..guards.source import AttrSource, GetItemSource, ModuleMemberSource
-from ..tensors.ops import call_tensor_op
-from .base import (
-    NestedFunctionVariable,
+from ..guards.source import AttrSource, BaseItemSource, GetItemSource, ModuleMemberSource
+from ..variables.base import (
+    AttrsView,
     BuiltinVariable,
     ConstantVariable,
+    DictEntry,
     DictVariable,
     ListVariable,
     NNModuleVariable,
+    NestedFunctionVariable,
+    PartialVariable,
     PythonObjectVariable,
     TensorMethodVariable,
     TensorVariable,
@@ -36,13 +37,17 @@ from .base import (
     UserMethodVariable,
     VariableTracker,
 )
-from .builder import TRUSTED_MODULES, is_constant, wrap
+from ..variables.builder import TRUSTED_MODULES, is_constant, wrap
+from ..variables.objects import ContainerMethodVariable, DICT_BASES, ObjectVariable, SuperVariable, storage_of
+from ..tensors.ops import call_tensor_op
+from . import calls
+from .objects import MISSING, _static_lookup, _static_lookup_type, function_attr_key, pending_attr
+
 
 EMPTY_CELLS: immutables.Map = immutables.Map()
 
 # Tensor attributes that are views computed by a property: recorded as ``getattr`` nodes.
 TENSOR_VIEW_PROPERTIES = {"T", "mT", "H", "mH", "real", "imag"}
-_MISSING = object()
 
 
 def module_hooks_guard(tx: Any, mod: NNModuleVariable) -> None:
@@ -58,14 +63,10 @@ def module_hooks_guard(tx: Any, mod: NNModuleVariable) -> None:
 
 def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
     """``obj.name`` as a VT; a missing attribute raises the user's AttributeError."""
-    from .objects import ContainerMethodVariable, ObjectVariable, SuperVariable, pending_attr
-
     if isinstance(obj, TensorVariable):
         return tensor_attr(tx, obj, name)
     if name == "__class__" and not isinstance(obj, PythonObjectVariable):
-        from .calls import python_type_of
-
-        return PythonObjectVariable(python_type_of(tx, obj))
+        return PythonObjectVariable(calls.python_type_of(tx, obj))
     if isinstance(obj, (NNModuleVariable, PythonObjectVariable)):
         written = pending_attr(tx, obj, name)
         if written is not None:
@@ -74,16 +75,12 @@ def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
             return module_attr(tx, obj, name)
         getattribute = type(obj.value).__getattribute__
         if isinstance(getattribute, types.FunctionType) and not isinstance(obj.value, (type, types.ModuleType)):
-            from .calls import call_sync  # a config's attribute_map: the class's own lookup runs in the trace
-
-            return call_sync(tx, UserFunctionVariable(getattribute), [obj, ConstantVariable(name)], {})
+            return calls.call_sync(tx, UserFunctionVariable(getattribute), [obj, ConstantVariable(name)], {})
         return object_attr(tx, obj, obj.value, name)
     if isinstance(obj, ObjectVariable):
         getattribute = obj.cls.__getattribute__
         if isinstance(getattribute, types.FunctionType):  # the class's own lookup runs in the trace
-            from .calls import call_sync
-
-            return call_sync(tx, UserFunctionVariable(getattribute), [obj, ConstantVariable(name)], {})
+            return calls.call_sync(tx, UserFunctionVariable(getattribute), [obj, ConstantVariable(name)], {})
         return instance_attr(tx, obj, name)
     if isinstance(obj, SuperVariable):
         return super_attr(tx, obj, name)
@@ -91,8 +88,8 @@ def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
         fields = getattr(obj.cls, "_fields", None) or getattr(obj.cls, "__match_args__", None)
         if fields and name in fields:
             return obj.items[list(fields).index(name)]
-        class_attr = getattr(obj.cls, name, _MISSING)
-        if class_attr is not _MISSING and not callable(class_attr):
+        class_attr = getattr(obj.cls, name, MISSING)
+        if class_attr is not MISSING and not callable(class_attr):
             return wrap(tx, class_attr, None)  # _fields, _field_defaults ...
     if isinstance(obj, (ListVariable, DictVariable, TupleVariable)):
         if hasattr(obj.python_type(), name):
@@ -120,22 +117,11 @@ def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
     tx.unsupported("unsupported_attribute", f"reading .{name} of a {obj.python_type().__name__} value")
 
 
-#: Function attributes that are slots, not ``__dict__`` entries (what ``functools.wraps`` copies, mostly).
-FUNCTION_SLOTS = ("__name__", "__qualname__", "__doc__", "__module__", "__type_params__")
-
-
-def function_attr_key(name: str) -> Any:
-    """The key under which a function made in the trace stores attribute ``name`` (slots apart from __dict__)."""
-    return ("slot", name) if name in FUNCTION_SLOTS else name
-
-
 def nested_function_attr(tx: Any, fn: NestedFunctionVariable, name: str) -> VariableTracker:
     """An attribute of a function made in the trace: what the trace set on it, else what its code says."""
-    from .base import DictVariable
-
     if fn.attrs is not None:
-        written = tx.dict_lookup(DictVariable(fn.attrs), function_attr_key(name), _MISSING)
-        if written is not _MISSING:
+        written = tx.dict_lookup(DictVariable(fn.attrs), function_attr_key(name), MISSING)
+        if written is not MISSING:
             return written
         if name == "__dict__":
             return DictVariable(fn.attrs)  # the function's __dict__ is that store (slots kept out of it)
@@ -158,8 +144,6 @@ def nested_function_attr(tx: Any, fn: NestedFunctionVariable, name: str) -> Vari
 
 def plain_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
     """``object.__getattribute__(obj, name)``: Python's lookup without the class's ``__getattribute__``."""
-    from .objects import ObjectVariable, pending_attr
-
     if isinstance(obj, ObjectVariable):
         return instance_attr(tx, obj, name)
     if isinstance(obj, PythonObjectVariable) and not isinstance(obj.value, (type, types.ModuleType)):
@@ -171,22 +155,17 @@ def plain_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
 def instance_attr(tx: Any, obj: Any, name: str) -> VariableTracker:
     """An attribute of an object created during the trace: its own attributes, then its class."""
     entry = tx.heap(obj.oid)
-    own = entry.attrs.get(name, _MISSING)
-    if own is not _MISSING:
+    own = entry.attrs.get(name, MISSING)
+    if own is not MISSING:
         return own
     if name == "__dict__":  # a read-only snapshot: writing through it is refused (see set_dict_entry)
-        from .base import AttrsView
-
         view = tx.new_dict(entry.attrs.items)
         tx.heap_set(view.oid, tx.heap(view.oid)._with_live(AttrsView(obj.oid)))
         return view
     found = _static_lookup_type(entry.cls, name)
     if entry.storage is not None and _defined_by_dict_base(entry.cls, name):
-        from .base import DictVariable
-        from .objects import ContainerMethodVariable
-
         return ContainerMethodVariable(DictVariable(entry.storage), name)  # self.keys() of a dict subclass
-    if found is _MISSING:
+    if found is MISSING:
         if hasattr(entry.cls, "__getattr__"):
             tx.unsupported("unsupported_attribute", f"{entry.cls.__name__} defines __getattr__")
         tx.user_error(AttributeError(f"'{entry.cls.__name__}' object has no attribute '{name}'"))
@@ -195,8 +174,6 @@ def instance_attr(tx: Any, obj: Any, name: str) -> VariableTracker:
 
 def _defined_by_dict_base(cls: type, name: str) -> bool:
     """Whether ``cls.name`` resolves to a C method of dict / OrderedDict (acting on an instance's dict part)."""
-    from .objects import DICT_BASES
-
     for klass in cls.__mro__:
         if name in klass.__dict__:
             return klass in DICT_BASES
@@ -205,8 +182,6 @@ def _defined_by_dict_base(cls: type, name: str) -> bool:
 
 def super_attr(tx: Any, sup: Any, name: str) -> VariableTracker:
     """``super().name``: look ``name`` up in the MRO after ``sup.cls``, bound to ``sup.self_var``."""
-    from .objects import DICT_BASES, ContainerMethodVariable, storage_of
-
     self_type = _type_of(tx, sup.self_var)
     mro = self_type.__mro__
     for klass in mro[mro.index(sup.cls) + 1:]:
@@ -216,8 +191,6 @@ def super_attr(tx: Any, sup: Any, name: str) -> VariableTracker:
                 return _builtin_base_read(tx, sup.self_var, name)
             if attr is object.__setattr__ or attr is object.__getattribute__:
                 # super().__setattr__(k, v) / super().__getattribute__(k): the plain store or lookup
-                from .base import BuiltinVariable, PartialVariable
-
                 return PartialVariable(BuiltinVariable(attr), (sup.self_var,), ())
             storage = storage_of(tx, sup.self_var)
             if storage is not None and klass in DICT_BASES:
@@ -240,11 +213,6 @@ def _builtin_base_read(tx: Any, obj: PythonObjectVariable, name: str) -> Variabl
     ``dict.__getitem__`` so the subclass's overrides are not involved); writing through ``super()`` is
     not traced (it would have to be replayed on the live object bypassing its overrides).
     """
-    from ..guards.source import BaseItemSource
-    from .base import DictEntry, DictVariable
-    from .builder import wrap
-    from .objects import ContainerMethodVariable
-
     if name not in _DICT_READS or obj.source is None:
         tx.unsupported("unsupported_attribute", f"super().{name} of a {type(obj.value).__name__} (a dict subclass)")
     key = ("as_dict", obj.source.name)
@@ -268,18 +236,16 @@ def _noop(*args: Any, **kwargs: Any) -> None:
 
 
 def _type_of(tx: Any, var: VariableTracker) -> type:
-    from .calls import python_type_of
-
-    return python_type_of(tx, var)
+    return calls.python_type_of(tx, var)
 
 
 def has_attr(tx: Any, obj: VariableTracker, name: str) -> bool:
     if isinstance(obj, NNModuleVariable):
         m = obj.module
         return name in m._parameters or name in m._buffers or name in m._modules or \
-            _static_lookup(m, name) is not _MISSING
+            _static_lookup(m, name) is not MISSING
     if isinstance(obj, PythonObjectVariable):
-        return _static_lookup(obj.value, name) is not _MISSING
+        return _static_lookup(obj.value, name) is not MISSING
     if isinstance(obj, TensorVariable):
         return hasattr(torch.Tensor, name)
     if isinstance(obj, ConstantVariable):
@@ -307,14 +273,12 @@ def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
         return call_tensor_op(tx, "call_function", builtins.getattr, (var, ConstantVariable(name)), {})
     if name in ("grad", "data", "_base"):
         tx.unsupported("unsupported_attribute", f"reading .{name} of a tensor inside a compiled function")
-    attr = getattr(torch.Tensor, name, _MISSING)
-    if attr is _MISSING:
+    attr = getattr(torch.Tensor, name, MISSING)
+    if attr is MISSING:
         tx.user_error(AttributeError(f"'Tensor' object has no attribute '{name}'"))
     if callable(attr) and not isinstance(attr, property):
         return TensorMethodVariable(name, var)
     value = getattr(tx.tensor(var).fake, name)
-    from .builder import is_constant
-
     if is_constant(value):
         return ConstantVariable(value)
     tx.unsupported("unsupported_attribute", f"reading .{name} of a tensor")
@@ -330,12 +294,9 @@ def module_iterator(var: NNModuleVariable, method: str, tx: Any, args: list, kwa
     Each visited module's registry keys are guarded, so adding or removing a
     submodule or parameter recompiles.
     """
-    from .base import IteratorVariable
-    from .calls import const_value
-
-    options = {k: const_value(tx, v) for k, v in kwargs.items()}
+    options = {k: calls.const_value(tx, v) for k, v in kwargs.items()}
     positional = ("prefix", "recurse") if method.startswith("named_") else ("recurse",)
-    options.update(zip(positional, (const_value(tx, a) for a in args)))
+    options.update(zip(positional, (calls.const_value(tx, a) for a in args)))
     recurse = options.get("recurse", True)
     walk: list = []  # (qualified name, VT of module)
 
@@ -399,7 +360,7 @@ def module_attr(tx: Any, var: NNModuleVariable, name: str) -> VariableTracker:
     found = _static_lookup(m, name)
     if name in MODULE_ITERATORS and found == ("class", getattr(torch.nn.Module, name)):
         return PythonObjectVariable(functools.partial(module_iterator, var, name))
-    if found is _MISSING:
+    if found is MISSING:
         if type(m).__getattr__ is not torch.nn.Module.__getattr__:
             tx.unsupported("unsupported_attribute", f"{type(m).__name__} defines __getattr__")
         tx.user_error(AttributeError(f"'{type(m).__name__}' object has no attribute '{name}'"))
@@ -414,7 +375,7 @@ def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> Va
         return wrap(tx, getattr(value, name), src, trusted=any(value is m for m in TRUSTED_MODULES))
     if isinstance(value, type):
         found = _static_lookup_type(value, name)
-        if found is _MISSING:
+        if found is MISSING:
             if name in ("__name__", "__qualname__", "__module__", "__doc__", "__mro__", "__bases__"):
                 return wrap(tx, getattr(value, name), src)
             tx.user_error(AttributeError(f"type object '{value.__name__}' has no attribute '{name}'"))
@@ -424,12 +385,12 @@ def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> Va
             return UserMethodVariable(found.__func__, var)
         return wrap(tx, getattr(value, name), src, trusted=value.__module__.startswith("torch"))
     found = _static_lookup(value, name)
-    if src is not None and found is not _MISSING and found[0] == "instance" and \
+    if src is not None and found is not MISSING and found[0] == "instance" and \
             isinstance(type(value).__getattribute__, types.FunctionType):
         # guarded as obj.__dict__[name]: one call of the class's own __getattribute__ per guard check, not one
         # per attribute (a transformers config is read dozens of times)
         src = GetItemSource(AttrSource(var.source, "__dict__"), name)
-    if found is _MISSING:
+    if found is MISSING:
         if hasattr(type(value), "__getattr__"):
             tx.unsupported("unsupported_attribute", f"{type(value).__name__} defines __getattr__")
         tx.user_error(AttributeError(f"'{type(value).__name__}' object has no attribute '{name}'"))
@@ -444,10 +405,8 @@ def _bind_found(tx: Any, var: VariableTracker, obj: Any, name: str, found: tuple
     if isinstance(attr, property):
         if attr.fget is None:
             tx.user_error(AttributeError(f"property '{name}' has no getter"))
-        from .calls import inline_call
-
         depth = len(tx.state.frames)
-        inline_call(tx, attr.fget, None, [var], {})
+        calls.inline_call(tx, attr.fget, None, [var], {})
         return tx.run_until_return(depth)
     if isinstance(attr, staticmethod):
         return wrap(tx, attr.__func__, None)
@@ -465,23 +424,3 @@ def _bind_found(tx: Any, var: VariableTracker, obj: Any, name: str, found: tuple
     return wrap(tx, attr, None) if src is None else wrap(tx, getattr(obj, name), src)
 
 
-def _static_lookup_type(cls: type, name: str) -> Any:
-    for klass in cls.__mro__:
-        if name in klass.__dict__:
-            return klass.__dict__[name]
-    return _MISSING
-
-
-def _static_lookup(obj: Any, name: str) -> Any:
-    """Python's attribute lookup order, without running user code: ``('instance'|'class', value)`` or _MISSING."""
-    cls_attr = _static_lookup_type(type(obj), name)
-    if cls_attr is not _MISSING and hasattr(type(cls_attr), "__set__") and not isinstance(cls_attr, property):
-        return ("class", cls_attr)
-    if isinstance(cls_attr, property):
-        return ("class", cls_attr)
-    inst = getattr(obj, "__dict__", None)
-    if inst is not None and name in inst:
-        return ("instance", inst[name])
-    if cls_attr is not _MISSING:
-        return ("class", cls_attr)
-    return _MISSING

@@ -1,0 +1,125 @@
+"""Subscripts and iteration over containers: ``c[k]``, ``c[k] = v``, ``del c[k]``, items of a live iterator."""
+
+from __future__ import annotations
+from ..guards.guard import Guard
+from ..guards.source import GetItemSource
+from ..variables.base import DictEntry, LazyArgument
+from ..variables.builder import is_lazy_scalar, wrap
+from . import calls
+from ..variables.base import ConstantVariable
+from ..variables.base import DictVariable
+from ..variables.base import ListVariable
+from ..variables.base import NNModuleVariable
+from ..variables.base import PythonObjectVariable
+from ..variables.base import RangeVariable
+from ..variables.base import TensorVariable
+from ..variables.base import TupleVariable
+from ..tensors.ops import call_tensor_op
+import enum
+from . import attrs
+import operator
+import torch
+
+
+def subscript(tx, container, key):
+    """``container[key]`` on VTs."""
+    if isinstance(container, TensorVariable):
+        return call_tensor_op(tx, "call_function", operator.getitem, (container, key), {})
+    if isinstance(container, (TupleVariable, ListVariable, RangeVariable)):
+        items = tuple(calls.sequence_items(tx, container))
+        k = calls.const_value(tx, key)
+        if isinstance(k, TensorVariable):
+            tx.unsupported("data_dependent", "indexing a Python sequence with a tensor")
+        try:
+            picked = items[k]
+        except (IndexError, TypeError) as e:
+            tx.user_error(type(e)(str(e).replace("tuple", container.python_type().__name__)))
+        if isinstance(k, slice):
+            if isinstance(container, ListVariable):
+                return tx.new_list(picked)
+            cls = container.cls if isinstance(container, TupleVariable) and container.cls is torch.Size else tuple
+            return TupleVariable(picked, cls)
+        return picked
+    if isinstance(container, DictVariable):
+        k = calls.const_value(tx, key)
+        v = tx.dict_lookup(container, k, _ABSENT)
+        if v is _ABSENT:
+            tx.user_error(KeyError(k))
+        return v
+    if isinstance(container, NNModuleVariable):
+        module = container.module
+        k = calls.const_value(tx, key)
+        if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)) and isinstance(k, slice):
+            # a new container of the same modules on every call: guarded by type, its members by identity
+            source = GetItemSource(container.source, k) if container.source is not None else None
+            if source is not None:
+                tx.add_guard(Guard(source, "TYPE", type(module)))
+            return NNModuleVariable(module[k], source)
+        if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)) and isinstance(k, int):
+            names = list(module._modules)
+            try:
+                name = names[k]
+            except IndexError as e:
+                tx.user_error(IndexError(f"index {k} is out of range") if False else e)
+            return attrs.getattr_var(tx, container, name)
+        if isinstance(module, torch.nn.ParameterDict) and isinstance(k, str):
+            if k not in module._parameters:
+                tx.user_error(KeyError(k))
+            return attrs.getattr_var(tx, container, k)
+        if isinstance(module, torch.nn.ModuleDict) and isinstance(k, str):
+            if k not in module._modules:
+                tx.user_error(KeyError(k))
+            return attrs.getattr_var(tx, container, k)
+    result = calls.call_dunder(tx, container, "__getitem__", [key])
+    if result is not None:
+        return result
+    if (isinstance(container, ConstantVariable) or isinstance(container, PythonObjectVariable) and isinstance(
+            container.value, enum.EnumMeta)) and calls.is_const(tx, key):
+        return calls.fold(tx, operator.getitem, [container, key], {})
+    tx.unsupported("unsupported_subscript", f"indexing a {container.python_type().__name__} value")
+
+
+def store_subscript(tx, container, key, value):
+    if isinstance(container, TensorVariable):
+        call_tensor_op(tx, "call_function", operator.setitem, (container, key, value), {})
+    elif isinstance(container, ListVariable):
+        items = list(tx.list_items(container))
+        k = calls.const_value(tx, key)
+        try:
+            items[k] = value if not isinstance(k, slice) else list(calls.sequence_items(tx, value))
+        except (IndexError, TypeError) as e:
+            tx.user_error(e)
+        tx.set_list_items(container, tuple(items))
+    elif isinstance(container, DictVariable):
+        tx.set_dict_entry(container, tx.dict_entry(container).set(calls.const_value(tx, key), value))
+    elif calls.call_dunder(tx, container, "__setitem__", [key, value]) is None:
+        tx.unsupported("unsupported_subscript", f"assigning into a {container.python_type().__name__} value")
+
+
+def _live_item(tx, it, index):
+    value = it.values[index]
+    source = GetItemSource(it.items_source, index)
+    return LazyArgument(value, source) if is_lazy_scalar(value) else wrap(tx, value, source)
+
+
+_ABSENT = object()
+
+
+def delete_subscript(tx, container, key) -> None:
+    """``del container[key]`` on VTs."""
+    if isinstance(container, ListVariable):
+        items = list(tx.list_items(container))
+        try:
+            del items[calls.const_value(tx, key)]
+        except (IndexError, TypeError) as e:
+            tx.user_error(e)
+        tx.set_list_items(container, tuple(items))
+    elif isinstance(container, DictVariable):
+        k = calls.const_value(tx, key)
+        entry = tx.dict_entry(container)
+        if entry.get(k, _ABSENT) is _ABSENT:
+            tx.user_error(KeyError(k))
+        tx.set_dict_entry(container, DictEntry(tuple((a, b) for a, b in entry.items
+                                                     if not (type(a) is type(k) and a == k)), entry.source))
+    elif calls.call_dunder(tx, container, "__delitem__", [key]) is None:
+        tx.unsupported("unsupported_subscript", f"deleting from a {container.python_type().__name__} value")

@@ -1,0 +1,40 @@
+"""Context managers: grad mode, autocast, and Python context managers inlined."""
+
+from __future__ import annotations
+from . import calls
+from ..variables.base import ConstantVariable
+from ..variables.base import UserMethodVariable
+import torch
+
+
+def set_grad_mode(tx, mode: bool) -> None:
+    """Change the traced grad mode, recording the change in the graph."""
+    if mode == tx.state.grad_enabled:
+        return
+    tx.graph.call_function(torch._C._set_grad_enabled, (mode,), {}, None)
+    tx.state = tx.state.replace(grad_enabled=mode)
+
+
+def _python_context_manager(tx, manager) -> None:
+    """``with obj:`` where ``type(obj).__enter__`` / ``__exit__`` are Python functions: inline both."""
+    import contextlib
+    import types
+
+    cls = calls.python_type_of(tx, manager)
+    enter = getattr(cls, "__enter__", None)
+    exit_ = getattr(cls, "__exit__", None)
+    if isinstance(manager, ConstantVariable) or (issubclass(cls, contextlib._GeneratorContextManager) and
+                                                 not tx.lazy_generators) or \
+            not isinstance(enter, types.FunctionType) or not isinstance(exit_, types.FunctionType):
+        tx.unsupported("unsupported_context_manager", f"`with` on a {cls.__name__}",
+                       ("grad-mode, autocast and context managers written as Python classes are supported",))
+    result = calls.call_sync(tx, UserMethodVariable(enter, manager), [], {})
+    tx.push(UserMethodVariable(exit_, manager), result)
+
+
+def exit_autocast(tx, exit_var) -> None:
+    if exit_var.node is None:
+        tx.unsupported("autocast_exit", "leaving an autocast block entered before a graph break",
+                       ("the exit runs for real; tracing resumes after it",))
+    tx.graph.call_function(torch.amp.autocast_mode._exit_autocast, (exit_var.node,), {}, None)
+    tx.state = tx.state.replace(autocast=tx.state.autocast[:-1])

@@ -1,0 +1,449 @@
+"""User objects and side effects: instances made in the trace, attribute writes, container methods.
+
+Mutations of objects that outlive the call are *recorded*, never performed at
+trace time (DESIGN invariant 3): ``state.side_effects`` maps a target
+(``("attr", id(obj), name)``, ``("list", oid)``, ``("dict", oid)``,
+``("global", module, name)``) to ``(order, payload)``. Reads inside the trace
+see the recorded value; after the graph runs, the plan replays them on the real
+objects in the order they were first made (``runtime.compiler.ResultCodegen``).
+
+Objects created during the trace (``Point(x, y)`` of a user class) are heap
+entries (:class:`ObjectEntry`): attribute writes just bind a new entry, and an
+object that escapes (returned, stored on ``self``) is rebuilt by the plan with
+``cls.__new__`` and its final attributes.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+from ..guards.guard import Guard
+from ..guards.source import AttrSource, GetItemSource
+from ..variables.base import (
+    BuiltinVariable,
+    ConstantVariable,
+    DictEntry,
+    DictVariable,
+    LazyArgument,
+    ListVariable,
+    NNModuleVariable,
+    NestedFunctionVariable,
+    PythonObjectVariable,
+    RangeVariable,
+    TensorVariable,
+    TupleVariable,
+    UserFunctionVariable,
+    VariableTracker,
+)
+from ..variables.builder import wrap
+from ..tensors.ops import call_tensor_op
+from . import calls
+from .operators import identical
+from ..variables.objects import ContainerMethodVariable
+from ..variables.objects import DELETED
+from ..variables.objects import ObjectEntry
+from ..variables.objects import ObjectVariable
+from ..variables.objects import dict_base
+
+
+def record_side_effect(tx: Any, key: tuple, payload: Any) -> None:
+    """Record (or update) the pending mutation ``key``; its replay order is that of its first recording."""
+    existing = tx.state.side_effects.get(key)
+    order = existing[0] if existing is not None else tx.new_id()
+    tx.state = tx.state.replace(side_effects=tx.state.side_effects.set(key, (order, payload)))
+
+
+def real_object(var: VariableTracker) -> Any:
+    return var.module if isinstance(var, NNModuleVariable) else var.value
+
+
+def pending_attr(tx: Any, var: VariableTracker, name: str) -> VariableTracker | None:
+    """The value an earlier traced ``obj.name = v`` wrote, if any."""
+    if not tx.state.side_effects:
+        return None
+    hit = tx.state.side_effects.get(("attr", id(real_object(var)), name))
+    if hit is not None and hit[1][1] is DELETED:
+        tx.user_error(AttributeError(f"'{type(real_object(var)).__name__}' object has no attribute '{name}'"))
+    return hit[1][1] if hit is not None else None
+
+
+def store_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+    """``obj.name = value`` on a VT (through the class's own ``__setattr__`` when it defines one)."""
+    if isinstance(obj, ObjectVariable):
+        setter = _static_lookup_type(obj.cls, "__setattr__")
+        if isinstance(setter, types.FunctionType):
+            calls.call_sync(tx, UserFunctionVariable(setter), [obj, ConstantVariable(name), value], {})
+            return
+        object_setattr(tx, obj, name, value)
+        return
+    if isinstance(obj, NestedFunctionVariable) and obj.attrs is not None:
+        if name.startswith("__") and name not in FUNCTION_SLOTS and name != "__wrapped__":
+            tx.unsupported("side_effect", f"assigning .{name} of a function made in the trace")
+        store = DictVariable(obj.attrs)
+        tx.set_dict_entry(store, tx.dict_entry(store).set(function_attr_key(name), value))
+        return
+    _store_outside_attr(tx, obj, name, value)
+
+
+def object_setattr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+    """``object.__setattr__(obj, name, value)``: data descriptors (properties) first, else the instance dict."""
+    if isinstance(obj, ObjectVariable):
+        entry: ObjectEntry = tx.heap(obj.oid)
+        prop = getattr(entry.cls, name, None)
+        if isinstance(prop, property):
+            _call_setter(tx, prop, obj, name, value)
+            return
+        tx.heap_set(obj.oid, entry.with_attrs(entry.attrs.set(name, value)))
+        return
+    tx.unsupported("side_effect", f"object.__setattr__ on a {obj.python_type().__name__} value")
+
+
+def _store_outside_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+    if isinstance(obj, (NNModuleVariable, PythonObjectVariable)):
+        real = real_object(obj)
+        prop = getattr(type(real), name, None)
+        if isinstance(prop, property):
+            _call_setter(tx, prop, obj, name, value)
+            return
+        setter = getattr(type(real), "__setattr__", object.__setattr__)
+        import torch
+
+        if setter not in (object.__setattr__, torch.nn.Module.__setattr__):
+            tx.unsupported("side_effect", f"{type(real).__name__} defines __setattr__")
+        if isinstance(real, type) or not hasattr(real, "__dict__"):
+            if not isinstance(real, type):
+                tx.unsupported("side_effect", f"assigning .{name} of a {type(real).__name__}")
+        record_side_effect(tx, ("attr", id(real), name), (obj, value))
+        tx.keepalive.append(real)
+        return
+    if isinstance(obj, TensorVariable) and name == "requires_grad":
+        call_tensor_op(tx, "call_method", "requires_grad_", (obj, value), {})
+        return
+    tx.unsupported("side_effect", f"assigning .{name} of a {obj.python_type().__name__} value")
+
+
+def _call_setter(tx: Any, prop: property, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+    """``obj.name = value`` through a property: its Python setter runs in the trace."""
+    if prop.fset is None:
+        tx.user_error(AttributeError(f"property '{name}' of '{obj.python_type().__name__}' object has no setter"))
+    calls.call_sync(tx, UserFunctionVariable(prop.fset), [obj, value], {})
+
+
+def delete_attr(tx: Any, obj: VariableTracker, name: str) -> None:
+    """``del obj.name``: on an object made in the trace, or recorded (and replayed) on an outside object."""
+    deleter = _static_lookup_type(obj.cls, "__delattr__") if isinstance(obj, ObjectVariable) else None
+    if isinstance(deleter, types.FunctionType):  # the class's own __delattr__ runs in the trace
+        calls.call_sync(tx, UserFunctionVariable(deleter), [obj, ConstantVariable(name)], {})
+        return
+    if isinstance(obj, ObjectVariable):
+        entry: ObjectEntry = tx.heap(obj.oid)
+        if entry.attrs.get(name, MISSING) is MISSING:
+            tx.user_error(AttributeError(name))
+        attrs = DictEntry(tuple((k, v) for k, v in entry.attrs.items if k != name))
+        tx.heap_set(obj.oid, entry.with_attrs(attrs))
+        return
+    if isinstance(obj, (NNModuleVariable, PythonObjectVariable)) and obj.source is not None:
+        real = real_object(obj)
+        if type(getattr(type(real), "__delattr__", None)) is not type(object.__delattr__) and \
+                getattr(type(real), "__delattr__") is not torch_module_delattr():
+            tx.unsupported("side_effect", f"{type(real).__name__} defines __delattr__")
+        pending = pending_attr(tx, obj, name)
+        if pending is DELETED or (pending is None and not hasattr(real, name)):
+            tx.user_error(AttributeError(name))
+        record_side_effect(tx, ("attr", id(real), name), (obj, DELETED))
+        tx.keepalive.append(real)
+        return
+    tx.unsupported("side_effect", f"deleting .{name} of a {obj.python_type().__name__} value")
+
+
+def torch_module_delattr() -> Any:
+    import torch
+
+    return torch.nn.Module.__delattr__
+
+
+def new_object(tx: Any, cls: type) -> ObjectVariable:
+    storage = tx.new_dict(()).oid if dict_base(cls) is not None else None
+    oid = tx.new_id()
+    tx.heap_set(oid, ObjectEntry(cls, DictEntry(()), storage))
+    return ObjectVariable(oid, cls)
+
+
+# ------------------------------------------------------------- container methods
+def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, kwargs: dict) -> VariableTracker:
+    """Rules for the methods of traced lists, dicts and tuples; mutations bind new heap entries."""
+    obj, name = method.obj, method.name
+    if isinstance(obj, ListVariable) and name in ("append", "extend"):
+        tx.append_to_list(obj, (args[0],) if name == "append" else tuple(calls.sequence_items(tx, args[0])))
+        return ConstantVariable(None)
+    if isinstance(obj, ListVariable) and name == "clear" and not args:
+        tx.set_list_items(obj, ())  # the result does not depend on the items: they are not read (nor guarded)
+        return ConstantVariable(None)
+    if isinstance(obj, ListVariable):
+        items = list(tx.list_items(obj))
+        result: VariableTracker = ConstantVariable(None)
+        if name == "append":
+            items.append(args[0])
+        elif name == "extend":
+            items.extend(calls.sequence_items(tx, args[0]))
+        elif name == "insert":
+            items.insert(calls.const_value(tx, args[0]), args[1])
+        elif name == "pop":
+            index = calls.const_value(tx, args[0]) if args else -1
+            if not items:
+                tx.user_error(IndexError("pop from empty list"))
+            try:
+                result = items.pop(index)
+            except IndexError as e:
+                tx.user_error(e)
+        elif name == "remove":
+            index = _index_of(tx, items, args[0])
+            if index is None:
+                tx.user_error(ValueError("list.remove(x): x not in list"))
+            items.pop(index)
+        elif name == "clear":
+            items.clear()
+        elif name == "reverse":
+            items.reverse()
+        elif name == "sort":
+            key = kwargs.get("key")
+            if key is not None:
+                tx.unsupported("unsupported_call", "list.sort with a key function")
+            values = sorted((calls.const_value(tx, v) for v in items),
+                            reverse=bool(calls.const_value(tx, kwargs.get("reverse", ConstantVariable(False)))))
+            items = [ConstantVariable(v) for v in values]
+        elif name == "copy":
+            return tx.new_list(tuple(items))
+        elif name == "index":
+            index = _index_of(tx, items, args[0])
+            if index is None:
+                tx.user_error(ValueError(f"{calls.const_value(tx, args[0])!r} is not in list"))
+            return ConstantVariable(index)
+        elif name == "count":
+            return ConstantVariable(sum(1 for v in items if _same_value(tx, v, args[0])))
+        else:
+            tx.unsupported("unsupported_call", f"list.{name}")
+        tx.set_list_items(obj, tuple(items))
+        return result
+    if isinstance(obj, DictVariable) and name in ("get", "__getitem__", "__contains__") and args:
+        key = calls.const_value(tx, args[0])  # one key looked up: only its presence is guarded
+        found = tx.dict_lookup(obj, key, MISSING)
+        if name == "get":
+            default = args[1] if len(args) > 1 else ConstantVariable(None)
+            return default if found is MISSING else found
+        if name == "__contains__":
+            return ConstantVariable(found is not MISSING)
+        if found is MISSING:
+            tx.user_error(KeyError(key))
+        return found
+    if isinstance(obj, DictVariable):
+        entry = tx.dict_entry(obj)
+        if name == "keys":
+            return tx.new_iterator(tuple(ConstantVariable(k) for k, _ in entry.items))
+        if name == "values":
+            return tx.new_iterator(tuple(v for _, v in entry.items))
+        if name == "items":
+            return tx.new_iterator(tuple(TupleVariable((ConstantVariable(k), v)) for k, v in entry.items))
+        if name == "get":
+            key = calls.const_value(tx, args[0])
+            default = args[1] if len(args) > 1 else ConstantVariable(None)
+            found = entry.get(key, MISSING)
+            return default if found is MISSING else found
+        if name in ("pop", "setdefault"):
+            key = calls.const_value(tx, args[0])
+            found = entry.get(key, MISSING)
+            if name == "setdefault":
+                if found is not MISSING:
+                    return found
+                value = args[1] if len(args) > 1 else ConstantVariable(None)
+                tx.set_dict_entry(obj, entry.set(key, value))
+                return value
+            if found is MISSING:
+                if len(args) > 1:
+                    return args[1]
+                tx.user_error(KeyError(key))
+            tx.set_dict_entry(obj, DictEntry(tuple((k, v) for k, v in entry.items if not (
+                type(k) is type(key) and k == key)), entry.source))
+            return found
+        if name == "update":
+            for k, v in (tx.dict_entry(args[0]).items if args else ()):
+                entry = entry.set(k, v)
+            for k, v in kwargs.items():
+                entry = entry.set(k, v)
+            tx.set_dict_entry(obj, entry)
+            return ConstantVariable(None)
+        if name == "clear":
+            tx.set_dict_entry(obj, DictEntry((), entry.source))
+            return ConstantVariable(None)
+        if name == "copy":
+            return tx.new_dict(entry.items)
+        if name in ("__len__", "__iter__", "__setitem__", "__delitem__"):
+            return _dict_dunder(tx, obj, entry, name, args)
+        tx.unsupported("unsupported_call", f"dict.{name}")
+    if isinstance(obj, TupleVariable):
+        if name == "index":
+            index = _index_of(tx, list(obj.items), args[0])
+            if index is None:
+                tx.user_error(ValueError("tuple.index(x): x not in tuple"))
+            return ConstantVariable(index)
+        if name == "count":
+            return ConstantVariable(sum(1 for v in obj.items if _same_value(tx, v, args[0])))
+        if name == "_asdict" and hasattr(obj.cls, "_fields"):
+            return tx.new_dict(tuple(zip(obj.cls._fields, obj.items)))
+        if name == "_replace" and hasattr(obj.cls, "_fields"):
+            items = list(obj.items)
+            for k, v in kwargs.items():
+                items[obj.cls._fields.index(k)] = v
+            return TupleVariable(tuple(items), obj.cls)
+    tx.unsupported("unsupported_call", f"{obj.python_type().__name__}.{name}")
+
+
+MISSING = object()
+
+
+def _dict_dunder(tx: Any, obj: DictVariable, entry: DictEntry, name: str, args: list) -> VariableTracker:
+    """``dict.__len__(d)``, ``__iter__``, ``__setitem__``, ``__delitem__`` called by name (``super().__setitem__(k, v)``
+    in a subclass); ``__getitem__`` and ``__contains__`` are lookups (see call_container_method)."""
+    if name == "__len__":
+        return ConstantVariable(len(entry.items))
+    if name == "__iter__":
+        return tx.new_iterator(tuple(ConstantVariable(k) for k, _ in entry.items))
+    key = calls.const_value(tx, args[0])
+    if name == "__setitem__":
+        tx.set_dict_entry(obj, entry.set(key, args[1]))
+        return ConstantVariable(None)
+    if entry.get(key, MISSING) is MISSING:  # __delitem__
+        tx.user_error(KeyError(key))
+    tx.set_dict_entry(obj, DictEntry(tuple((k, v) for k, v in entry.items if not (type(k) is type(key) and k == key)),
+                                     entry.source, entry.live))
+    return ConstantVariable(None)
+
+
+def _same_value(tx: Any, a: VariableTracker, b: VariableTracker) -> bool:
+    if calls.is_const(tx, a) and calls.is_const(tx, b):
+        return calls.const_value(tx, a) == calls.const_value(tx, b)
+    if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+        if identical(tx, a, b):
+            return True
+        tx.unsupported("data_dependent", "comparing tensors by value in a list method")
+    return identical(tx, a, b)
+
+
+def _index_of(tx: Any, items: list, value: VariableTracker) -> int | None:
+    for i, v in enumerate(items):
+        if _same_value(tx, v, value):
+            return i
+    return None
+
+
+# ------------------------------------------------------------- copy.deepcopy
+def deepcopy_var(tx: Any, var: VariableTracker, memo: dict) -> VariableTracker:
+    """``copy.deepcopy(var)`` in the trace: fresh traced containers and objects holding copies, shared
+    references copied once (``memo``, keyed like deepcopy's own by identity), atoms (constants, classes,
+    functions) kept, as ``copy.deepcopy`` does for plain data. Tensors and modules are not copied here
+    (their deepcopy makes new storage and parameters): the call breaks the graph and runs for real.
+    """
+    if isinstance(var, LazyArgument):
+        # read now: the copy must hold today's value even if the trace later writes to the original
+        var = wrap(tx, var.value, var.source)
+    if isinstance(var, (ConstantVariable, RangeVariable, UserFunctionVariable, NestedFunctionVariable,
+                        BuiltinVariable)):
+        return var
+    if isinstance(var, TupleVariable):
+        return TupleVariable(tuple(deepcopy_var(tx, v, memo) for v in var.items), var.cls)
+    key = ("oid", getattr(var, "oid", None)) if isinstance(var, (ListVariable, DictVariable, ObjectVariable)) \
+        else ("id", id(var.value)) if isinstance(var, PythonObjectVariable) else None
+    if key is not None and key in memo:
+        return memo[key]
+    if isinstance(var, ListVariable):
+        new = tx.new_list(())
+        memo[key] = new
+        tx.set_list_items(new, tuple(deepcopy_var(tx, v, memo) for v in tx.list_items(var)))
+        return new
+    if isinstance(var, DictVariable):
+        new = tx.new_dict(())
+        memo[key] = new
+        tx.set_dict_entry(new, DictEntry(tuple((k, deepcopy_var(tx, v, memo)) for k, v in tx.dict_entry(var).items)))
+        return new
+    if isinstance(var, ObjectVariable):
+        entry: ObjectEntry = tx.heap(var.oid)
+        _check_plain_data_class(tx, entry.cls)
+        new = new_object(tx, entry.cls)
+        memo[key] = new
+        attrs = DictEntry(tuple((k, deepcopy_var(tx, v, memo)) for k, v in entry.attrs.items))
+        new_entry: ObjectEntry = tx.heap(new.oid)
+        tx.heap_set(new.oid, new_entry.with_attrs(attrs))
+        if entry.storage is not None:
+            items = tuple((k, deepcopy_var(tx, v, memo)) for k, v in tx.heap(entry.storage).items)
+            tx.heap_set(new_entry.storage, DictEntry(items))
+        return new
+    if isinstance(var, PythonObjectVariable):
+        import types as _types
+
+        value = var.value
+        if isinstance(value, (type, _types.FunctionType, _types.BuiltinFunctionType, _types.ModuleType)):
+            return var  # deepcopy keeps these
+        return _deepcopy_outside(tx, var, memo, key)
+    tx.unsupported("unsupported_call", f"copy.deepcopy of a {var.python_type().__name__} value")
+
+
+def _check_plain_data_class(tx: Any, cls: type) -> None:
+    """deepcopy of instances of ``cls`` is ``cls.__new__`` plus a deep copy of ``__dict__`` (no hooks)."""
+    plain = (not hasattr(cls, "__deepcopy__") and cls.__reduce_ex__ is object.__reduce_ex__
+             and cls.__reduce__ is object.__reduce__ and getattr(cls, "__getstate__", object.__getstate__)
+             is object.__getstate__ and not hasattr(cls, "__setstate__") and cls.__new__ is object.__new__
+             and dict_base(cls) is None and not any("__slots__" in vars(k) for k in cls.__mro__[:-1]))
+    if not plain:
+        tx.unsupported("unsupported_call", f"copy.deepcopy of a {cls.__name__} (it customizes copying or pickling)")
+
+
+def _deepcopy_outside(tx: Any, var: PythonObjectVariable, memo: dict, key: tuple) -> VariableTracker:
+    """deepcopy of an object that exists outside the trace: its ``__dict__`` is read (and guarded) through
+    ``obj.__dict__[name]``, then copied into a new traced instance."""
+    value = var.value
+    cls = type(value)
+    _check_plain_data_class(tx, cls)
+    if var.source is None or not hasattr(value, "__dict__"):
+        tx.unsupported("unsupported_call", f"copy.deepcopy of a {cls.__name__} that stillframe cannot name")
+    if any(k[0] == "attr" and k[1] == id(value) for k in tx.state.side_effects.keys()):
+        tx.unsupported("unsupported_call", f"copy.deepcopy of a {cls.__name__} written to earlier in the trace")
+    dict_source = AttrSource(var.source, "__dict__")
+    state = vars(value)
+    tx.add_guard(Guard(dict_source, "KEYS", tuple(state)))
+    new = new_object(tx, cls)
+    memo[key] = new
+    attrs = DictEntry(tuple((k, deepcopy_var(tx, wrap(tx, v, GetItemSource(dict_source, k)), memo))
+                            for k, v in state.items()))
+    tx.heap_set(new.oid, tx.heap(new.oid).with_attrs(attrs))
+    return new
+
+
+#: Function attributes that are slots, not ``__dict__`` entries (what ``functools.wraps`` copies, mostly).
+FUNCTION_SLOTS = ("__name__", "__qualname__", "__doc__", "__module__", "__type_params__")
+
+
+def function_attr_key(name: str) -> Any:
+    """The key under which a function made in the trace stores attribute ``name`` (slots apart from __dict__)."""
+    return ("slot", name) if name in FUNCTION_SLOTS else name
+
+
+def _static_lookup_type(cls: type, name: str) -> Any:
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return MISSING
+
+
+def _static_lookup(obj: Any, name: str) -> Any:
+    """Python's attribute lookup order, without running user code: ``('instance'|'class', value)`` or MISSING."""
+    cls_attr = _static_lookup_type(type(obj), name)
+    if cls_attr is not MISSING and hasattr(type(cls_attr), "__set__") and not isinstance(cls_attr, property):
+        return ("class", cls_attr)
+    if isinstance(cls_attr, property):
+        return ("class", cls_attr)
+    inst = getattr(obj, "__dict__", None)
+    if inst is not None and name in inst:
+        return ("instance", inst[name])
+    if cls_attr is not MISSING:
+        return ("class", cls_attr)
+    return MISSING

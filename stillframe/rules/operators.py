@@ -1,0 +1,174 @@
+"""Operators on VariableTrackers: binary and unary operators, comparisons, identity, ``in``."""
+
+from __future__ import annotations
+from ..guards.guard import Guard
+from ..guards.source import AttrSource
+from ..variables.base import GeneratorVariable, IteratorVariable
+from ..variables.objects import ObjectVariable
+from . import calls
+from ..bytecode.operators import BINARY_OPERATORS
+from ..variables.base import BuiltinVariable
+from ..bytecode.operators import COMPARE_OPERATORS
+from ..variables.base import ConstantVariable
+from ..variables.base import DictVariable
+from ..variables.base import ListVariable
+from ..variables.base import NNModuleVariable
+from ..variables.base import PythonObjectVariable
+from ..variables.base import TensorVariable
+from ..variables.base import TorchFunctionVariable
+from ..variables.base import TupleVariable
+from ..variables.base import UserFunctionVariable
+from ..tensors.ops import call_tensor_op
+import torch
+from .truthiness import truthiness
+
+
+_DUNDERS = {"+": "__add__", "-": "__sub__", "*": "__mul__", "/": "__truediv__", "//": "__floordiv__",
+            "%": "__mod__", "**": "__pow__", "@": "__matmul__", "&": "__and__", "|": "__or__", "^": "__xor__",
+            "<<": "__lshift__", ">>": "__rshift__"}
+
+
+def binary_op(tx, symbol, a, b):
+    """``a <symbol> b`` on VTs (``symbol`` as ``dis`` spells it: ``'+'``, ``'+='`` ...)."""
+    fn = BINARY_OPERATORS[symbol]
+    if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+        if not isinstance(a, TensorVariable) and symbol.endswith("=") and symbol != "==":
+            fn = BINARY_OPERATORS[symbol[:-1]]  # int += tensor falls back to int + tensor
+        return call_tensor_op(tx, "call_function", fn, (a, b), {})
+    if isinstance(a, ListVariable) and symbol == "+=":
+        tx.set_list_items(a, tx.list_items(a) + tuple(calls.sequence_items(tx, b)))
+        return a
+    if isinstance(a, (TupleVariable, ListVariable)) and symbol in ("+", "+=", "*", "*="):
+        if symbol.startswith("+"):
+            if type(a) is not type(b):
+                tx.user_error(TypeError(f"can only concatenate {a.python_type().__name__} (not "
+                                        f"\"{b.python_type().__name__}\") to {a.python_type().__name__}"))
+            items = tuple(calls.sequence_items(tx, a)) + tuple(calls.sequence_items(tx, b))
+        else:
+            items = tuple(calls.sequence_items(tx, a)) * calls.const_value(tx, b)
+        if isinstance(a, ListVariable):
+            return tx.new_list(items)
+        return TupleVariable(items, a.cls if a.cls is torch.Size else tuple)
+    if isinstance(b, (TupleVariable, ListVariable)) and symbol in ("*", "*="):
+        items = tuple(calls.sequence_items(tx, b)) * calls.const_value(tx, a)
+        return tx.new_list(items) if isinstance(b, ListVariable) else TupleVariable(items)
+    if calls.is_const(tx, a) and calls.is_const(tx, b):
+        return calls.fold(tx, fn, [a, b], {})
+    dunder = _DUNDERS.get(symbol.rstrip("=") if symbol not in ("==",) else symbol)
+    if dunder is not None:
+        inplace = symbol.endswith("=") and "__i" + dunder[2:]
+        for obj, name, other in ((a, inplace, b), (a, dunder, b), (b, "__r" + dunder[2:], a)):
+            if name:
+                result = calls.call_dunder(tx, obj, name, [other])
+                if result is not None and not (isinstance(result, ConstantVariable) and result.value is NotImplemented):
+                    return result
+    tx.unsupported("unsupported_operator", f"the operator {symbol} on {a.python_type().__name__} and "
+                   f"{b.python_type().__name__}")
+
+
+def _unary(tx, fn, name):
+    v = tx.pop()
+    if isinstance(v, TensorVariable):
+        tx.push(call_tensor_op(tx, "call_function", fn, (v,), {}))
+    elif calls.is_const(tx, v):
+        tx.push(calls.fold(tx, fn, [v], {}))
+    else:
+        result = calls.call_dunder(tx, v, _UNARY_DUNDERS[name], [])
+        if result is None:
+            tx.unsupported("unsupported_operator", f"unary {name} on a {v.python_type().__name__}")
+        tx.push(result)
+
+
+_UNARY_DUNDERS = {"-": "__neg__", "+": "__pos__", "~": "__invert__"}
+
+
+def compare(tx, symbol, a, b):
+    fn = COMPARE_OPERATORS[symbol]
+    if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+        return call_tensor_op(tx, "call_function", fn, (a, b), {})
+    if calls.is_const(tx, a) and calls.is_const(tx, b):
+        return calls.fold(tx, fn, [a, b], {})
+    if symbol in ("==", "!=") and _has_identity(a) and _has_identity(b):
+        same = identical(tx, a, b)
+        return ConstantVariable(same if symbol == "==" else not same)
+    if isinstance(a, (ListVariable, TupleVariable)) and isinstance(b, (ListVariable, TupleVariable)):
+        return calls.fold(tx, fn, [TupleVariable(tuple(calls.sequence_items(tx, a))), TupleVariable(tuple(calls.sequence_items(tx, b)))],
+                    {})
+    for obj, name, other in ((a, _COMPARE_DUNDERS[symbol], b), (b, _COMPARE_DUNDERS[_REFLECTED[symbol]], a)):
+        result = calls.call_dunder(tx, obj, name, [other])
+        if result is not None and not (isinstance(result, ConstantVariable) and result.value is NotImplemented):
+            return result
+    if symbol in ("==", "!="):  # objects without __eq__ compare by identity
+        same = identical(tx, a, b)
+        return ConstantVariable(same if symbol == "==" else not same)
+    tx.unsupported("unsupported_operator", f"comparing {a.python_type().__name__} {symbol} "
+                   f"{b.python_type().__name__}")
+
+
+_COMPARE_DUNDERS = {"<": "__lt__", "<=": "__le__", "==": "__eq__", "!=": "__ne__", ">": "__gt__", ">=": "__ge__"}
+
+
+_REFLECTED = {"<": ">", "<=": ">=", "==": "==", "!=": "!=", ">": "<", ">=": "<="}
+
+
+def _has_identity(v):
+    return isinstance(v, (NNModuleVariable, PythonObjectVariable, UserFunctionVariable, TorchFunctionVariable,
+                          BuiltinVariable))
+
+
+def _identity_key(v):
+    if isinstance(v, TensorVariable):
+        return ("tensor", v.tid)
+    if isinstance(v, (ListVariable, DictVariable, ObjectVariable, IteratorVariable, GeneratorVariable)):
+        return ("heap", v.oid)
+    if isinstance(v, NNModuleVariable):
+        return ("obj", id(v.module))
+    if isinstance(v, PythonObjectVariable):
+        return ("obj", id(v.value))
+    if isinstance(v, (UserFunctionVariable, TorchFunctionVariable, BuiltinVariable)):
+        return ("obj", id(v.fn))
+    if isinstance(v, ConstantVariable):
+        return ("obj", id(v.value))
+    return None
+
+
+def identical(tx, a, b) -> bool:
+    """``a is b`` at trace time."""
+    ka, kb = _identity_key(a), _identity_key(b)
+    if ka is None or kb is None:
+        if isinstance(a, TupleVariable) and isinstance(b, TupleVariable):
+            return a == b
+        if type(a) is not type(b):
+            return False
+        tx.unsupported("unsupported_operator", f"`is` between {a.python_type().__name__} values")
+    return ka == kb
+
+
+_ABSENT = object()
+
+
+def contains(tx, container, item) -> bool:
+    """``item in container`` at trace time (Unsupported when it reads tensor data)."""
+    result = calls.call_dunder(tx, container, "__contains__", [item])
+    if result is not None:
+        return truthiness(tx, result)
+    if isinstance(container, NNModuleVariable) and isinstance(container.module, (torch.nn.ModuleDict,
+                                                                                   torch.nn.ParameterDict)):
+        registry = "_modules" if isinstance(container.module, torch.nn.ModuleDict) else "_parameters"
+        keys = getattr(container.module, registry)
+        if container.source is not None:
+            tx.add_guard(Guard(AttrSource(container.source, registry), "KEYS", tuple(keys)))
+        return calls.const_value(tx, item) in keys
+    if isinstance(container, DictVariable):
+        key = calls.const_value(tx, item)
+        found = tx.dict_lookup(container, key, _ABSENT) is not _ABSENT
+    elif isinstance(container, TensorVariable) or isinstance(item, TensorVariable):
+        if isinstance(container, TensorVariable):
+            tx.unsupported("data_dependent", "`in` on a tensor reads its values")
+        found = any(identical(tx, item, v) for v in calls.sequence_items(tx, container)
+                    if isinstance(v, TensorVariable))
+        if not found and any(isinstance(v, TensorVariable) for v in calls.sequence_items(tx, container)):
+            tx.unsupported("data_dependent", "`in` compares a tensor by value")
+    else:
+        found = calls.const_value(tx, item) in calls.const_value(tx, container)
+    return found

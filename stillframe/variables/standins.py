@@ -1,0 +1,78 @@
+"""Stand-in objects: the live values that hold traced state between graphs (NULL, loop iterators, grad-mode and autocast exits).
+
+A plan rebuilds them at a graph break; the builder recognises them when tracing resumes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+
+class _Null:
+    """CPython's NULL stack marker, as a live value between graphs."""
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL = _Null()
+
+
+class ResumableIterator:
+    """An iterator over a fixed list of values at position ``index`` (what ``FOR_ITER`` loops over)."""
+
+    __slots__ = ("items", "index")
+
+    def __init__(self, items: list, index: int = 0):
+        self.items = items
+        self.index = index
+
+    def __iter__(self) -> "ResumableIterator":
+        return self
+
+    def __next__(self) -> Any:
+        if self.index >= len(self.items):
+            raise StopIteration
+        self.index += 1
+        return self.items[self.index - 1]
+
+
+@dataclass(frozen=True)
+class GradModeExit:
+    """The ``__exit__`` of a grad-mode block entered in traced code: calling it restores ``restore``."""
+
+    restore: bool
+
+    def __call__(self, *exc_info: Any) -> None:
+        torch._C._set_grad_enabled(self.restore)
+
+
+@dataclass(frozen=True)
+class GradModeEnter:
+    """A grad-mode context manager not entered yet (``torch.no_grad()`` made in traced code)."""
+
+    mode: bool
+    applied: bool = False
+    previous: bool | None = None
+
+    def __enter__(self) -> None:
+        torch._C._set_grad_enabled(self.mode)
+
+    def __exit__(self, *exc_info: Any) -> None:
+        torch._C._set_grad_enabled(self.previous if self.applied else not self.mode)
+
+
+class AutocastExit:
+    """An autocast block that crosses a graph break: the plan re-enters it for real; calling this leaves it."""
+
+    def __init__(self, args: tuple):
+        device_type, dtype, enabled, cache_enabled = args
+        self.args = args
+        self.context = torch.autocast(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+        self.context.__enter__()
+
+    def __call__(self, *exc_info: Any) -> None:
+        self.context.__exit__(None, None, None)

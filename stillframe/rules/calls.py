@@ -635,8 +635,10 @@ def call_builtin(tx: Tracer, fn: Any, args: list, kwargs: dict) -> None:
 
 def fold(tx: Tracer, fn: Any, args: list, kwargs: dict) -> VariableTracker:
     """Evaluate a pure function on constants at trace time (errors become the user's exception)."""
+    const_args = [const_value(tx, a) for a in args]  # outside the try: an Unsupported here is ours, not the user's
+    const_kwargs = {k: const_value(tx, v) for k, v in kwargs.items()}
     try:
-        value = fn(*[const_value(tx, a) for a in args], **{k: const_value(tx, v) for k, v in kwargs.items()})
+        value = fn(*const_args, **const_kwargs)
     except Exception as e:  # the user's own error, raised exactly as eager would
         tx.user_error(e)
     return _const_result(tx, value)

@@ -39,6 +39,7 @@ from ..rules.attrs import EMPTY_CELLS
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace.interpreter import Tracer
 from . import live
+from .executors import EXECUTORS
 from .entry import CacheEntry
 from .rebuild import StateCodegen
 from ..diagnostics import log
@@ -61,7 +62,7 @@ def start_trace(fn: types.FunctionType, L: dict) -> Tracer:
             cells[name] = ("real", cell, GetItemSource(AttrSource(FunctionSource(), "__closure__"), i))
     locals_ = {name: LazyArgument(value, LocalSource(name)) for name, value in L.items()}
     frame = make_frame(read(code), locals_, fn.__globals__, None, fn, FunctionSource(), EMPTY_CELLS.update(cells))
-    tracer = Tracer(frame, compat.new_fake_mode(), torch.is_grad_enabled())
+    tracer = Tracer(frame, compat.new_fake_mode(), torch.is_grad_enabled(), EXECUTORS)
     _global_guards(tracer)
     return tracer
 
@@ -74,7 +75,7 @@ def start_resume(cont: live.Continuation, L: dict) -> Tracer:
     cells are read through their own sources.
     """
     frames = []
-    tracer = Tracer(None, compat.new_fake_mode(), torch.is_grad_enabled())
+    tracer = Tracer(None, compat.new_fake_mode(), torch.is_grad_enabled(), EXECUTORS)
     _global_guards(tracer)
     for i, f in enumerate(cont.frames):
         locals_ = {name: LazyArgument(value, LocalSource(f"{i}:{name}")) for name, value in f.locals.items()}

@@ -58,6 +58,7 @@ from ..rules.calls import live_iterator_index
 from ..trace.interpreter import Tracer
 from ..variables import standins
 from . import live
+from .trampoline import trampoline
 
 
 _LITERALS = (int, bool, str, type(None))
@@ -278,7 +279,7 @@ class StateCodegen:
                 self.gen.lines.append(f"{self.gen.ref(cell_source)}.cell_contents = {self.expr(value)}")
             elif kind == "call":  # a deferred logging call, made from the user's line
                 fn, args, kwargs, code, line = payload
-                step = self.gen.const(live.trampoline(code, line, "call"))
+                step = self.gen.const(trampoline(code, line, "call"))
                 kw = ", ".join(f"{k!r}: {self.expr(v)}" for k, v in kwargs)
                 self.gen.lines.append(f"{step}({self.expr(fn)}, [{self._items(args)}], {{{kw}}})")
             elif kind == "global":

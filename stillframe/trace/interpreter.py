@@ -20,12 +20,12 @@ from __future__ import annotations
 import contextlib
 import linecache
 import logging
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Container, Iterator
 
 import torch
 from ..bytecode.reader import Instruction
 from ..config import config
-from ..errors import GraphBreak, Unsupported, UserLocation
+from ..errors import GraphBreak, StillframeError, Unsupported, UserLocation
 from ..graph.builder import GraphBuilder
 from ..guards.guard import Guard
 from ..tensors.meta import TensorEntry, TensorMeta
@@ -47,7 +47,6 @@ from ..variables.base import (
 )
 from ..variables.builder import read_list, wrap
 from ..rules.objects import record_side_effect
-from ..runtime.live import EXECUTORS
 from typing import NoReturn
 from ..errors import UserError
 
@@ -83,8 +82,9 @@ class Tracer:
     plus erasing FX nodes after the mark (see :mod:`stillframe.trace.state`).
     """
 
-    def __init__(self, root: Frame | None, fake_mode: Any, grad_enabled: bool):
+    def __init__(self, root: Frame | None, fake_mode: Any, grad_enabled: bool, real_steps: Container[str] = ()):
         self.state = TraceState(frames=(root,) if root is not None else (), grad_enabled=grad_enabled)
+        self.real_steps = real_steps  # opnames the runtime can execute for real: where a graph break may stop
         self.fullgraph = False
         self.graph_break: GraphBreak | None = None  # set when run() stopped at a graph break
         self.graph = GraphBuilder()
@@ -314,6 +314,10 @@ class Tracer:
         raise Unsupported(GraphBreak(kind, explanation, tuple(hints), self.location()))
 
     def user_error(self, exc: BaseException, traceable: bool = True) -> "NoReturn":  # noqa: F821
+        """The one way an exception becomes the user's (a traced ``except`` may catch it). stillframe's own
+        errors never do: they propagate as they are (issue 10's choke point)."""
+        if isinstance(exc, StillframeError):
+            raise exc
         raise UserError(exc, self.location(), traceable)
 
     # ----------------------------------------------------------------- loop
@@ -389,7 +393,7 @@ class Tracer:
             except (Unsupported, UserError) as e:
                 frame = token.state.frames[-1]
                 inst = frame.code.instructions[frame.ip]
-                if self.fullgraph or inst.opname not in EXECUTORS:
+                if self.fullgraph or inst.opname not in self.real_steps:
                     raise
                 self.restore(token)
                 self.graph_break = _as_break(e, self.location(frame.with_ip(frame.ip + 1)))

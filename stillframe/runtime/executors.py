@@ -1,0 +1,650 @@
+"""The real steps: one executor per opcode, run on live values when tracing stopped at that instruction.
+
+:meth:`stillframe.runtime.live.Continuation.step` runs the executor of the
+instruction a graph break stopped at (DESIGN invariant 6), with CPython's
+semantics for it; the symbolic handler of the same opcode lives in
+:mod:`stillframe.trace.ops`. Register with ``@executor("OPNAME")`` (the
+function carries the opcode's name, as handlers do) or :func:`register` for an
+executor made by a factory. Some opcodes have an executor and no handler:
+an exception handler's instructions run only for real, one by one
+(``Continuation.concrete``). A test lists the handlers without an executor,
+each with its reason. Something an executor does not model raises
+:class:`~stillframe.errors.InternalError`, which the continuation never
+delivers to the user's ``except``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import collections.abc
+import operator
+import types
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..bytecode.operators import BINARY_OPERATORS, COMPARE_OPERATORS
+from ..bytecode.reader import OPNAMES_311, OPNAMES_312, Instruction
+from ..errors import InternalError
+from ..variables.standins import NULL
+from .trampoline import frame_trampoline
+
+if TYPE_CHECKING:
+    from .live import Continuation, LiveFrame
+
+Executor = Callable[["Continuation", "LiveFrame", Instruction], None]
+EXECUTORS: dict[str, Executor] = {}
+
+
+def register(opname: str, fn: Executor) -> Executor:
+    """Make ``fn`` the real step of ``opname`` (an opname the bytecode reader produces, with no executor yet)."""
+    assert opname in OPNAMES_311 | OPNAMES_312, f"an executor for {opname}, which no supported CPython emits"
+    assert opname not in EXECUTORS, f"two executors for {opname}"
+    EXECUTORS[opname] = fn
+    return fn
+
+
+def executor(*opnames: str) -> Callable[[Executor], Executor]:
+    """Register the decorated function for ``opnames``; it is named after the first (as ``@handler`` asserts)."""
+
+    def decorate(fn: Executor) -> Executor:
+        assert fn.__name__ == opnames[0], f"executor {fn.__name__} registered for {opnames[0]}"
+        for opname in opnames:
+            register(opname, fn)
+        return fn
+
+    return decorate
+
+
+def _call(cont: Continuation, frame: LiveFrame, fn: Any, args: list, kwargs: dict) -> None:
+    frame.stack.append(frame_trampoline(frame, "call")(fn, args, kwargs))
+
+
+@executor("CALL")
+def CALL(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    argc = inst.arg
+    args = frame.stack[len(frame.stack) - argc:] if argc else []
+    del frame.stack[len(frame.stack) - argc:]
+    second = frame.stack.pop()
+    first = frame.stack.pop()
+    if first is NULL:
+        fn = second
+    else:
+        fn, args = first, [second, *args]
+    kwargs = {}
+    if frame.kw_names:
+        n = len(frame.kw_names)
+        kwargs = dict(zip(frame.kw_names, args[-n:]))
+        args = args[:-n]
+        frame.kw_names = ()
+    _call(cont, frame, fn, args, kwargs)
+
+
+@executor("CALL_FUNCTION_EX")
+def CALL_FUNCTION_EX(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    kwargs = frame.stack.pop() if inst.arg & 1 else {}
+    args = frame.stack.pop()
+    fn = frame.stack.pop()
+    below = frame.stack.pop()
+    if below is not NULL:
+        fn, args = below, (fn, *args)
+    _call(cont, frame, fn, list(args), dict(kwargs))
+
+
+def _unary(fn: Any) -> Any:
+    def run(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+        frame.stack.append(fn(frame.stack.pop()))
+
+    return run
+
+
+@executor("BINARY_OP")
+def BINARY_OP(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    b = frame.stack.pop()
+    a = frame.stack.pop()
+    frame.stack.append(BINARY_OPERATORS[inst.argval](a, b))
+
+
+@executor("COMPARE_OP")
+def COMPARE_OP(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    b = frame.stack.pop()
+    a = frame.stack.pop()
+    frame.stack.append(COMPARE_OPERATORS[inst.argval](a, b))
+
+
+@executor("CONTAINS_OP")
+def CONTAINS_OP(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    container = frame.stack.pop()
+    item = frame.stack.pop()
+    frame.stack.append((item in container) != bool(inst.argval))
+
+
+def _jump_if(test: Any, pop: bool = True, keep_on_jump: bool = False) -> Any:
+    def run(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+        value = frame.stack[-1]
+        taken = test(value)
+        if pop or not (taken and keep_on_jump):
+            frame.stack.pop()
+        if taken:
+            frame.ip = inst.target
+
+    return run
+
+
+@executor("FOR_ITER")
+def FOR_ITER(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    try:
+        frame.stack.append(next(frame.stack[-1]))
+    except StopIteration:
+        frame.stack.pop()
+        frame.ip = inst.target
+
+
+@executor("GET_ITER")
+def GET_ITER(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.append(iter(frame.stack.pop()))
+
+
+@executor("UNPACK_SEQUENCE")
+def UNPACK_SEQUENCE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    values = list(frame.stack.pop())
+    if len(values) != inst.arg:
+        if len(values) > inst.arg:
+            raise ValueError(f"too many values to unpack (expected {inst.arg})")
+        raise ValueError(f"not enough values to unpack (expected {inst.arg}, got {len(values)})")
+    frame.stack.extend(reversed(values))
+
+
+@executor("LOAD_ATTR")
+def LOAD_ATTR(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.append(getattr(frame.stack.pop(), inst.argval))
+
+
+@executor("LOAD_METHOD")
+def LOAD_METHOD(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.extend((NULL, getattr(frame.stack.pop(), inst.argval)))
+
+
+@executor("STORE_ATTR")
+def STORE_ATTR(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    obj = frame.stack.pop()
+    value = frame.stack.pop()
+    setattr(obj, inst.argval, value)
+
+
+@executor("BINARY_SUBSCR")
+def BINARY_SUBSCR(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    key = frame.stack.pop()
+    frame.stack.append(frame.stack.pop()[key])
+
+
+@executor("STORE_SUBSCR")
+def STORE_SUBSCR(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    key = frame.stack.pop()
+    container = frame.stack.pop()
+    container[key] = frame.stack.pop()
+
+
+@executor("FORMAT_VALUE")
+def FORMAT_VALUE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    spec = frame.stack.pop() if inst.arg & 0x04 else ""
+    value = frame.stack.pop()
+    convert = {0: None, 1: str, 2: repr, 3: ascii}[inst.arg & 0x03]
+    frame.stack.append(format(convert(value) if convert else value, spec))
+
+
+@executor("BUILD_STRING")
+def BUILD_STRING(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    parts = frame.stack[len(frame.stack) - inst.arg:]
+    del frame.stack[len(frame.stack) - inst.arg:]
+    frame.stack.append("".join(parts))
+
+
+@executor("RAISE_VARARGS")
+def RAISE_VARARGS(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    if inst.arg == 0:
+        raise cont.handling
+    cause = frame.stack.pop() if inst.arg == 2 else None
+    exc = frame.stack.pop()
+    if isinstance(exc, type):
+        exc = exc()
+    if inst.arg == 2:
+        exc.__cause__ = cause
+    frame_trampoline(frame, "raise")(exc)
+
+
+def _pop_n(frame: LiveFrame, n: int) -> list:
+    if n == 0:
+        return []
+    values = frame.stack[-n:]
+    del frame.stack[-n:]
+    return values
+
+
+@executor("LOAD_FAST", "LOAD_FAST_CHECK")
+def LOAD_FAST(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    if inst.argval not in frame.locals:
+        raise UnboundLocalError(f"cannot access local variable '{inst.argval}' where it is not associated with "
+                                "a value")
+    frame.stack.append(frame.locals[inst.argval])
+
+
+@executor("LOAD_GLOBAL")
+def LOAD_GLOBAL(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    if inst.push_null:
+        frame.stack.append(NULL)
+    name = inst.argval
+    if name in frame.globals:
+        frame.stack.append(frame.globals[name])
+    elif hasattr(builtins, name):
+        frame.stack.append(getattr(builtins, name))
+    else:
+        raise NameError(f"name '{name}' is not defined")
+
+
+@executor("SWAP")
+def SWAP(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack[-1], frame.stack[-inst.arg] = frame.stack[-inst.arg], frame.stack[-1]
+
+
+@executor("BUILD_MAP")
+def BUILD_MAP(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    flat = _pop_n(frame, 2 * inst.arg)
+    frame.stack.append(dict(zip(flat[::2], flat[1::2])))
+
+
+@executor("BUILD_CONST_KEY_MAP")
+def BUILD_CONST_KEY_MAP(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    keys = frame.stack.pop()
+    frame.stack.append(dict(zip(keys, _pop_n(frame, inst.arg))))
+
+
+@executor("MAKE_FUNCTION")
+def MAKE_FUNCTION(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    code = frame.stack.pop()
+    closure = frame.stack.pop() if inst.arg & 0x08 else None
+    annotations = frame.stack.pop() if inst.arg & 0x04 else None
+    kwdefaults = frame.stack.pop() if inst.arg & 0x02 else None
+    defaults = frame.stack.pop() if inst.arg & 0x01 else None
+    fn = types.FunctionType(code, frame.globals, code.co_name, defaults, closure)
+    fn.__qualname__ = code.co_qualname
+    fn.__kwdefaults__ = kwdefaults
+    if annotations is not None:
+        fn.__annotations__ = dict(zip(annotations[::2], annotations[1::2])) if isinstance(annotations, tuple) \
+            else annotations
+    frame.stack.append(fn)
+
+
+@executor("MAKE_CELL")
+def MAKE_CELL(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    cell = types.CellType()
+    if inst.argval in frame.locals:
+        cell.cell_contents = frame.locals[inst.argval]
+    frame.cells[inst.argval] = cell
+
+
+@executor("LOAD_DEREF")
+def LOAD_DEREF(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    try:
+        frame.stack.append(frame.cells[inst.argval].cell_contents)
+    except ValueError:
+        raise NameError(f"cannot access free variable '{inst.argval}' where it is not associated with a value "
+                        "in enclosing scope") from None
+
+
+@executor("STORE_DEREF")
+def STORE_DEREF(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.cells[inst.argval].cell_contents = frame.stack.pop()
+
+
+@executor("BEFORE_WITH")
+def BEFORE_WITH(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    manager = frame.stack.pop()
+    exit_ = type(manager).__exit__.__get__(manager)
+    frame.stack.append(exit_)
+    frame.stack.append(type(manager).__enter__(manager))
+
+
+@executor("RETURN_VALUE")
+def RETURN_VALUE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    cont.return_value(frame.stack.pop())
+
+
+@executor("RETURN_CONST")
+def RETURN_CONST(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    cont.return_value(inst.argval)
+
+
+@executor("YIELD_VALUE")
+def YIELD_VALUE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.yields.append(frame.stack.pop())
+    frame.stack.append(None)
+
+
+@executor("UNPACK_EX")
+def UNPACK_EX(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    before, after = inst.arg & 0xFF, inst.arg >> 8
+    values = list(frame.stack.pop())
+    if len(values) < before + after:
+        raise ValueError(f"not enough values to unpack (expected at least {before + after}, got {len(values)})")
+    middle = values[before:len(values) - after]
+    frame.stack.extend(reversed(values[:before] + [middle] + values[len(values) - after:]))
+
+
+@executor("DELETE_SUBSCR")
+def DELETE_SUBSCR(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    key = frame.stack.pop()
+    del frame.stack.pop()[key]
+
+
+@executor("BINARY_SLICE")
+def BINARY_SLICE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    stop, start = frame.stack.pop(), frame.stack.pop()
+    frame.stack.append(frame.stack.pop()[start:stop])
+
+
+@executor("STORE_SLICE")
+def STORE_SLICE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    stop, start = frame.stack.pop(), frame.stack.pop()
+    container = frame.stack.pop()
+    container[start:stop] = frame.stack.pop()
+
+
+@executor("IMPORT_NAME")
+def IMPORT_NAME(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    fromlist = frame.stack.pop()
+    level = frame.stack.pop()
+    frame.stack.append(__import__(inst.argval, frame.globals, None, fromlist, level))
+
+
+@executor("LOAD_FAST_AND_CLEAR")
+def LOAD_FAST_AND_CLEAR(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.append(frame.locals.pop(inst.argval, NULL))
+
+
+@executor("STORE_FAST")
+def STORE_FAST(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    value = frame.stack.pop()
+    if value is NULL:
+        frame.locals.pop(inst.argval, None)
+    else:
+        frame.locals[inst.argval] = value
+
+
+@executor("CALL_INTRINSIC_1")
+def CALL_INTRINSIC_1(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    if inst.argval == "INTRINSIC_LIST_TO_TUPLE":
+        frame.stack.append(tuple(frame.stack.pop()))
+    elif inst.argval == "INTRINSIC_UNARY_POSITIVE":
+        frame.stack.append(+frame.stack.pop())
+    else:
+        raise InternalError(f"no real step models {inst.argval}")
+
+
+@executor("LOAD_SUPER_ATTR")
+def LOAD_SUPER_ATTR(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    self_ = frame.stack.pop()
+    cls = frame.stack.pop()
+    super_ = frame.stack.pop()
+    attr = getattr(super_(cls, self_), inst.argval)
+    if inst.push_null:
+        frame.stack.append(NULL)
+    frame.stack.append(attr)
+
+
+@executor("PUSH_EXC_INFO")
+def PUSH_EXC_INFO(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    value = frame.stack.pop()
+    frame.stack.append(cont.handling)
+    cont.handling = value
+    frame.stack.append(value)
+
+
+@executor("POP_EXCEPT")
+def POP_EXCEPT(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    cont.handling = frame.stack.pop()
+    if cont.handling is None:
+        cont.concrete = False  # out of the handler: tracing may resume from here
+
+
+@executor("CHECK_EXC_MATCH")
+def CHECK_EXC_MATCH(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    right = frame.stack.pop()
+    frame.stack.append(isinstance(frame.stack[-1], right))
+
+
+@executor("RERAISE")
+def RERAISE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    exc = frame.stack.pop()
+    if inst.arg:
+        frame.stack.pop()
+    raise exc
+
+
+@executor("WITH_EXCEPT_START")
+def WITH_EXCEPT_START(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    exc = frame.stack[-1]
+    exit_fn = frame.stack[-4]
+    frame.stack.append(exit_fn(type(exc), exc, exc.__traceback__))
+
+
+@executor("MATCH_CLASS")
+def MATCH_CLASS(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    """``case Cls(p0, p1, key=k)``: the matched attributes as a tuple, or ``None`` (CPython's MATCH_CLASS)."""
+    names = frame.stack.pop()
+    cls = frame.stack.pop()
+    subject = frame.stack.pop()
+    if not isinstance(subject, cls):
+        frame.stack.append(None)
+        return
+    values = []
+    match_self = (bool, bytearray, bytes, dict, float, frozenset, int, list, set, str, tuple)
+    if inst.arg:
+        match_args = getattr(cls, "__match_args__", None)
+        if match_args is None and cls in match_self and inst.arg == 1:
+            values.append(subject)
+        else:
+            match_args = match_args or ()
+            if inst.arg > len(match_args):
+                raise TypeError(f"{cls.__name__}() accepts {len(match_args)} positional sub-patterns "
+                                f"({inst.arg} given)")
+            for name in match_args[:inst.arg]:
+                if not hasattr(subject, name):
+                    frame.stack.append(None)
+                    return
+                values.append(getattr(subject, name))
+    for name in names:
+        if not hasattr(subject, name):
+            frame.stack.append(None)
+            return
+        values.append(getattr(subject, name))
+    frame.stack.append(tuple(values))
+
+
+@executor("MATCH_KEYS")
+def MATCH_KEYS(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    keys, subject = frame.stack[-1], frame.stack[-2]
+    missing = object()
+    values = [subject.get(k, missing) for k in keys]
+    frame.stack.append(None if any(v is missing for v in values) else tuple(values))
+
+
+def _is_none(v: Any) -> bool:
+    return v is None
+
+
+@executor("DELETE_ATTR")
+def DELETE_ATTR(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    delattr(frame.stack.pop(), inst.argval)
+
+
+@executor("RETURN_GENERATOR")
+def RETURN_GENERATOR(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.append(None)
+
+
+@executor("KW_NAMES")
+def KW_NAMES(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    setattr(frame, "kw_names", tuple(inst.argval))
+
+
+@executor("LOAD_CONST")
+def LOAD_CONST(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.append(inst.argval)
+
+
+@executor("LOAD_ASSERTION_ERROR")
+def LOAD_ASSERTION_ERROR(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.append(AssertionError)
+
+
+@executor("END_FOR")
+def END_FOR(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    _pop_n(frame, 2)
+
+
+@executor("IMPORT_FROM")
+def IMPORT_FROM(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.append(getattr(frame.stack[-1], inst.argval))
+
+
+@executor("SET_UPDATE")
+def SET_UPDATE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack[-inst.arg - 1].update(frame.stack.pop())
+
+
+@executor("DELETE_FAST")
+def DELETE_FAST(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    if frame.locals.pop(inst.argval, NULL) is NULL:
+        raise UnboundLocalError(f"cannot access local variable '{inst.argval}' where it is not associated with "
+                                "a value")
+
+
+@executor("STORE_GLOBAL")
+def STORE_GLOBAL(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.globals.__setitem__(inst.argval, frame.stack.pop())
+
+
+@executor("LOAD_CLOSURE")
+def LOAD_CLOSURE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.append(frame.cells[inst.argval])
+
+
+@executor("POP_TOP")
+def POP_TOP(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.pop()
+
+
+@executor("PUSH_NULL")
+def PUSH_NULL(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.append(NULL)
+
+
+@executor("COPY")
+def COPY(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.append(frame.stack[-inst.arg])
+
+
+@executor("BUILD_TUPLE")
+def BUILD_TUPLE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.append(tuple(_pop_n(frame, inst.arg)))
+
+
+@executor("BUILD_LIST")
+def BUILD_LIST(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.append(_pop_n(frame, inst.arg))
+
+
+@executor("BUILD_SET")
+def BUILD_SET(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.append(set(_pop_n(frame, inst.arg)))
+
+
+@executor("BUILD_SLICE")
+def BUILD_SLICE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.append(slice(*_pop_n(frame, inst.arg)))
+
+
+@executor("LIST_APPEND")
+def LIST_APPEND(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack[-inst.arg - 1].append(frame.stack.pop())
+
+
+@executor("LIST_EXTEND")
+def LIST_EXTEND(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack[-inst.arg - 1].extend(frame.stack.pop())
+
+
+@executor("LIST_TO_TUPLE")
+def LIST_TO_TUPLE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.append(tuple(frame.stack.pop()))
+
+
+@executor("SET_ADD")
+def SET_ADD(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack[-inst.arg - 1].add(frame.stack.pop())
+
+
+@executor("MAP_ADD")
+def MAP_ADD(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack[-inst.arg - 2].__setitem__(*_pop_n(frame, 2))
+
+
+@executor("IS_OP")
+def IS_OP(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.append((frame.stack.pop() is frame.stack.pop()) != bool(inst.argval))
+
+
+@executor("GET_LEN")
+def GET_LEN(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.append(len(frame.stack[-1]))
+
+
+@executor("MATCH_SEQUENCE")
+def MATCH_SEQUENCE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.append(isinstance(frame.stack[-1], collections.abc.Sequence) and not isinstance(frame.stack[-1], (str, bytes, bytearray)))
+
+
+@executor("MATCH_MAPPING")
+def MATCH_MAPPING(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.append(isinstance(frame.stack[-1], collections.abc.Mapping))
+
+
+@executor("DELETE_DEREF")
+def DELETE_DEREF(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    delattr(frame.cells[inst.argval], "cell_contents")
+
+
+@executor("DELETE_GLOBAL")
+def DELETE_GLOBAL(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.globals.__delitem__(inst.argval)
+
+
+@executor("LOAD_BUILD_CLASS")
+def LOAD_BUILD_CLASS(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack.append(builtins.__build_class__)
+
+
+@executor("NOP", "RESUME", "PRECALL", "COPY_FREE_VARS")
+def NOP(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    None
+
+
+@executor("JUMP_FORWARD", "JUMP_BACKWARD")
+def JUMP_FORWARD(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    setattr(frame, "ip", inst.target)
+
+
+@executor("DICT_UPDATE", "DICT_MERGE")
+def DICT_UPDATE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    frame.stack[-inst.arg - 1].update(frame.stack.pop())
+
+
+register("UNARY_NEGATIVE", _unary(operator.neg))
+register("UNARY_POSITIVE", _unary(operator.pos))
+register("UNARY_INVERT", _unary(operator.invert))
+register("UNARY_NOT", _unary(operator.not_))
+register("POP_JUMP_IF_TRUE", _jump_if(bool))
+register("POP_JUMP_IF_FALSE", _jump_if(operator.not_))
+register("POP_JUMP_IF_NONE", _jump_if(_is_none))
+register("POP_JUMP_IF_NOT_NONE", _jump_if(lambda v: v is not None))
+register("JUMP_IF_TRUE_OR_POP", _jump_if(bool, pop=False, keep_on_jump=True))
+register("JUMP_IF_FALSE_OR_POP", _jump_if(operator.not_, pop=False, keep_on_jump=True))

@@ -2,8 +2,11 @@
 
 Used: ``FakeTensorMode`` (``torch._subclasses``), the backend registry behind
 torch.compile's ``backend=`` argument (``torch._TorchCompileWrapper``,
-``torch._TorchCompileInductorWrapper``), ``torch._dynamo.reset``, and TorchDynamo's C++ tensor check
-(``torch._C._dynamo.guards.TensorGuards``, optional: see :func:`tensor_guards`).
+``torch._TorchCompileInductorWrapper``), ``torch._dynamo.reset``, TorchDynamo's C++ tensor check
+(``torch._C._dynamo.guards.TensorGuards``, optional: see :func:`tensor_guards`), the raw grad-mode
+switch a graph records (``torch._C._set_grad_enabled``), the C++ base of ``torch.Tensor``, fake
+tensors' data-dependence errors, and ``torch._utils.is_compiling``. A test
+(``tests/architecture/test_layers.py``) checks no other module names a private torch API.
 """
 
 from __future__ import annotations
@@ -11,7 +14,16 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
-from torch._subclasses.fake_tensor import FakeTensorMode
+from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException, FakeTensorMode
+
+#: ``torch.set_grad_enabled`` without the context-manager object: what graphs record and plans call.
+set_grad_enabled: Callable[[bool], None] = torch._C._set_grad_enabled
+#: The C++ class ``torch.Tensor`` derives from (methods' ``__objclass__`` may be either).
+TensorBase: type = torch._C.TensorBase
+#: What a fake tensor raises for an op whose output depends on tensor data.
+DATA_DEPENDENT_ERRORS = (DataDependentOutputException, DynamicOutputShapeException)
+#: ``torch._utils.is_compiling`` where this torch has it (an older spelling of torch.compiler.is_compiling).
+utils_is_compiling: Callable[[], bool] | None = getattr(torch._utils, "is_compiling", None)
 
 
 def forget_fx_name(graph: torch.fx.Graph, node: torch.fx.Node) -> None:

@@ -38,7 +38,7 @@ from typing import Any, Callable, TextIO
 import torch
 
 import stillframe
-from .rules.operators import compare
+from .check.parity import compare
 
 GUARD_LINES = 40  # guard source longer than this is cut unless --full
 RULE = "=" * 78

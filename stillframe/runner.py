@@ -83,6 +83,8 @@ from typing import Any, Iterator, TextIO
 
 import torch
 
+import stillframe
+
 from . import api
 from .api import is_compiled  # noqa: F401  (re-exported for the tools)
 from .diagnostics.report import report_for
@@ -111,8 +113,6 @@ def routed_compiles(backend: Any = "eager", notes: list[str] | None = None) -> I
     function nor an ``nn.Module`` (it runs uncompiled) -- is said once per call
     site in ``notes``, when given.
     """
-    import stillframe
-
     created: list = []
     said: set = set()
 

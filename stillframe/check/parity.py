@@ -55,6 +55,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+import stillframe
+
 from ..errors import StillframeWarning
 
 __all__ = ["ParityReport", "assert_parity", "compare"]
@@ -156,15 +158,14 @@ def compare(
     if calls < 1:
         raise ValueError(f"calls must be >= 1, got {calls}")
     rtol, atol = _tolerances(rtol, atol)
-    category = _stillframe_warning_category()
+    category = StillframeWarning
     recorded: list = []
 
     eager_module = fn if isinstance(fn, torch.nn.Module) else None
     if compiled is None:
-        import stillframe
-
         target = copy.deepcopy(fn) if eager_module is not None else fn
         with _recording(recorded, category):
+            # stillframe.compile is read at call time: the runner may have routed it.
             compiled = stillframe.compile(target, backend=backend, fullgraph=fullgraph, **(compile_kwargs or {}))
     compiled_module = _underlying_module(compiled)
     if eager_module is None:
@@ -658,18 +659,6 @@ def _underlying_module(compiled):
         if isinstance(inner, torch.nn.Module):
             return inner
     return compiled
-
-
-def _stillframe_warning_category():
-    try:
-        import stillframe
-
-        category = getattr(stillframe, "StillframeWarning", None)
-        if category is not None:
-            return category
-        return StillframeWarning
-    except ImportError:
-        return None
 
 
 def _qualname(cls) -> str:

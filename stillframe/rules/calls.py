@@ -23,6 +23,7 @@ import types
 from typing import Any, Callable
 
 import torch
+from .. import compat
 from ..bytecode.reader import read
 from ..errors import UserError
 from ..guards.guard import Guard
@@ -116,9 +117,8 @@ def _tracing_answers() -> dict:
         return cached
     answers = {torch.compiler.is_compiling: True, torch.compiler.is_dynamo_compiling: True,
                torch.compiler.is_exporting: False, torch.jit.is_tracing: False, torch.jit.is_scripting: False}
-    utils_is_compiling = getattr(torch._utils, "is_compiling", None)
-    if utils_is_compiling is not None:
-        answers[utils_is_compiling] = True
+    if compat.utils_is_compiling is not None:
+        answers[compat.utils_is_compiling] = True
     if dynamo is not None and hasattr(dynamo, "is_compiling"):
         answers[dynamo.is_compiling] = True
     _TRACING_ANSWERS[dynamo is not None] = answers
@@ -265,7 +265,7 @@ def call_torch_function(tx: Tracer, target: Any, args: list, kwargs: dict) -> Va
                        "function", ("call it outside the compiled function",))
     name = getattr(target, "__name__", "")
     objclass = getattr(target, "__objclass__", None)
-    if objclass in (torch.Tensor, torch._C.TensorBase) and args and isinstance(args[0], TensorVariable):
+    if objclass in (torch.Tensor, compat.TensorBase) and args and isinstance(args[0], TensorVariable):
         return call_tensor_op(tx, "call_method", name, tuple(args), kwargs)
     if isinstance(target, type):
         tx.unsupported("unsupported_call", f"constructing {target.__qualname__}")

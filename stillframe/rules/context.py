@@ -5,13 +5,14 @@ from . import calls
 from ..variables.base import ConstantVariable
 from ..variables.base import UserMethodVariable
 import torch
+from .. import compat
 
 
 def set_grad_mode(tx, mode: bool) -> None:
     """Change the traced grad mode, recording the change in the graph."""
     if mode == tx.state.grad_enabled:
         return
-    tx.graph.call_function(torch._C._set_grad_enabled, (mode,), {}, None)
+    tx.graph.call_function(compat.set_grad_enabled, (mode,), {}, None)
     tx.state = tx.state.replace(grad_enabled=mode)
 
 

@@ -167,7 +167,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         codegen.side_effects()
         if tracer.state.grad_enabled != torch.is_grad_enabled():
             # leave the grad mode as the traced code left it (as eager does), whatever the backend did
-            codegen.gen.lines.append(f"torch._C._set_grad_enabled({tracer.state.grad_enabled!r})")
+            codegen.gen.lines.append(f"{codegen.gen.const(compat.set_grad_enabled)}({tracer.state.grad_enabled!r})")
     except Exception as e:
         e.tracer = tracer  # the guards collected so far describe the path that failed
         raise

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
+from .. import compat
 from ..guards.guard import compile_guards
 
 
@@ -66,7 +67,7 @@ class CacheEntry:
             try:
                 outputs = self.compiled(*args)
             except BaseException:
-                torch._C._set_grad_enabled(grad_mode)  # a graph that raised inside a no_grad block
+                compat.set_grad_enabled(grad_mode)  # a graph that raised inside a no_grad block
                 raise
         return self.rebuild(outputs, inputs, L, G, F)
 

@@ -20,8 +20,8 @@ import operator
 from typing import Any
 
 import torch
+from .. import compat
 import torch.nn.functional as F
-from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
 from ..errors import InternalError
 from ..guards.source import LiftedSource
 from .meta import fresh_base, fresh_view
@@ -178,7 +178,7 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     try:
         with tx.fake_context():
             result = fn(*call_args, **fake_kwargs)
-    except (DataDependentOutputException, DynamicOutputShapeException) as e:
+    except compat.DATA_DEPENDENT_ERRORS as e:
         tx.unsupported("data_dependent", f"{_describe(kind, target)} depends on tensor data ({type(e).__name__})",
                        ("keep tensor values in tensors; Python control flow on them breaks the graph",))
     except (RuntimeError, TypeError, ValueError, IndexError) as e:

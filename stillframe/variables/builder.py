@@ -26,6 +26,7 @@ import types
 from typing import Any
 
 import torch
+from .. import compat
 from ..guards.guard import Guard, tensor_signature
 from ..guards.source import AttrSource, GetItemSource, GlobalSource, ScalarOutputSource, Source
 from ..tensors.meta import TensorEntry
@@ -88,7 +89,7 @@ def is_torch_callable(value: Any) -> bool:
                           types.WrapperDescriptorType, types.BuiltinMethodType)) or callable(value):
         module = getattr(value, "__module__", None) or ""
         if isinstance(value, (types.MethodDescriptorType, types.WrapperDescriptorType)):
-            return getattr(value, "__objclass__", None) in (torch.Tensor, torch._C.TensorBase)
+            return getattr(value, "__objclass__", None) in (torch.Tensor, compat.TensorBase)
         if isinstance(value, type) or hasattr(type(value), "__enter__"):
             return False  # a class, or a context-manager object (an inference_mode() made per call): not an op
         owner = getattr(value, "__self__", None)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from .. import compat
 
 
 class _Null:
@@ -47,7 +48,7 @@ class GradModeExit:
     restore: bool
 
     def __call__(self, *exc_info: Any) -> None:
-        torch._C._set_grad_enabled(self.restore)
+        compat.set_grad_enabled(self.restore)
 
 
 @dataclass(frozen=True)
@@ -59,10 +60,10 @@ class GradModeEnter:
     previous: bool | None = None
 
     def __enter__(self) -> None:
-        torch._C._set_grad_enabled(self.mode)
+        compat.set_grad_enabled(self.mode)
 
     def __exit__(self, *exc_info: Any) -> None:
-        torch._C._set_grad_enabled(self.previous if self.applied else not self.mode)
+        compat.set_grad_enabled(self.previous if self.applied else not self.mode)
 
 
 class AutocastExit:

@@ -724,12 +724,12 @@ def test_a_traced_error_the_real_call_does_not_raise_falls_back_or_fails_under_f
     """If tracing ever thinks the program raises where eager does not (a stillframe divergence, simulated here
     by a rule that raises), the instruction runs for real (a graph break) and the call returns eager's result;
     with fullgraph=True the call runs eagerly and then fails, naming the place (DESIGN invariant 8)."""
-    from stillframe.rules import calls
+    from stillframe.rules import builtin_calls
 
     def diverging_rule(tx, args, kwargs):
         tx.user_error(ValueError("simulated divergence"))
 
-    monkeypatch.setitem(calls.BUILTIN_RULES, abs, diverging_rule)
+    monkeypatch.setitem(builtin_calls.BUILTIN_RULES, abs, diverging_rule)
 
     def f(x):
         return x * abs(-2)

@@ -4,8 +4,10 @@ Python's object model makes getattr, call and setattr mutually recursive, so
 the modules here refer to each other. Lower modules (``truthiness``,
 ``operators``, ``containers``, ``context``, ``objects``, ``attrs``) reach the
 ones above them through the module object (``calls.call_sync(...)``), never by
-a function-local import; ``calls`` imports the rest by name. Importing
-``calls`` first (here) fixes one import order for the package.
+a function-local import; ``calls`` imports the rest by name, ``builtin_calls``
+(the builtin table, constant folding) first, and ``builtin_calls`` imports the
+lower modules by name. Importing ``calls`` first (here) fixes one import order
+for the package.
 """
 
 from . import calls  # noqa: F401

@@ -40,7 +40,7 @@ from ..variables.base import (
 from ..variables.builder import TRUSTED_MODULES, is_constant, wrap
 from ..variables.objects import ContainerMethodVariable, DICT_BASES, ObjectVariable, SuperVariable, storage_of
 from ..tensors.ops import call_tensor_op
-from . import calls
+from . import builtin_calls, calls
 from .objects import MISSING, _static_lookup, _static_lookup_type, function_attr_key, pending_attr
 
 
@@ -66,7 +66,7 @@ def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
     if isinstance(obj, TensorVariable):
         return tensor_attr(tx, obj, name)
     if name == "__class__" and not isinstance(obj, PythonObjectVariable):
-        return PythonObjectVariable(calls.python_type_of(tx, obj))
+        return PythonObjectVariable(builtin_calls.python_type_of(tx, obj))
     if isinstance(obj, (NNModuleVariable, PythonObjectVariable)):
         written = pending_attr(tx, obj, name)
         if written is not None:
@@ -236,7 +236,7 @@ def _noop(*args: Any, **kwargs: Any) -> None:
 
 
 def _type_of(tx: Any, var: VariableTracker) -> type:
-    return calls.python_type_of(tx, var)
+    return builtin_calls.python_type_of(tx, var)
 
 
 def has_attr(tx: Any, obj: VariableTracker, name: str) -> bool:
@@ -294,9 +294,9 @@ def module_iterator(var: NNModuleVariable, method: str, tx: Any, args: list, kwa
     Each visited module's registry keys are guarded, so adding or removing a
     submodule or parameter recompiles.
     """
-    options = {k: calls.const_value(tx, v) for k, v in kwargs.items()}
+    options = {k: builtin_calls.const_value(tx, v) for k, v in kwargs.items()}
     positional = ("prefix", "recurse") if method.startswith("named_") else ("recurse",)
-    options.update(zip(positional, (calls.const_value(tx, a) for a in args)))
+    options.update(zip(positional, (builtin_calls.const_value(tx, a) for a in args)))
     recurse = options.get("recurse", True)
     walk: list = []  # (qualified name, VT of module)
 

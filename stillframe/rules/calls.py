@@ -1,4 +1,4 @@
-"""Calling a VariableTracker: inline Python, record torch ops, fold builtins on constants.
+"""Calling a VariableTracker: inline Python, record torch ops, dispatch builtins (:mod:`.builtin_calls`).
 
 ``call(tx, fn, args, kwargs)`` either pushes the result on the current stack
 or, for a user function, pushes a child frame whose ``RETURN_VALUE`` will push
@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import abc
 import copy
-import enum
 import functools
 import inspect
 import logging
@@ -25,31 +23,19 @@ from typing import Any, Callable
 import torch
 from .. import compat
 from ..bytecode.reader import read
-from ..errors import UserError
 from ..guards.guard import Guard
 from ..guards.source import AttrSource, DefaultSource, GetItemSource
 from ..trace.state import make_frame
 from ..variables.base import (
     AutocastExitVariable,
-    AutocastVariable,
     BuiltinVariable,
     ConstantVariable,
     ContextExitVariable,
-    DictEntry,
-    DictVariable,
-    GeneratorEntry,
-    GeneratorVariable,
-    GradModeVariable,
-    IteratorVariable,
     LazyArgument,
-    ListVariable,
-    LiveIteratorVariable,
     NNModuleVariable,
     NestedFunctionVariable,
     PartialVariable,
     PythonObjectVariable,
-    RangeVariable,
-    SliceVariable,
     TensorMethodVariable,
     TensorVariable,
     TorchFunctionVariable,
@@ -59,34 +45,39 @@ from ..variables.base import (
     VariableTracker,
 )
 from ..variables.builder import is_constant, wrap, wrap as wrap_value
-from ..variables.objects import ContainerMethodVariable, ObjectVariable, SuperVariable, dict_base, storage_of
+from ..variables.objects import ContainerMethodVariable, ObjectVariable
 from ..tensors.ops import call_tensor_op
+# builtin_calls first: it imports the lower rules modules by name, and they reach it as a module object
+from .builtin_calls import (
+    GRAD_MODE_CLASSES,
+    _apply_getter,
+    _autocast,
+    _grad_mode_manager,
+    call_builtin,
+    call_dunder,
+    const_value,
+    construct,
+    fold,
+    is_const,
+    sequence_items,
+)
 from .attrs import (
     EMPTY_CELLS,
-    _defined_by_dict_base,
     _noop,
-    getattr_var,
-    has_attr,
     module_hooks_guard,
     module_iterator,
-    plain_getattr,
 )
-from .containers import _live_item, subscript
+from .containers import subscript
 from .context import exit_autocast, set_grad_mode
 from .disable import is_disabled
-from .generators import drain, make_generator, resume
+from .generators import make_generator
 from .objects import (
     call_container_method,
     deepcopy_var,
-    delete_attr,
-    new_object,
-    object_setattr,
     record_side_effect,
     store_attr,
 )
-from .operators import binary_op
-from .truthiness import truthiness
-from ..variables.builder import load_local
+
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -429,604 +420,6 @@ def _wrap_default(tx: Tracer, value: Any) -> VariableTracker:
 
 def _type_error(tx: Tracer, message: str) -> None:
     tx.user_error(TypeError(message))
-
-
-# ------------------------------------------------------------------ builtins
-def const_value(tx: Tracer, var: VariableTracker) -> Any:
-    """The Python value of a VT that is fully known at trace time (raises Unsupported otherwise)."""
-    if isinstance(var, LazyArgument):
-        var = wrap(tx, var.value, var.source)
-    if isinstance(var, ConstantVariable):
-        return var.value
-    if isinstance(var, TupleVariable):
-        items = tuple(const_value(tx, v) for v in var.items)
-        if var.cls is tuple:
-            return items
-        if var.cls is torch.Size:
-            return torch.Size(items)
-        return var.cls(items) if hasattr(var.cls, "n_fields") else var.cls(*items)
-    if isinstance(var, ListVariable):
-        return [const_value(tx, v) for v in tx.list_items(var)]
-    if isinstance(var, DictVariable):
-        return {k: const_value(tx, v) for k, v in tx.dict_entry(var).items}
-    if isinstance(var, SliceVariable):
-        return slice(const_value(tx, var.start), const_value(tx, var.stop), const_value(tx, var.step))
-    if isinstance(var, RangeVariable):
-        return var.value
-    if isinstance(var, IteratorVariable):
-        return iter([const_value(tx, v) for v in tx.heap(var.oid).rest])
-    if isinstance(var, (BuiltinVariable, TorchFunctionVariable)):
-        return var.fn
-    if isinstance(var, PythonObjectVariable) and (callable(var.value) or isinstance(var.value, types.ModuleType)):
-        return var.value  # identity-guarded (or trusted) objects: classes, functions, modules
-    tx.unsupported("not_constant", f"a {var.python_type().__name__} value is needed as a Python constant here")
-
-
-def is_const(tx: Tracer, var: VariableTracker) -> bool:
-    if isinstance(var, (ConstantVariable, RangeVariable, LazyArgument)):
-        return True
-    if isinstance(var, IteratorVariable):
-        return all(is_const(tx, v) for v in tx.heap(var.oid).rest)
-    if isinstance(var, TupleVariable):
-        return all(is_const(tx, v) for v in var.items)
-    if isinstance(var, SliceVariable):
-        return all(is_const(tx, v) for v in (var.start, var.stop, var.step))
-    if isinstance(var, ListVariable):
-        return all(is_const(tx, v) for v in tx.list_items(var))
-    return False
-
-
-def python_type_of(tx: Tracer, var: VariableTracker) -> type:
-    if isinstance(var, LazyArgument):
-        var = wrap(tx, var.value, var.source)
-    if isinstance(var, ConstantVariable):
-        return type(var.value)
-    if isinstance(var, TensorVariable):
-        entry = tx.tensor(var)
-        if entry.source is not None and var.tid in tx.input_values:
-            return type(tx.input_values[var.tid])
-        return torch.Tensor
-    if isinstance(var, (NNModuleVariable,)):
-        return type(var.module)
-    if isinstance(var, PythonObjectVariable):
-        return type(var.value)
-    return var.python_type()
-
-
-def call_dunder(tx: Tracer, obj: VariableTracker, name: str, args: list,
-                kwargs: dict | None = None) -> VariableTracker | None:
-    """Call ``type(obj).<name>`` when it is a Python function (a user class's ``__len__``, ``__add__`` ...).
-
-    Returns ``None`` when the type has no such Python method.
-    """
-    if not isinstance(obj, (ObjectVariable, PythonObjectVariable, NNModuleVariable)):
-        return None
-    cls = python_type_of(tx, obj)
-    storage = storage_of(tx, obj)
-    if storage is not None and _defined_by_dict_base(cls, name):  # len(out), out[k], iter(out) of a dict subclass
-        return call_container_method(tx, ContainerMethodVariable(storage, name), list(args), kwargs or {})
-    if cls.__module__ == "builtins" or cls.__module__.startswith("torch."):
-        return None
-    method = getattr(cls, name, None)
-    if not isinstance(method, types.FunctionType):
-        return None
-    return call_sync(tx, UserMethodVariable(method, obj), list(args), kwargs or {})
-
-
-def _len(tx: Tracer, var: VariableTracker) -> int:
-    result = call_dunder(tx, var, "__len__", [])
-    if result is not None:
-        return const_value(tx, result)
-    if isinstance(var, TupleVariable):
-        return len(var.items)
-    if isinstance(var, ListVariable):
-        return len(tx.list_items(var))
-    if isinstance(var, DictVariable):
-        return len(tx.dict_entry(var).items)
-    if isinstance(var, TensorVariable):
-        shape = tx.tensor(var).meta.shape
-        if not shape:
-            tx.user_error(TypeError("len() of a 0-d tensor"))
-        return shape[0]
-    if isinstance(var, NNModuleVariable) and hasattr(var.module, "__len__"):
-        return len(var.module)
-    if isinstance(var, (ConstantVariable, PythonObjectVariable)) and var.source is None and \
-            isinstance(var.value, types.MappingProxyType):
-        return len(var.value)  # inspect.signature(f).parameters
-    if isinstance(var, PythonObjectVariable) and isinstance(var.value, (dict, list, tuple, set, frozenset)):
-        if var.source is not None:  # a container subclass (OrderedDict ...): its length is guarded, not its items
-            tx.add_guard(Guard(var.source, "LEN", len(var.value)))
-        return len(var.value)
-    return len(const_value(tx, var))
-
-
-def _issubclass(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    return fold(tx, issubclass, args, kwargs)
-
-
-def _setattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    store_attr(tx, args[0], const_value(tx, args[1]), args[2])
-    return ConstantVariable(None)
-
-
-def _isinstance(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    obj, classes = args
-    cls = const_value(tx, classes)
-    return ConstantVariable(isinstance_type(python_type_of(tx, obj), cls, tx, obj))
-
-
-def isinstance_type(t: type, cls: Any, tx: Tracer, obj: VariableTracker) -> bool:
-    if isinstance(obj, TensorVariable) and not (isinstance(cls, type) and issubclass(torch.Tensor, cls)):
-        if cls is torch.nn.Parameter or (isinstance(cls, tuple) and torch.nn.Parameter in cls):
-            return issubclass(t, cls)
-    return issubclass(t, cls)
-
-
-def sequence_items(tx: Tracer, var: VariableTracker) -> tuple:
-    """The items of an iterable VT, unrolled at trace time (tuples, lists, dicts' keys, ranges, iterators, tensors)."""
-    if isinstance(var, LazyArgument):
-        var = wrap(tx, var.value, var.source)
-    if isinstance(var, GeneratorVariable):
-        var = drain(tx, var)
-    if isinstance(var, ConstantVariable) and isinstance(var.value, (frozenset, set)):
-        return tuple(ConstantVariable(v) for v in var.value)
-    if isinstance(var, PythonObjectVariable) and isinstance(var.value, enum.EnumMeta):
-        return tuple(ConstantVariable(m) for m in var.value)
-    dunder = call_dunder(tx, var, "__iter__", [])
-    if dunder is not None:
-        return sequence_items(tx, dunder)
-    if isinstance(var, TupleVariable):
-        return var.items
-    if isinstance(var, ListVariable):
-        return tx.list_items(var)
-    if isinstance(var, DictVariable):
-        return tuple(ConstantVariable(k) for k, _ in tx.dict_entry(var).items)
-    if isinstance(var, RangeVariable):
-        return tuple(ConstantVariable(i) for i in var.value)
-    if isinstance(var, IteratorVariable):
-        return tx.iterator_drain(var)  # consumed, as list(it) / unpacking / zip(it) consume it
-    if isinstance(var, LiveIteratorVariable):
-        tx.add_guard(Guard(var.items_source, "LEN", len(var.values)))
-        start = live_iterator_index(tx, var)
-        tx.state = tx.state.replace(memo=tx.state.memo.set(("live_iter_index", var.obj_id), len(var.values)))
-        return tuple(_live_item(tx, var, i) for i in range(start, len(var.values)))  # consumed, as in eager
-    if isinstance(var, ConstantVariable) and isinstance(var.value, str):
-        return tuple(ConstantVariable(c) for c in var.value)
-    if isinstance(var, NNModuleVariable):
-        module = var.module
-        if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)):
-            return tuple(getattr_var(tx, var, name) for name in module._modules)
-        if isinstance(module, torch.nn.ParameterList):
-            return tuple(getattr_var(tx, var, name) for name in module._parameters)
-        if isinstance(module, torch.nn.ParameterDict):
-            return tuple(ConstantVariable(k) for k in module._parameters)
-        if isinstance(module, torch.nn.ModuleDict):
-            return tuple(ConstantVariable(k) for k in module._modules)
-    if isinstance(var, TensorVariable):
-        shape = tx.tensor(var).meta.shape
-        if not shape:
-            tx.user_error(TypeError("iteration over a 0-d tensor"))
-        return tuple(call_tensor_op(tx, "call_function", operator.getitem, (var, ConstantVariable(i)), {})
-                     for i in range(shape[0]))
-    tx.unsupported("unsupported_iteration", f"iterating over a {var.python_type().__name__}")
-
-
-def live_iterator_index(tx: Tracer, var: LiveIteratorVariable) -> int:
-    """Where a live loop iterator stands in this trace: its index when it entered, unless the trace drained it."""
-    return tx.state.memo.get(("live_iter_index", var.obj_id), var.index)
-
-
-def call_builtin(tx: Tracer, fn: Any, args: list, kwargs: dict) -> None:
-    rule = BUILTIN_RULES.get(fn)
-    if rule is not None:
-        return tx.push(rule(tx, args, kwargs))
-    if isinstance(fn, type) and issubclass(fn, BaseException):
-        values = [const_value(tx, a) for a in args]
-        return tx.push(ConstantVariable(fn(*values, **{k: const_value(tx, v) for k, v in kwargs.items()})))
-    if all(is_const(tx, a) for a in args) and all(is_const(tx, v) for v in kwargs.values()) and fn in FOLDABLE:
-        return tx.push(fold(tx, fn, args, kwargs))
-    if fn in (str, repr) and len(args) == 1 and not kwargs and isinstance(args[0], PythonObjectVariable) and \
-            isinstance(args[0].value, (type, types.FunctionType, types.ModuleType)) and \
-            (not isinstance(args[0].value, type) or type(args[0].value).__repr__ is type.__repr__):
-        # a class, function or module: fixed by its type/identity guards, and so is its text
-        return tx.push(ConstantVariable(fn(args[0].value)))
-    tx.unsupported("unsupported_builtin", f"the builtin {getattr(fn, '__name__', fn)} is not supported here")
-
-
-def fold(tx: Tracer, fn: Any, args: list, kwargs: dict) -> VariableTracker:
-    """Evaluate a pure function on constants at trace time (errors become the user's exception)."""
-    const_args = [const_value(tx, a) for a in args]  # outside the try: an Unsupported here is ours, not the user's
-    const_kwargs = {k: const_value(tx, v) for k, v in kwargs.items()}
-    try:
-        value = fn(*const_args, **const_kwargs)
-    except Exception as e:  # the user's own error, raised exactly as eager would
-        tx.user_error(e)
-    return _const_result(tx, value)
-
-
-def _const_result(tx: Tracer, value: Any) -> VariableTracker:
-    if isinstance(value, range):
-        return RangeVariable(value)
-    if isinstance(value, tuple):
-        return TupleVariable(tuple(_const_result(tx, v) for v in value), type(value))
-    if isinstance(value, list):
-        return tx.new_list(tuple(_const_result(tx, v) for v in value))
-    if isinstance(value, slice):
-        return SliceVariable(ConstantVariable(value.start), ConstantVariable(value.stop), ConstantVariable(value.step))
-    return ConstantVariable(value)
-
-
-def _tuple_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    if not args:
-        return TupleVariable(())
-    return TupleVariable(tuple(sequence_items(tx, args[0])))
-
-
-def _list_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    return tx.new_list(tuple(sequence_items(tx, args[0])) if args else ())
-
-
-def _dict_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    items: list = []
-    if args:
-        src = args[0]
-        if isinstance(src, DictVariable):
-            items = list(tx.dict_entry(src).items)
-        else:
-            for pair in sequence_items(tx, src):
-                k, v = sequence_items(tx, pair)
-                items.append((const_value(tx, k), v))
-    items.extend(kwargs.items())
-    entry = DictEntry(())
-    for k, v in items:
-        entry = entry.set(k, v)
-    return tx.new_dict(entry.items)
-
-
-def attempt(tx: Tracer, exc_type: type, step: Callable[[], VariableTracker]) -> VariableTracker | None:
-    """``step()``, or ``None`` when it raises the user's ``exc_type`` (its partial effects rolled back):
-    ``getattr(o, n, default)``, ``hasattr``, ``next(it, default)``."""
-    token = tx.checkpoint()
-    try:
-        return step()
-    except UserError as e:
-        if not isinstance(e.exc, exc_type):
-            raise
-        tx.restore(token)
-        return None
-
-
-def _getattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    obj, name = args[0], const_value(tx, args[1])
-    if len(args) == 3:
-        found = attempt(tx, AttributeError, lambda: getattr_var(tx, obj, name))
-        return args[2] if found is None else found
-    return getattr_var(tx, obj, name)
-
-
-def _hasattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    obj, name = args[0], const_value(tx, args[1])
-    if isinstance(obj, ObjectVariable):  # hasattr is getattr that catches AttributeError
-        return ConstantVariable(attempt(tx, AttributeError, lambda: getattr_var(tx, obj, name)) is not None)
-    return ConstantVariable(has_attr(tx, obj, name))
-
-
-def _range(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    return RangeVariable(range(*[const_value(tx, a) for a in args]))
-
-
-def _zip(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    seqs = [sequence_items(tx, a) for a in args]
-    return tx.new_iterator(tuple(TupleVariable(t) for t in zip(*seqs)))
-
-
-def _enumerate(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    start = const_value(tx, args[1]) if len(args) > 1 else const_value(tx, kwargs.get("start", ConstantVariable(0)))
-    return tx.new_iterator(tuple(TupleVariable((ConstantVariable(i + start), v))
-                                  for i, v in enumerate(sequence_items(tx, args[0]))))
-
-
-def _reversed(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    return tx.new_iterator(tuple(reversed(sequence_items(tx, args[0]))))
-
-
-def _iter(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    if isinstance(args[0], IteratorVariable):
-        return args[0]  # an iterator's iterator is itself
-    return tx.new_iterator(tuple(sequence_items(tx, args[0])))
-
-
-def _minmax(fn: Any) -> Callable:
-    def rule(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-        if len(args) == 1:
-            args = list(sequence_items(tx, args[0]))
-        if "key" in kwargs:
-            keys = _sort_keys(tx, tuple(args), kwargs["key"])
-            if not args:
-                return kwargs["default"] if "default" in kwargs else fold(tx, fn, [TupleVariable(())], {})
-            best = fn(range(len(args)), key=lambda i: keys[i])
-            return args[best]
-        if any(isinstance(a, TensorVariable) for a in args):
-            tx.unsupported("data_dependent", f"{fn.__name__}() over tensors compares their values")
-        return fold(tx, fn, args, kwargs)
-
-    return rule
-
-
-def _bool_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    return ConstantVariable(truthiness(tx, args[0]) if args else False)
-
-
-def _scalar_of(kind: type) -> Callable:
-    def rule(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-        if args and isinstance(args[0], TensorVariable):
-            tx.unsupported("data_dependent", f"{kind.__name__}() of a tensor reads its value",
-                           ("keep the value in a tensor",))
-        return fold(tx, kind, args, kwargs)
-
-    return rule
-
-
-def _slice(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    parts = list(args) + [ConstantVariable(None)] * (3 - len(args))
-    if len(args) == 1:
-        parts = [ConstantVariable(None), args[0], ConstantVariable(None)]
-    return SliceVariable(*parts)
-
-
-def _sum(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    items = sequence_items(tx, args[0])
-    start = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
-    if any(isinstance(v, TensorVariable) for v in items):
-        acc = start
-        for v in items:
-            acc = binary_op(tx, "+", acc, v)
-        return acc
-    return fold(tx, sum, [TupleVariable(tuple(items)), start], {})
-
-
-def _abs(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    if isinstance(args[0], TensorVariable):
-        return call_tensor_op(tx, "call_function", operator.abs, (args[0],), {})
-    return fold(tx, abs, args, kwargs)
-
-
-def _type(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    if len(args) != 1:
-        tx.unsupported("unsupported_builtin", "type() with three arguments")
-    return PythonObjectVariable(python_type_of(tx, args[0]))
-
-
-def _callable(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    v = args[0]
-    if isinstance(v, PythonObjectVariable):
-        return ConstantVariable(callable(v.value))
-    if isinstance(v, NNModuleVariable):
-        return ConstantVariable(callable(v.module))
-    # what callable() itself asks: does the type (not its metaclass) define __call__
-    return ConstantVariable(any("__call__" in vars(k) for k in python_type_of(tx, v).__mro__))
-
-
-def _id(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    tx.unsupported("unsupported_builtin", "id() of a traced value")
-
-
-def _all_any(fn: Any) -> Callable:
-    def rule(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-        return ConstantVariable(fn(truthiness(tx, v) for v in sequence_items(tx, args[0])))
-
-    return rule
-
-
-def _sort_keys(tx: Tracer, items: tuple, key: VariableTracker | None) -> list:
-    """The Python sort key of each item: the item itself, or ``key(item)`` traced (both must be constants)."""
-    if key is None or (isinstance(key, ConstantVariable) and key.value is None):
-        return [const_value(tx, v) for v in items]
-    return [const_value(tx, call_sync(tx, key, [v], {})) for v in items]
-
-
-def _sorted(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    items = tuple(sequence_items(tx, args[0]))
-    keys = _sort_keys(tx, items, kwargs.get("key"))
-    reverse = bool(const_value(tx, kwargs.get("reverse", ConstantVariable(False))))
-    order = sorted(range(len(items)), key=lambda i: keys[i], reverse=reverse)
-    return tx.new_list(tuple(items[i] for i in order))
-
-
-def _map(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    fn, seqs = args[0], [sequence_items(tx, a) for a in args[1:]]
-    return tx.new_iterator(tuple(call_sync(tx, fn, list(items), {}) for items in zip(*seqs)))
-
-
-def _filter(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    fn, items = args[0], sequence_items(tx, args[1])
-    kept = []
-    for item in items:
-        if isinstance(fn, ConstantVariable) and fn.value is None:
-            keep = truthiness(tx, item)
-        else:
-            keep = truthiness(tx, call_sync(tx, fn, [item], {}))
-        if keep:
-            kept.append(item)
-    return tx.new_iterator(tuple(kept))
-
-
-BUILTIN_RULES: dict[Any, Callable] = {
-    all: _all_any(all),
-    any: _all_any(any),
-    sorted: _sorted,
-    map: _map,
-    filter: _filter,
-    len: lambda tx, a, k: ConstantVariable(_len(tx, a[0])),
-    isinstance: _isinstance,
-    getattr: _getattr,
-    hasattr: _hasattr,
-    range: _range,
-    zip: _zip,
-    enumerate: _enumerate,
-    reversed: _reversed,
-    iter: _iter,
-    tuple: _tuple_of,
-    list: _list_of,
-    dict: _dict_of,
-    min: _minmax(min),
-    max: _minmax(max),
-    bool: _bool_of,
-    int: _scalar_of(int),
-    float: _scalar_of(float),
-    slice: _slice,
-    sum: _sum,
-    abs: _abs,
-    type: _type,
-    callable: _callable,
-    id: _id,
-}
-
-FOLDABLE = {str, round, divmod, pow, issubclass, repr, ord, chr, hash, format}
-
-
-def _apply_getter(tx: Tracer, getter: Any, obj: VariableTracker) -> VariableTracker:
-    """``operator.itemgetter(...)(obj)`` / ``attrgetter(...)(obj)`` on a VT (the keys are constants)."""
-    kind, keys = getter.__reduce__()[0], getter.__reduce__()[1]
-
-    def one(key: Any) -> VariableTracker:
-        if kind is operator.itemgetter:
-            return subscript(tx, obj, ConstantVariable(key))
-        value = obj
-        for part in key.split("."):
-            value = getattr_var(tx, value, part)
-        return value
-
-    results = [one(k) for k in keys]
-    return results[0] if len(results) == 1 else TupleVariable(tuple(results))
-
-
-def _grad_mode_manager(tx: Tracer, cls: Any, args: list, kwargs: dict) -> VariableTracker:
-    if cls is torch.no_grad:
-        return GradModeVariable(False)
-    if cls is torch.enable_grad:
-        return GradModeVariable(True)
-    mode = bool(const_value(tx, args[0] if args else kwargs["mode"]))
-    previous = tx.state.grad_enabled
-    set_grad_mode(tx, mode)  # set_grad_enabled(b) takes effect when called, even outside a `with`
-    return GradModeVariable(mode, applied=True, previous=previous)
-
-
-def _autocast(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    names = ("device_type", "dtype", "enabled", "cache_enabled")
-    values = dict(zip(names, (const_value(tx, a) for a in args)))
-    values.update({k: const_value(tx, v) for k, v in kwargs.items()})
-    device_type = values["device_type"]
-    dtype = values.get("dtype") or torch.get_autocast_dtype(device_type)
-    return AutocastVariable((device_type, dtype, values.get("enabled", True), values.get("cache_enabled")))
-
-
-GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
-
-
-def construct(tx: Tracer, cls: type, args: list, kwargs: dict) -> VariableTracker:
-    """``cls(*args, **kwargs)`` for a user class: a named tuple, or a new heap object whose ``__init__`` is inlined."""
-    if issubclass(cls, tuple) and hasattr(cls, "_fields"):
-        fields = cls._fields
-        defaults = getattr(cls, "_field_defaults", {})
-        values = dict(zip(fields, args))
-        values.update(kwargs)
-        missing = [f for f in fields if f not in values and f not in defaults]
-        if missing or len(args) > len(fields):
-            fold(tx, cls, args, kwargs)  # raises eager's TypeError
-        items = tuple(values[f] if f in values else wrap(tx, defaults[f], None) for f in fields)
-        return TupleVariable(items, cls)
-    import contextlib
-
-    if issubclass(cls, contextlib._GeneratorContextManagerBase) and not tx.lazy_generators:
-        # its generator must run lazily, step by step with the `with` body: made and driven for real
-        tx.unsupported("generator_context_manager", f"{cls.__name__}: a @contextmanager generator runs for real",
-                       ("the body of the `with` block is still traced",))
-    if isinstance(cls, enum.EnumMeta):
-        return fold(tx, cls, args, kwargs)
-    new_ok = cls.__new__ is object.__new__ or (dict_base(cls) is not None and cls.__new__ is dict.__new__)
-    if not new_ok or type(cls) not in (type, abc.ABCMeta):
-        tx.unsupported("unsupported_call", f"constructing {cls.__qualname__} (custom __new__ or metaclass)")
-    obj = new_object(tx, cls)
-    init = cls.__init__
-    base_init = dict_base(cls).__init__ if dict_base(cls) is not None else None
-    if init is object.__init__ or (init is base_init and not args):
-        if init is base_init and kwargs:  # dict.__init__(**kwargs) stores through the class's __setitem__
-            tx.unsupported("unsupported_call", f"constructing {cls.__qualname__} with dict.__init__ keywords")
-        if args or kwargs:
-            tx.user_error(TypeError(f"{cls.__name__}() takes no arguments"))
-        return obj
-    if not isinstance(init, types.FunctionType):
-        tx.unsupported("unsupported_call", f"constructing {cls.__qualname__}: its __init__ is not Python")
-    depth = len(tx.state.frames)
-    inline_call(tx, init, None, [obj, *args], kwargs)
-    tx.run_until_return(depth)
-    return obj
-
-
-def _super(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    if len(args) == 2:
-        return SuperVariable(const_value(tx, args[0]), args[1])
-    frame = tx.frame
-    cell = frame.cells.get("__class__")
-    names = frame.code.code.co_varnames
-    if cell is None or not names:
-        tx.unsupported("unsupported_builtin", "super() outside a method")
-    cls = cell[1].cell_contents if isinstance(cell, tuple) else const_value(tx, tx.heap(cell).contents)
-    return SuperVariable(cls, load_local(tx, names[0]))
-
-
-def _object_setattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    object_setattr(tx, args[0], const_value(tx, args[1]), args[2])
-    return ConstantVariable(None)
-
-
-def _object_getattribute(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    return plain_getattr(tx, args[0], const_value(tx, args[1]))
-
-
-def _delattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    delete_attr(tx, args[0], const_value(tx, args[1]))
-    return ConstantVariable(None)
-
-
-def _next(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    gen = args[0]
-    if isinstance(gen, IteratorVariable):
-        item = tx.iterator_next(gen)
-        if item is not None:
-            return item
-        if len(args) == 2:
-            return args[1]
-        tx.user_error(StopIteration())
-    if not isinstance(gen, GeneratorVariable):
-        tx.unsupported("unsupported_builtin", f"next() of a {gen.python_type().__name__} value")
-    if len(args) == 2:  # next(gen, default)
-        item = attempt(tx, StopIteration, lambda: resume(tx, gen))
-        if item is None:
-            tx.heap_set(gen.oid, GeneratorEntry(None))  # rolled back to before the call: it has finished
-            return args[1]
-        return item
-    return resume(tx, gen)
-
-
-BUILTIN_RULES[next] = _next
-BUILTIN_RULES[delattr] = _delattr
-BUILTIN_RULES[object.__setattr__] = _object_setattr
-BUILTIN_RULES[object.__getattribute__] = _object_getattribute
-BUILTIN_RULES[super] = _super
-BUILTIN_RULES[issubclass] = _issubclass
-BUILTIN_RULES[setattr] = _setattr
-
-
-def _set_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    """Sets of constants are held as frozenset constants (their only uses in model code: membership, dedup)."""
-    items = sequence_items(tx, args[0]) if args else ()
-    return ConstantVariable(frozenset(const_value(tx, v) for v in items))
-
-
-BUILTIN_RULES[set] = _set_of
-BUILTIN_RULES[frozenset] = _set_of
 
 
 def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs: dict) -> None:

@@ -5,7 +5,7 @@ from ..guards.guard import Guard
 from ..guards.source import GetItemSource
 from ..variables.base import DictEntry, LazyArgument
 from ..variables.builder import is_lazy_scalar, wrap
-from . import calls
+from . import builtin_calls
 from ..variables.base import ConstantVariable
 from ..variables.base import DictVariable
 from ..variables.base import ListVariable
@@ -26,8 +26,8 @@ def subscript(tx, container, key):
     if isinstance(container, TensorVariable):
         return call_tensor_op(tx, "call_function", operator.getitem, (container, key), {})
     if isinstance(container, (TupleVariable, ListVariable, RangeVariable)):
-        items = tuple(calls.sequence_items(tx, container))
-        k = calls.const_value(tx, key)
+        items = tuple(builtin_calls.sequence_items(tx, container))
+        k = builtin_calls.const_value(tx, key)
         if isinstance(k, TensorVariable):
             tx.unsupported("data_dependent", "indexing a Python sequence with a tensor")
         try:
@@ -41,14 +41,14 @@ def subscript(tx, container, key):
             return TupleVariable(picked, cls)
         return picked
     if isinstance(container, DictVariable):
-        k = calls.const_value(tx, key)
+        k = builtin_calls.const_value(tx, key)
         v = tx.dict_lookup(container, k, _ABSENT)
         if v is _ABSENT:
             tx.user_error(KeyError(k))
         return v
     if isinstance(container, NNModuleVariable):
         module = container.module
-        k = calls.const_value(tx, key)
+        k = builtin_calls.const_value(tx, key)
         if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)) and isinstance(k, slice):
             # a new container of the same modules on every call: guarded by type, its members by identity
             source = GetItemSource(container.source, k) if container.source is not None else None
@@ -70,12 +70,12 @@ def subscript(tx, container, key):
             if k not in module._modules:
                 tx.user_error(KeyError(k))
             return attrs.getattr_var(tx, container, k)
-    result = calls.call_dunder(tx, container, "__getitem__", [key])
+    result = builtin_calls.call_dunder(tx, container, "__getitem__", [key])
     if result is not None:
         return result
     if (isinstance(container, ConstantVariable) or isinstance(container, PythonObjectVariable) and isinstance(
-            container.value, enum.EnumMeta)) and calls.is_const(tx, key):
-        return calls.fold(tx, operator.getitem, [container, key], {})
+            container.value, enum.EnumMeta)) and builtin_calls.is_const(tx, key):
+        return builtin_calls.fold(tx, operator.getitem, [container, key], {})
     tx.unsupported("unsupported_subscript", f"indexing a {container.python_type().__name__} value")
 
 
@@ -84,15 +84,15 @@ def store_subscript(tx, container, key, value):
         call_tensor_op(tx, "call_function", operator.setitem, (container, key, value), {})
     elif isinstance(container, ListVariable):
         items = list(tx.list_items(container))
-        k = calls.const_value(tx, key)
+        k = builtin_calls.const_value(tx, key)
         try:
-            items[k] = value if not isinstance(k, slice) else list(calls.sequence_items(tx, value))
+            items[k] = value if not isinstance(k, slice) else list(builtin_calls.sequence_items(tx, value))
         except (IndexError, TypeError) as e:
             tx.user_error(e)
         tx.set_list_items(container, tuple(items))
     elif isinstance(container, DictVariable):
-        tx.set_dict_entry(container, tx.dict_entry(container).set(calls.const_value(tx, key), value))
-    elif calls.call_dunder(tx, container, "__setitem__", [key, value]) is None:
+        tx.set_dict_entry(container, tx.dict_entry(container).set(builtin_calls.const_value(tx, key), value))
+    elif builtin_calls.call_dunder(tx, container, "__setitem__", [key, value]) is None:
         tx.unsupported("unsupported_subscript", f"assigning into a {container.python_type().__name__} value")
 
 
@@ -110,16 +110,16 @@ def delete_subscript(tx, container, key) -> None:
     if isinstance(container, ListVariable):
         items = list(tx.list_items(container))
         try:
-            del items[calls.const_value(tx, key)]
+            del items[builtin_calls.const_value(tx, key)]
         except (IndexError, TypeError) as e:
             tx.user_error(e)
         tx.set_list_items(container, tuple(items))
     elif isinstance(container, DictVariable):
-        k = calls.const_value(tx, key)
+        k = builtin_calls.const_value(tx, key)
         entry = tx.dict_entry(container)
         if entry.get(k, _ABSENT) is _ABSENT:
             tx.user_error(KeyError(k))
         tx.set_dict_entry(container, DictEntry(tuple((a, b) for a, b in entry.items
                                                      if not (type(a) is type(k) and a == k)), entry.source))
-    elif calls.call_dunder(tx, container, "__delitem__", [key]) is None:
+    elif builtin_calls.call_dunder(tx, container, "__delitem__", [key]) is None:
         tx.unsupported("unsupported_subscript", f"deleting from a {container.python_type().__name__} value")

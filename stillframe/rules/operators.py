@@ -5,7 +5,7 @@ from ..guards.guard import Guard
 from ..guards.source import AttrSource
 from ..variables.base import GeneratorVariable, IteratorVariable
 from ..variables.objects import ObjectVariable
-from . import calls
+from . import builtin_calls
 from ..bytecode.operators import BINARY_OPERATORS
 from ..variables.base import BuiltinVariable
 from ..bytecode.operators import COMPARE_OPERATORS
@@ -36,30 +36,30 @@ def binary_op(tx, symbol, a, b):
             fn = BINARY_OPERATORS[symbol[:-1]]  # int += tensor falls back to int + tensor
         return call_tensor_op(tx, "call_function", fn, (a, b), {})
     if isinstance(a, ListVariable) and symbol == "+=":
-        tx.set_list_items(a, tx.list_items(a) + tuple(calls.sequence_items(tx, b)))
+        tx.set_list_items(a, tx.list_items(a) + tuple(builtin_calls.sequence_items(tx, b)))
         return a
     if isinstance(a, (TupleVariable, ListVariable)) and symbol in ("+", "+=", "*", "*="):
         if symbol.startswith("+"):
             if type(a) is not type(b):
                 tx.user_error(TypeError(f"can only concatenate {a.python_type().__name__} (not "
                                         f"\"{b.python_type().__name__}\") to {a.python_type().__name__}"))
-            items = tuple(calls.sequence_items(tx, a)) + tuple(calls.sequence_items(tx, b))
+            items = tuple(builtin_calls.sequence_items(tx, a)) + tuple(builtin_calls.sequence_items(tx, b))
         else:
-            items = tuple(calls.sequence_items(tx, a)) * calls.const_value(tx, b)
+            items = tuple(builtin_calls.sequence_items(tx, a)) * builtin_calls.const_value(tx, b)
         if isinstance(a, ListVariable):
             return tx.new_list(items)
         return TupleVariable(items, a.cls if a.cls is torch.Size else tuple)
     if isinstance(b, (TupleVariable, ListVariable)) and symbol in ("*", "*="):
-        items = tuple(calls.sequence_items(tx, b)) * calls.const_value(tx, a)
+        items = tuple(builtin_calls.sequence_items(tx, b)) * builtin_calls.const_value(tx, a)
         return tx.new_list(items) if isinstance(b, ListVariable) else TupleVariable(items)
-    if calls.is_const(tx, a) and calls.is_const(tx, b):
-        return calls.fold(tx, fn, [a, b], {})
+    if builtin_calls.is_const(tx, a) and builtin_calls.is_const(tx, b):
+        return builtin_calls.fold(tx, fn, [a, b], {})
     dunder = _DUNDERS.get(symbol.rstrip("=") if symbol not in ("==",) else symbol)
     if dunder is not None:
         inplace = symbol.endswith("=") and "__i" + dunder[2:]
         for obj, name, other in ((a, inplace, b), (a, dunder, b), (b, "__r" + dunder[2:], a)):
             if name:
-                result = calls.call_dunder(tx, obj, name, [other])
+                result = builtin_calls.call_dunder(tx, obj, name, [other])
                 if result is not None and not (isinstance(result, ConstantVariable) and result.value is NotImplemented):
                     return result
     tx.unsupported("unsupported_operator", f"the operator {symbol} on {a.python_type().__name__} and "
@@ -70,10 +70,10 @@ def _unary(tx, fn, name):
     v = tx.pop()
     if isinstance(v, TensorVariable):
         tx.push(call_tensor_op(tx, "call_function", fn, (v,), {}))
-    elif calls.is_const(tx, v):
-        tx.push(calls.fold(tx, fn, [v], {}))
+    elif builtin_calls.is_const(tx, v):
+        tx.push(builtin_calls.fold(tx, fn, [v], {}))
     else:
-        result = calls.call_dunder(tx, v, _UNARY_DUNDERS[name], [])
+        result = builtin_calls.call_dunder(tx, v, _UNARY_DUNDERS[name], [])
         if result is None:
             tx.unsupported("unsupported_operator", f"unary {name} on a {v.python_type().__name__}")
         tx.push(result)
@@ -86,16 +86,16 @@ def compare(tx, symbol, a, b):
     fn = COMPARE_OPERATORS[symbol]
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return call_tensor_op(tx, "call_function", fn, (a, b), {})
-    if calls.is_const(tx, a) and calls.is_const(tx, b):
-        return calls.fold(tx, fn, [a, b], {})
+    if builtin_calls.is_const(tx, a) and builtin_calls.is_const(tx, b):
+        return builtin_calls.fold(tx, fn, [a, b], {})
     if symbol in ("==", "!=") and _has_identity(a) and _has_identity(b):
         same = identical(tx, a, b)
         return ConstantVariable(same if symbol == "==" else not same)
     if isinstance(a, (ListVariable, TupleVariable)) and isinstance(b, (ListVariable, TupleVariable)):
-        return calls.fold(tx, fn, [TupleVariable(tuple(calls.sequence_items(tx, a))), TupleVariable(tuple(calls.sequence_items(tx, b)))],
+        return builtin_calls.fold(tx, fn, [TupleVariable(tuple(builtin_calls.sequence_items(tx, a))), TupleVariable(tuple(builtin_calls.sequence_items(tx, b)))],
                     {})
     for obj, name, other in ((a, _COMPARE_DUNDERS[symbol], b), (b, _COMPARE_DUNDERS[_REFLECTED[symbol]], a)):
-        result = calls.call_dunder(tx, obj, name, [other])
+        result = builtin_calls.call_dunder(tx, obj, name, [other])
         if result is not None and not (isinstance(result, ConstantVariable) and result.value is NotImplemented):
             return result
     if symbol in ("==", "!="):  # objects without __eq__ compare by identity
@@ -149,7 +149,7 @@ _ABSENT = object()
 
 def contains(tx, container, item) -> bool:
     """``item in container`` at trace time (Unsupported when it reads tensor data)."""
-    result = calls.call_dunder(tx, container, "__contains__", [item])
+    result = builtin_calls.call_dunder(tx, container, "__contains__", [item])
     if result is not None:
         return truthiness(tx, result)
     if isinstance(container, NNModuleVariable) and isinstance(container.module, (torch.nn.ModuleDict,
@@ -158,17 +158,17 @@ def contains(tx, container, item) -> bool:
         keys = getattr(container.module, registry)
         if container.source is not None:
             tx.add_guard(Guard(AttrSource(container.source, registry), "KEYS", tuple(keys)))
-        return calls.const_value(tx, item) in keys
+        return builtin_calls.const_value(tx, item) in keys
     if isinstance(container, DictVariable):
-        key = calls.const_value(tx, item)
+        key = builtin_calls.const_value(tx, item)
         found = tx.dict_lookup(container, key, _ABSENT) is not _ABSENT
     elif isinstance(container, TensorVariable) or isinstance(item, TensorVariable):
         if isinstance(container, TensorVariable):
             tx.unsupported("data_dependent", "`in` on a tensor reads its values")
-        found = any(identical(tx, item, v) for v in calls.sequence_items(tx, container)
+        found = any(identical(tx, item, v) for v in builtin_calls.sequence_items(tx, container)
                     if isinstance(v, TensorVariable))
-        if not found and any(isinstance(v, TensorVariable) for v in calls.sequence_items(tx, container)):
+        if not found and any(isinstance(v, TensorVariable) for v in builtin_calls.sequence_items(tx, container)):
             tx.unsupported("data_dependent", "`in` compares a tensor by value")
     else:
-        found = calls.const_value(tx, item) in calls.const_value(tx, container)
+        found = builtin_calls.const_value(tx, item) in builtin_calls.const_value(tx, container)
     return found

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 from ..variables.builder import wrap
-from . import calls
+from . import builtin_calls
 from ..variables.base import BuiltinVariable
 from ..variables.base import ConstantVariable
 from ..variables.base import DictVariable
@@ -26,7 +26,7 @@ def truthiness(tx, var) -> bool:
     if isinstance(var, ConstantVariable):
         return bool(var.value)
     if isinstance(var, (TupleVariable, ListVariable, DictVariable)):
-        return calls._len(tx, var) > 0
+        return builtin_calls._len(tx, var) > 0
     if isinstance(var, RangeVariable):
         return bool(var.value)
     if isinstance(var, TensorVariable):
@@ -34,13 +34,13 @@ def truthiness(tx, var) -> bool:
                        ("use torch.where, or move the branch out of the compiled function",))
     if isinstance(var, NNModuleVariable):
         if hasattr(type(var.module), "__len__") or hasattr(type(var.module), "__bool__"):
-            return bool(calls._len(tx, var))
+            return bool(builtin_calls._len(tx, var))
         return True
     if isinstance(var, (UserFunctionVariable, UserMethodVariable, TorchFunctionVariable, BuiltinVariable,
                         TensorMethodVariable)):
         return True
     for dunder in ("__bool__", "__len__"):
-        result = calls.call_dunder(tx, var, dunder, [])
+        result = builtin_calls.call_dunder(tx, var, dunder, [])
         if result is not None:
             return truthiness(tx, result)
     if isinstance(var, PythonObjectVariable):

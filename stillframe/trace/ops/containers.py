@@ -19,7 +19,7 @@ from ...variables.base import (
     SliceVariable,
     TupleVariable,
 )
-from ...rules.calls import _len, const_value, sequence_items
+from ...rules.builtin_calls import _len, const_value, sequence_items
 from ...rules.generators import drain
 from ..interpreter import handler
 from .operators import UNARY_POSITIVE

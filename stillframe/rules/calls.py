@@ -470,7 +470,7 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
             return tx.push(fold(tx, value, args, kwargs))
     if isinstance(value, type) and issubclass(value, torch.nn.Module):
         tx.unsupported("unsupported_call", f"constructing the module {value.__qualname__} inside the trace",
-                       ("modules created in forward are captured in a later release",))
+                       ("construct the module outside the compiled function and call it inside",))
     tx.unsupported("unsupported_call", f"calling {getattr(value, '__qualname__', type(value).__name__)}",
                    ("stillframe captures torch functions, tensor methods and Python functions",))
 

@@ -17,7 +17,52 @@ eagerly and the user sees exactly the exception eager Python raises.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
+
+
+class GraphBreakKind(enum.StrEnum):
+    """Why tracing stopped: the closed vocabulary of ``GraphBreak.kind`` (each value one short stable tag).
+
+    ``Tracer.unsupported`` accepts only these; a test checks every tag written in the package is one.
+    """
+
+    UNSUPPORTED_CALL = "unsupported_call"  # a call stillframe has no rule for (it runs for real)
+    UNSUPPORTED_ATTRIBUTE = "unsupported_attribute"  # an attribute read or write with no rule (a descriptor, a C-level slot ...)
+    DATA_DEPENDENT = "data_dependent"  # Python needs a tensor's values (`if t:`, `t.item()`, an op whose output shape depends on data)
+    SIDE_EFFECT = "side_effect"  # a side effect on an outside object that cannot be replayed after the graph
+    UNSUPPORTED_BUILTIN = "unsupported_builtin"  # a builtin called on values it cannot be evaluated on at trace time
+    UNSUPPORTED_OPERATOR = "unsupported_operator"  # an operator on values with no rule
+    UNSUPPORTED_OPCODE = "unsupported_opcode"  # an instruction the interpreter has no handler for
+    UNSUPPORTED_SUBSCRIPT = "unsupported_subscript"  # indexing a value with no rule
+    OPAQUE_MODULE = "opaque_module"  # a call into a module stillframe never traces (logging, warnings, threading ...)
+    UNSUPPORTED_LIVE_VALUE = "unsupported_live_value"  # a live object that cannot be wrapped as a VariableTracker
+    UNSUPPORTED_ITERATION = "unsupported_iteration"  # iterating a value with no rule
+    UNSUPPORTED_IMPORT = "unsupported_import"  # an import inside the compiled function that cannot be resolved at trace time
+    HIDDEN_BASE = "hidden_base"  # a view whose base tensor the trace cannot see
+    DICT_KEYS = "dict_keys"  # dict keys that are not constants
+    AUTOGRAD_LEAF = "autograd_leaf"  # an in-place op on a leaf that requires grad, or another autograd-state rule eager enforces
+    UNSUPPORTED_RESULT = "unsupported_result"  # a result that cannot be returned from a graph
+    UNSUPPORTED_RAISE = "unsupported_raise"  # a raise of a value that is not an exception
+    UNSUPPORTED_CONTEXT_MANAGER = "unsupported_context_manager"  # a `with` on a context manager with no rule
+    UNSUPPORTED_CONDITION = "unsupported_condition"  # a branch on a value whose truth cannot be known at trace time
+    UNSUPPORTED_ARGUMENT = "unsupported_argument"  # an argument form with no rule
+    TRACE_TOO_LONG = "trace_too_long"  # the trace passed config.max_trace_steps instructions
+    TENSOR_SUBCLASS = "tensor_subclass"  # a tensor subclass
+    SUSPENDED_GENERATOR = "suspended_generator"  # a generator suspended mid-way at a graph break (the runtime retries, draining generators)
+    NUMPY = "numpy"  # a NumPy call or array
+    NOT_CONSTANT = "not_constant"  # a value that must be a constant at trace time is not
+    MODULE_HOOKS = "module_hooks"  # module hooks with no rule
+    LOOP_ITERATION = "loop_iteration"  # a loop whose iterations cannot be unrolled
+    INLINE_DEPTH = "inline_depth"  # calls nested deeper than config.max_inline_depth
+    GLOBAL_STATE = "global_state"  # a call that reads or writes global torch or Python state
+    GENERATOR_CONTEXT_MANAGER = "generator_context_manager"  # a @contextmanager generator used in a way with no rule
+    DYNAMIC_SHAPE = "dynamic_shape"  # a shape that is not static
+    DISABLED = "disabled"  # a call to a function marked never to be traced (stillframe.disable)
+    CONSTANT_TENSOR = "constant_tensor"  # a tensor created outside the trace and captured as a constant
+    AUTOCAST_EXIT = "autocast_exit"  # leaving an autocast block in a way with no rule
+    USER_EXCEPTION = "user_exception"  # the traced code raises: the step runs for real, so eager raises it
+    EFFECTFUL_CALL = "effectful_call"  # a torch call whose effect a fake tensor cannot show (loss.backward(), hooks, RNG state ...)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +84,13 @@ class UserLocation:
 class GraphBreak:
     """A reason tracing had to stop, as data (STYLE habit 8).
 
-    ``kind`` is a short stable tag (``"unsupported_opcode"``,
+    ``kind`` is a :class:`GraphBreakKind` (``"unsupported_opcode"``,
     ``"data_dependent"``, ``"unsupported_call"`` ...), ``explanation`` one
     sentence for a user, ``hints`` what they can do about it, ``location`` the
     innermost user frame being traced when it happened.
     """
 
-    kind: str
+    kind: GraphBreakKind
     explanation: str
     hints: tuple[str, ...] = ()
     location: UserLocation | None = None

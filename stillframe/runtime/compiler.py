@@ -22,7 +22,7 @@ import torch
 
 from .. import compat
 from ..bytecode.reader import read
-from ..errors import Unsupported
+from ..errors import GraphBreakKind, Unsupported
 from ..guards.guard import Guard, GuardCodegen, aliasing_pattern, compile_guards, tensor_examples
 from ..guards.source import (
     AttrSource,
@@ -129,7 +129,7 @@ def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any
     try:
         return compile_segment(make_tracer(), L, G, F, backend, fullgraph, fn)
     except Unsupported as e:
-        if e.graph_break.kind != "suspended_generator":
+        if e.graph_break.kind is not GraphBreakKind.SUSPENDED_GENERATOR:
             raise
     tracer = make_tracer()
     tracer.lazy_generators = False

@@ -25,7 +25,7 @@ from typing import Any, Callable, Container, Iterator
 import torch
 from ..bytecode.reader import Instruction
 from ..config import config
-from ..errors import GraphBreak, StillframeError, Unsupported, UserLocation
+from ..errors import GraphBreak, GraphBreakKind, StillframeError, Unsupported, UserLocation
 from ..graph.builder import GraphBuilder
 from ..guards.guard import Guard
 from ..tensors.meta import TensorEntry, TensorMeta
@@ -311,7 +311,8 @@ class Tracer:
         return UserLocation(filename, line, source.rstrip("\n"))
 
     def unsupported(self, kind: str, explanation: str, hints: tuple = ()) -> "NoReturn":  # noqa: F821
-        raise Unsupported(GraphBreak(kind, explanation, tuple(hints), self.location()))
+        """Stop tracing here: a graph break of ``kind`` (a :class:`GraphBreakKind` value; another is a bug)."""
+        raise Unsupported(GraphBreak(GraphBreakKind(kind), explanation, tuple(hints), self.location()))
 
     def user_error(self, exc: BaseException, traceable: bool = True) -> "NoReturn":  # noqa: F821
         """The one way an exception becomes the user's (a traced ``except`` may catch it). stillframe's own
@@ -449,7 +450,7 @@ def _quiet_fake_tensor_log() -> Iterator[None]:
 def _as_break(e: Exception, location: UserLocation) -> GraphBreak:
     if isinstance(e, Unsupported):
         return e.graph_break
-    return GraphBreak("user_exception", f"the traced code raises {e}: the step runs for real, so the exception "
+    return GraphBreak(GraphBreakKind.USER_EXCEPTION, f"the traced code raises {e}: the step runs for real, so the exception "
                       "(if it happens) is eager's own", (), location)
 
 

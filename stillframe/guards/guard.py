@@ -17,7 +17,7 @@ instead of raising. Guards come from the snapshot taken when a value entered
 the trace (DESIGN invariant 5), never from its state after the traced code
 mutated it.
 
-Kinds:
+Kinds (:data:`GUARD_KINDS` holds each one's check code and readable text):
 
 =============  ==========================================================
 ``TYPE``       ``type(v) is expected`` (a class)
@@ -26,9 +26,11 @@ Kinds:
 ``IS``         ``v is expected`` (None, True, False, Ellipsis)
 ``LEN``        ``len(v) == expected`` (lists, tuples)
 ``KEYS``       ``list(v.keys()) == expected`` (dicts)
+``HAS_KEY``    ``(key in v) is present`` (a dict the trace only looked a key up in)
 ``TENSOR``     type, dtype, device, shape, stride, storage offset,
                requires_grad, is_leaf and view-ness as at entry
 ``NO_HOOKS``   the module has no forward hooks or pre-hooks
+``HOOKS``      the module's forward hooks and pre-hooks are the same objects
 ``SAME``       ``v is <other source>`` (one object reached two ways)
 ``ALIASING``   the storage-sharing pattern among argument tensors
 ``GLOBAL``     a global torch state (grad mode, default dtype)
@@ -38,7 +40,7 @@ Kinds:
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
@@ -50,11 +52,14 @@ from .source import (AttrSource, BaseItemSource, DefaultSource, GetItemSource, G
 
 @dataclass(frozen=True, slots=True)
 class Guard:
-    """One condition: ``kind`` applied to the value at ``source`` (``None`` for global-state guards)."""
+    """One condition: ``kind`` (a key of :data:`GUARD_KINDS`) applied to the value at ``source`` (``None`` for
+    global-state guards). ``origin`` is the user's ``file:line`` being traced when the guard was installed
+    (``None`` for the guards every entry has); it is not part of the condition."""
 
     source: Source | None
     kind: str
     expected: Any = None
+    origin: str | None = field(default=None, compare=False)
 
     @property
     def key(self) -> tuple:
@@ -68,46 +73,13 @@ class Guard:
 
 
 def describe(guard: Guard) -> str:
-    """A guard as a readable Python-like expression (for reports and recompilation messages)."""
-    kind, exp = guard.kind, guard.expected
+    """A guard as a readable Python-like expression, with the user's line that installed it (for reports and
+    recompilation messages)."""
+    if guard.kind not in GUARD_KINDS:
+        raise ValueError(f"unknown guard kind {guard.kind}")
     name = guard.source.name if guard.source is not None else ""
-    if kind == "GLOBAL":
-        what, value = exp
-        return {"grad_enabled": f"torch.is_grad_enabled() == {value}",
-                "default_dtype": f"torch.get_default_dtype() == {value}",
-                "autocast_cpu": f"(torch.is_autocast_enabled('cpu'), torch.get_autocast_dtype('cpu')) == {value}",
-                "inference_mode": f"torch.is_inference_mode_enabled() == {value}",
-                "global_hooks": "no global module hooks"}[what]
-    if kind == "TENSOR":
-        cls, dtype, device, shape, stride, offset, rg, leaf, view = exp
-        return (f"{name} is a {cls.__name__}(dtype={dtype}, device={device}, shape={shape}, stride={stride}, "
-                f"storage_offset={offset}, requires_grad={rg}, is_leaf={leaf}, is_view={view})")
-    if kind == "TYPE":
-        return f"type({name}) is {getattr(exp, '__qualname__', exp)}"
-    if kind == "ID":
-        return f"{name} is the object seen when tracing (id {exp})"
-    if kind == "EQUALS":
-        return f"{name} == {exp!r}"
-    if kind == "IS":
-        return f"{name} is {exp!r}"
-    if kind == "LEN":
-        return f"len({name}) == {exp}"
-    if kind == "LEN_GT":
-        return f"len({name}) > {exp}"
-    if kind == "KEYS":
-        return f"list({name}.keys()) == {list(exp)!r}"
-    if kind == "HAS_KEY":
-        return f"({exp[0]!r} in {name}) is {exp[1]!r}"
-    if kind == "NO_HOOKS":
-        return f"{name} has no forward hooks"
-    if kind == "HOOKS":
-        return f"{name} has the same forward hooks"
-    if kind == "SAME":
-        return f"{name} is {exp.name}"
-    if kind == "ALIASING":
-        sources, pattern = exp
-        return f"storage sharing among {', '.join(s.name for s in sources)} is {pattern}"
-    return f"{kind}({name}, {exp!r})"
+    text = GUARD_KINDS[guard.kind].text(name, guard.expected)
+    return text if guard.origin is None else f"{text}  (from {guard.origin})"
 
 
 def _hashable(x: Any) -> bool:
@@ -284,52 +256,75 @@ class GuardCodegen:
 
 
 def _condition(gen: GuardCodegen, guard: Guard) -> str:
-    kind, exp = guard.kind, guard.expected
-    if kind == "GLOBAL":
-        name, value = exp
-        if name == "grad_enabled":
-            return f"torch.is_grad_enabled() is {value!r}"
-        if name == "default_dtype":
-            return f"torch.get_default_dtype() is {gen.const(value)}"
-        if name == "autocast_cpu":
-            return f"(torch.is_autocast_enabled('cpu'), torch.get_autocast_dtype('cpu')) == {gen.const(value)}"
-        if name == "inference_mode":
-            return f"torch.is_inference_mode_enabled() is {value!r}"
-        if name == "global_hooks":
-            return "___global_hooks_empty()"
-        raise ValueError(name)
-    if kind == "ALIASING":
-        sources, pattern = exp
-        refs = ", ".join(gen.ref(s) for s in sources)
-        return f"___aliasing(({refs},)) == {pattern!r}"
-    v = gen.ref(guard.source)
-    if kind == "TYPE":
-        return f"type({v}) is {gen.const(exp)}"
-    if kind == "ID":
-        return f"id({v}) == {exp}"
-    if kind == "EQUALS":
-        literal = repr(exp) if type(exp) in (int, str, bool, bytes) else gen.const(exp)
-        return f"type({v}) is {gen.const(type(exp))} and {v} == {literal}"
-    if kind == "IS":
-        return f"{v} is {exp!r}"
-    if kind == "LEN":
-        return f"len({v}) == {exp}"
-    if kind == "LEN_GT":
-        return f"len({v}) > {exp}"
-    if kind == "KEYS":
-        return f"list({v}.keys()) == {gen.const(list(exp))}"
-    if kind == "HAS_KEY":  # (key, present): one lookup, for a dict the trace only looked a key up in
-        key = repr(exp[0]) if type(exp[0]) in (int, str, bool, bytes) else gen.const(exp[0])
-        return f"({key} in {v}) is {exp[1]!r}"
-    if kind == "TENSOR":
-        return f"___tensor_ok({v}, {gen.const(exp)})"
-    if kind == "NO_HOOKS":
-        return f"___no_hooks({v})"
-    if kind == "HOOKS":
-        return f"___hook_ids({v}) == {exp!r}"
-    if kind == "SAME":
-        return f"{v} is {gen.ref(exp)}"
-    raise ValueError(f"unknown guard kind {kind}")
+    if guard.kind not in GUARD_KINDS:
+        raise ValueError(f"unknown guard kind {guard.kind}")
+    v = gen.ref(guard.source) if guard.source is not None else ""
+    return GUARD_KINDS[guard.kind].check(gen, v, guard.expected)
+
+
+def _literal(gen: GuardCodegen, value: Any) -> str:
+    """``value`` as Python source when its repr is exact, else a reference to it as a constant."""
+    return repr(value) if type(value) in (int, str, bool, bytes) else gen.const(value)
+
+
+@dataclass(frozen=True)
+class GuardKind:
+    """One kind of guard: ``check(gen, v, expected)`` renders the condition on the source's local ``v`` as
+    Python; ``text(name, expected)`` says it for a person (``name`` is the source, e.g. ``L['x']``)."""
+
+    check: Callable[[GuardCodegen, str, Any], str]
+    text: Callable[[str, Any], str]
+
+
+#: Global states a ``GLOBAL`` guard can pin: name -> (check, text) of the state's value.
+GLOBAL_STATES: dict[str, GuardKind] = {
+    "grad_enabled": GuardKind(lambda gen, v, value: f"torch.is_grad_enabled() is {value!r}",
+                              lambda name, value: f"torch.is_grad_enabled() == {value}"),
+    "default_dtype": GuardKind(lambda gen, v, value: f"torch.get_default_dtype() is {gen.const(value)}",
+                               lambda name, value: f"torch.get_default_dtype() == {value}"),
+    "autocast_cpu": GuardKind(
+        lambda gen, v, value: f"(torch.is_autocast_enabled('cpu'), torch.get_autocast_dtype('cpu')) == "
+                              f"{gen.const(value)}",
+        lambda name, value: f"(torch.is_autocast_enabled('cpu'), torch.get_autocast_dtype('cpu')) == {value}"),
+    "inference_mode": GuardKind(lambda gen, v, value: f"torch.is_inference_mode_enabled() is {value!r}",
+                                lambda name, value: f"torch.is_inference_mode_enabled() == {value}"),
+    "global_hooks": GuardKind(lambda gen, v, value: "___global_hooks_empty()",
+                              lambda name, value: "no global module hooks"),
+}
+
+
+def _tensor_text(name: str, exp: tuple) -> str:
+    cls, dtype, device, shape, stride, offset, rg, leaf, view = exp
+    return (f"{name} is a {cls.__name__}(dtype={dtype}, device={device}, shape={shape}, stride={stride}, "
+            f"storage_offset={offset}, requires_grad={rg}, is_leaf={leaf}, is_view={view})")
+
+
+#: Every guard kind: the one place its check code and its readable text are written.
+GUARD_KINDS: dict[str, GuardKind] = {
+    "TYPE": GuardKind(lambda gen, v, exp: f"type({v}) is {gen.const(exp)}",
+                      lambda name, exp: f"type({name}) is {getattr(exp, '__qualname__', exp)}"),
+    "ID": GuardKind(lambda gen, v, exp: f"id({v}) == {exp}",
+                    lambda name, exp: f"{name} is the object seen when tracing (id {exp})"),
+    "EQUALS": GuardKind(lambda gen, v, exp: f"type({v}) is {gen.const(type(exp))} and {v} == {_literal(gen, exp)}",
+                        lambda name, exp: f"{name} == {exp!r}"),
+    "IS": GuardKind(lambda gen, v, exp: f"{v} is {exp!r}", lambda name, exp: f"{name} is {exp!r}"),
+    "LEN": GuardKind(lambda gen, v, exp: f"len({v}) == {exp}", lambda name, exp: f"len({name}) == {exp}"),
+    "KEYS": GuardKind(lambda gen, v, exp: f"list({v}.keys()) == {gen.const(list(exp))}",
+                      lambda name, exp: f"list({name}.keys()) == {list(exp)!r}"),
+    # (key, present): one lookup, for a dict the trace only looked a key up in
+    "HAS_KEY": GuardKind(lambda gen, v, exp: f"({_literal(gen, exp[0])} in {v}) is {exp[1]!r}",
+                         lambda name, exp: f"({exp[0]!r} in {name}) is {exp[1]!r}"),
+    "TENSOR": GuardKind(lambda gen, v, exp: f"___tensor_ok({v}, {gen.const(exp)})", _tensor_text),
+    "NO_HOOKS": GuardKind(lambda gen, v, exp: f"___no_hooks({v})", lambda name, exp: f"{name} has no forward hooks"),
+    "HOOKS": GuardKind(lambda gen, v, exp: f"___hook_ids({v}) == {exp!r}",
+                       lambda name, exp: f"{name} has the same forward hooks"),
+    "SAME": GuardKind(lambda gen, v, exp: f"{v} is {gen.ref(exp)}", lambda name, exp: f"{name} is {exp.name}"),
+    "ALIASING": GuardKind(
+        lambda gen, v, exp: f"___aliasing(({', '.join(gen.ref(s) for s in exp[0])},)) == {exp[1]!r}",
+        lambda name, exp: f"storage sharing among {', '.join(s.name for s in exp[0])} is {exp[1]}"),
+    "GLOBAL": GuardKind(lambda gen, v, exp: GLOBAL_STATES[exp[0]].check(gen, v, exp[1]),
+                        lambda name, exp: GLOBAL_STATES[exp[0]].text(name, exp[1])),
+}
 
 
 def compile_guards(guards: list[Guard], verbose: bool = False,

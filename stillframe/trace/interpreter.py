@@ -18,6 +18,7 @@ stack is data in :class:`TraceState` (what a graph break resumes).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import linecache
 import logging
 from typing import Any, Callable, Container, Iterator
@@ -293,8 +294,13 @@ class Tracer:
 
     # --------------------------------------------------------------- guards
     def add_guard(self, guard: Guard) -> None:
+        """Install ``guard`` (once per condition), recording the user's line being traced as its origin."""
         key = guard.key
         if key not in self.state.guards:
+            if guard.origin is None and self.state.frames and self.frame.ip > 0:  # not the entry's own guards
+                frame = self.frame
+                inst = frame.code.instructions[frame.ip - 1]
+                guard = dataclasses.replace(guard, origin=f"{frame.code.code.co_filename}:{inst.lineno}")
             self.state = self.state.replace(guards=self.state.guards.set(key, (len(self.state.guards), guard)))
 
     def guards(self) -> list[Guard]:

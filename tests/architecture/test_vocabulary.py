@@ -7,6 +7,7 @@ import pytest
 
 import stillframe
 from stillframe.errors import GraphBreak, GraphBreakKind
+from stillframe.guards.guard import GUARD_KINDS
 from stillframe.trace.interpreter import Tracer
 
 PACKAGE = pathlib.Path(stillframe.__file__).parent
@@ -41,3 +42,18 @@ def test_tracer_refuses_an_unknown_kind():
 
 def test_graph_break_formats_its_kind_as_the_tag():
     assert GraphBreak(GraphBreakKind.DATA_DEPENDENT, "why").format() == "data_dependent: why"
+
+
+def written_guard_kinds():
+    """The string literals passed as the kind of ``Guard(source, kind, ...)`` anywhere in the package."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Guard" \
+                    and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
+                yield f"{path.relative_to(PACKAGE)}:{node.lineno}", node.args[1].value
+
+
+def test_every_guard_kind_written_is_in_the_table():
+    seen = list(written_guard_kinds())
+    assert len(seen) > 15
+    assert [f"{where}: {kind}" for where, kind in seen if kind not in GUARD_KINDS] == []

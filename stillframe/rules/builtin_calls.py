@@ -53,7 +53,7 @@ from .attrs import (
 )
 from .containers import _live_item, subscript
 from .context import set_grad_mode
-from .generators import drain, resume
+from .generators import drain, resume, step as step_generator
 from .objects import (
     call_container_method,
     delete_attr,
@@ -453,6 +453,14 @@ def _id(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 def _all_any(fn: Any) -> Callable:
     def rule(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+        if isinstance(args[0], GeneratorVariable):  # short-circuits: the generator runs exactly as far as eager's
+            stop = fn is any
+            while True:
+                yielded, value = step_generator(tx, args[0])
+                if not yielded:
+                    return ConstantVariable(not stop)
+                if truthiness(tx, value) is stop:
+                    return ConstantVariable(stop)
         return ConstantVariable(fn(truthiness(tx, v) for v in sequence_items(tx, args[0])))
 
     return rule

@@ -31,6 +31,7 @@ from ..variables.base import (
     BuiltinVariable,
     ConstantVariable,
     ContextExitVariable,
+    GeneratorVariable,
     LazyArgument,
     NNModuleVariable,
     NestedFunctionVariable,
@@ -70,7 +71,7 @@ from .attrs import (
 from .containers import subscript
 from .context import exit_autocast, set_grad_mode
 from .disable import is_disabled
-from .generators import make_generator
+from .generators import drain, make_generator
 from .objects import (
     call_container_method,
     deepcopy_var,
@@ -354,7 +355,11 @@ def push_code_frame(tx: Tracer, code: types.CodeType, qualname: str, args: list,
     if code.co_flags & inspect.CO_GENERATOR:
         if tx.lazy_generators:
             return tx.push(make_generator(tx, frame))
-        frame = frame.with_yields(())
+        # Traced again because a generator was suspended at a graph break (no real generator can stand for
+        # a traced one mid-way): this one is made for real (calling a generator function runs none of its
+        # code), and every next() on it is a real step, so it runs exactly as far as eager's.
+        tx.unsupported("suspended_generator", f"the generator {qualname}() runs for real: a graph break "
+                       "happened while it was suspended")
     tx.push_frame(frame)
 
 
@@ -453,6 +458,10 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
     if value is operator.getitem and len(args) == 2:
         return tx.push(subscript(tx, args[0], args[1]))
     owner = getattr(value, "__self__", None)
+    if owner is not None and not isinstance(owner, types.ModuleType) and is_constant(owner):
+        # A method of a constant (str.join, bytes.join, tuple.count ...) consumes a generator argument whole,
+        # before anything else runs, as eager does: running it to completion here is the same order.
+        args = [drain(tx, a) if isinstance(a, GeneratorVariable) else a for a in args]
     if owner is not None and not isinstance(owner, types.ModuleType) and is_constant(owner) and \
             all(is_const(tx, a) for a in args) and all(is_const(tx, v) for v in kwargs.values()):
         return tx.push(fold(tx, value, args, kwargs))  # a method of a constant: "a,b".split(","), ...

@@ -20,7 +20,7 @@ from ...variables.base import (
     TupleVariable,
 )
 from ...rules.builtin_calls import _len, const_value, sequence_items
-from ...rules.generators import drain
+from ...rules.generators import step as step_generator
 from ..interpreter import handler
 from .operators import UNARY_POSITIVE
 from ...rules.containers import delete_subscript
@@ -177,8 +177,8 @@ def GET_ITER(tx, inst):
     if isinstance(seq, (IteratorVariable, LiveIteratorVariable)):
         tx.push(seq)
         return
-    if isinstance(seq, GeneratorVariable):
-        tx.push(drain(tx, seq))
+    if isinstance(seq, GeneratorVariable):  # iter(gen) is gen: FOR_ITER steps it, one item per iteration
+        tx.push(seq)
         return
     tx.push(tx.new_iterator(tuple(sequence_items(tx, seq))))
 
@@ -191,6 +191,14 @@ def FOR_ITER(tx, inst):
         # the body whichever iteration it is (and the loop's exit is a plan of its own, not a recompilation).
         tx.unsupported("loop_iteration", "the next item of a loop whose body has a graph break is taken for real",
                        ("each iteration then runs the same cached plans",))
+    if isinstance(it, GeneratorVariable):
+        yielded, value = step_generator(tx, it)
+        if yielded:
+            tx.push(value)
+        else:
+            tx.pop()
+            tx.jump(inst)
+        return
     if not isinstance(it, IteratorVariable):
         tx.unsupported("unsupported_iteration", f"iterating a {it.python_type().__name__}")
     item = tx.iterator_next(it)  # the iterator stays on the stack: its position is heap state

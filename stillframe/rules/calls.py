@@ -46,6 +46,7 @@ from ..variables.base import (
 )
 from ..variables.builder import is_constant, wrap, wrap as wrap_value
 from ..variables.objects import ContainerMethodVariable, ObjectVariable
+from ..tensors.effects import TORCH_DENY
 from ..tensors.ops import call_tensor_op
 # builtin_calls first: it imports the lower rules modules by name, and they reach it as a module object
 from .builtin_calls import (
@@ -118,9 +119,6 @@ def _tracing_answers() -> dict:
 
 _TRACING_ANSWERS: dict[bool, dict] = {}  # by whether torch._dynamo was imported when it was built
 
-
-TORCH_DENY = {torch.manual_seed, torch.seed, torch.save, torch.load, torch.compile,
-              torch.set_default_dtype, torch.use_deterministic_algorithms}
 
 # Pure functions folded at trace time when every argument is a constant.
 PURE_MODULES = (math, operator)

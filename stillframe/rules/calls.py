@@ -46,7 +46,7 @@ from ..variables.base import (
 )
 from ..variables.builder import is_constant, wrap, wrap as wrap_value
 from ..variables.objects import ContainerMethodVariable, ObjectVariable
-from ..tensors.effects import TORCH_DENY
+from ..tensors.effects import TORCH_DENY, runs_for_real
 from ..tensors.ops import call_tensor_op
 # builtin_calls first: it imports the lower rules modules by name, and they reach it as a module object
 from .builtin_calls import (
@@ -146,6 +146,9 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         tx.unsupported("disabled", f"{getattr(target, '__qualname__', target)} is marked @stillframe.disable",
                        ("it runs for real; tracing resumes after it",))
     module = getattr(target, "__module__", None) or ""
+    stateful = runs_for_real(target) if target is not None else None
+    if stateful is not None:
+        tx.unsupported("effectful_call", stateful, ("it runs for real; tracing resumes after it",))
     if _is_log_call(fn, target) and _defer_log_call(tx, fn, args, kwargs):
         return tx.push(ConstantVariable(None))
     if isinstance(fn, (UserFunctionVariable, UserMethodVariable)) and module.split(".")[0] in OPAQUE_MODULES:

@@ -91,11 +91,19 @@ EFFECTS: dict[Any, str] = {
                    "tensor",
     torch.Tensor.retain_grad: "Tensor.retain_grad() tells autograd to keep this tensor's gradient: not visible "
                               "on a fake tensor",
+    "data_ptr": "Tensor.data_ptr() is the address of the real tensor's memory: a fake tensor has none",
     "register_hook": "Tensor.register_hook() installs a gradient hook on the real tensor",
     torch.Tensor.register_hook: "Tensor.register_hook() installs a gradient hook on the real tensor",
     "register_post_accumulate_grad_hook": "Tensor.register_post_accumulate_grad_hook() installs a hook on the "
                                           "real tensor",
 }
+# Gradient clipping reads and rescales the parameters' .grad, which their fake tensors do not carry (on fakes
+# it sees no gradient, returns a norm of 0 and clips nothing).
+for _name in ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_"):
+    _fn = getattr(torch.nn.utils, _name, None)
+    if _fn is not None:
+        EFFECTS[_fn] = f"torch.nn.utils.{_name}() reads and writes the parameters' .grad, which fake tensors do " \
+                       "not carry"
 
 
 # torch functions never traced, whatever they return: they read or write process-wide state (the RNG, the
@@ -103,6 +111,28 @@ EFFECTS: dict[Any, str] = {
 TORCH_DENY = {torch.manual_seed, torch.seed, torch.save, torch.load, torch.compile,
               torch.set_default_dtype, torch.use_deterministic_algorithms,
               torch.get_rng_state, torch.set_rng_state, torch.initial_seed}
+
+
+# torch packages whose Python code keeps state in Python objects: optimizers and learning-rate schedulers
+# (``state[p]``, ``param_groups``, step counts, lazily created on the first step). No call into them is run
+# on fake tensors as one op (that runs the step's Python for real at trace time: ``Adam.step`` on fakes
+# writes a fake ``state["step"]`` into the real optimizer) or traced through (its reads of ``.grad`` and
+# its state break the graph at every parameter): ``opt.step()``, ``opt.zero_grad()``, ``sched.step()``
+# break the graph and run for real, whole.
+RUNS_FOR_REAL_PACKAGES = ("torch.optim",)
+
+
+def runs_for_real(target: Any) -> str | None:
+    """Why a call of ``target`` (any callable) must break the graph and run for real, or ``None``."""
+    module = getattr(target, "__module__", None)
+    if not isinstance(module, str):
+        return None
+    for package in RUNS_FOR_REAL_PACKAGES:
+        if module == package or module.startswith(package + "."):
+            name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or repr(target)
+            return (f"{name} ({module}) keeps its state in Python objects: it runs for real, never on fake "
+                    "tensors")
+    return None
 
 
 def _key(target: Any) -> Any:

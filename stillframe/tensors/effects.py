@@ -30,8 +30,8 @@ from typing import Any
 
 import torch
 import torch.backends.mha
-import torch.nn.functional as F
-import torch.nn.modules.activation as _activation
+
+from .. import compat
 
 
 # Calls whose non-tensor result may be folded into a constant at trace time. A method is keyed by its name
@@ -65,17 +65,15 @@ PURE_QUERIES: dict[Any, str] = {
     torch.promote_types: "two dtypes",
     torch.can_cast: "two dtypes",
     torch.broadcast_shapes: "Python shapes",
-    torch._C._has_torch_function: "the types of its arguments (tensor subclasses never enter a trace)",
+    torch.overrides.has_torch_function: "the types of its arguments (tensor subclasses never enter a trace)",
     torch.is_autocast_enabled: "the autocast state the ops propagate under (CPU autocast is guarded at entry "
                                "and modelled by the trace)",
-    # Python helpers of torch.nn (MultiheadAttention, TransformerEncoderLayer) run on fakes as one call: each
-    # returns a tensor, or reads only metadata and Python values.
-    F._canonical_mask: "None when the mask is None (otherwise it returns a tensor)",
-    F._none_or_dtype: "the dtype",
-    _activation._check_arg_device: "the device",
-    _activation._arg_requires_grad: "requires_grad",
     torch.backends.mha.get_fastpath_enabled: "a process-wide flag that selects between two equivalent kernels",
 }
+# Python helpers of torch.nn (MultiheadAttention, TransformerEncoderLayer) run on fakes as one call: each returns
+# a tensor (a mask), or None for a None mask, or a dtype, device check or requires_grad of its argument.
+PURE_QUERIES.update({fn: f"{name}: metadata of its argument, or None for None"
+                     for name, fn in compat.nn_metadata_helpers.items()})
 
 
 # Calls known to act beyond their arguments' fake tensors: they break the graph before running on fakes,

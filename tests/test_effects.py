@@ -77,6 +77,7 @@ QUERIES = {
     "torch.can_cast": lambda x: torch.can_cast(x.dtype, torch.int32),
     "torch.broadcast_shapes": lambda x: torch.broadcast_shapes(x.shape, (1, 3)),
     "torch.is_autocast_enabled": lambda x: torch.is_autocast_enabled("cpu"),
+    "torch.cuda.is_available": lambda x: torch.cuda.is_available(),
 }
 
 

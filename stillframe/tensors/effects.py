@@ -69,6 +69,7 @@ PURE_QUERIES: dict[Any, str] = {
     torch.is_autocast_enabled: "the autocast state the ops propagate under (CPU autocast is guarded at entry "
                                "and modelled by the trace)",
     torch.backends.mha.get_fastpath_enabled: "a process-wide flag that selects between two equivalent kernels",
+    torch.cuda.is_available: "whether this process can use CUDA: fixed once torch has looked",
 }
 # Python helpers of torch.nn (MultiheadAttention, TransformerEncoderLayer) run on fakes as one call: each returns
 # a tensor (a mask), or None for a None mask, or a dtype, device check or requires_grad of its argument.

@@ -24,6 +24,16 @@ TensorBase: type = torch._C.TensorBase
 DATA_DEPENDENT_ERRORS = (DataDependentOutputException, DynamicOutputShapeException)
 #: ``torch._utils.is_compiling`` where this torch has it (an older spelling of torch.compiler.is_compiling).
 utils_is_compiling: Callable[[], bool] | None = getattr(torch._utils, "is_compiling", None)
+#: Private helpers that ``nn.MultiheadAttention`` and ``nn.TransformerEncoderLayer`` call on tensors or None:
+#: each returns a tensor, or reads only metadata (``tensors/effects.py`` lets the latter fold). Missing ones
+#: (another torch) are left out.
+nn_metadata_helpers: dict[str, Callable] = {
+    f"{module.__name__}.{name}": getattr(module, name)
+    for module, name in ((torch.nn.functional, "_canonical_mask"), (torch.nn.functional, "_none_or_dtype"),
+                         (torch.nn.modules.activation, "_check_arg_device"),
+                         (torch.nn.modules.activation, "_arg_requires_grad"))
+    if callable(getattr(module, name, None))
+}
 
 
 def forget_fx_name(graph: torch.fx.Graph, node: torch.fx.Node) -> None:

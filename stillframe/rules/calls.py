@@ -47,6 +47,7 @@ from ..variables.base import (
 )
 from ..variables.builder import is_constant, wrap, wrap as wrap_value
 from ..variables.objects import ContainerMethodVariable, ObjectVariable
+from ..tensors.effects import TORCH_DENY, runs_for_real
 from ..tensors.ops import call_tensor_op
 # builtin_calls first: it imports the lower rules modules by name, and they reach it as a module object
 from .builtin_calls import (
@@ -120,9 +121,6 @@ def _tracing_answers() -> dict:
 _TRACING_ANSWERS: dict[bool, dict] = {}  # by whether torch._dynamo was imported when it was built
 
 
-TORCH_DENY = {torch.manual_seed, torch.seed, torch.save, torch.load, torch.compile,
-              torch.set_default_dtype, torch.use_deterministic_algorithms}
-
 # Pure functions folded at trace time when every argument is a constant.
 PURE_MODULES = (math, operator)
 
@@ -149,6 +147,9 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         tx.unsupported("disabled", f"{getattr(target, '__qualname__', target)} is marked @stillframe.disable",
                        ("it runs for real; tracing resumes after it",))
     module = getattr(target, "__module__", None) or ""
+    stateful = runs_for_real(target) if target is not None else None
+    if stateful is not None:
+        tx.unsupported("effectful_call", stateful, ("it runs for real; tracing resumes after it",))
     if _is_log_call(fn, target) and _defer_log_call(tx, fn, args, kwargs):
         return tx.push(ConstantVariable(None))
     if isinstance(fn, (UserFunctionVariable, UserMethodVariable)) and module.split(".")[0] in OPAQUE_MODULES:

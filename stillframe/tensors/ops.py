@@ -24,6 +24,7 @@ from .. import compat
 import torch.nn.functional as F
 from ..errors import InternalError
 from ..guards.source import LiftedSource
+from .effects import is_pure_query, known_effect, no_rule
 from .meta import fresh_base, fresh_view
 from ..variables.base import (
     ConstantVariable,
@@ -148,11 +149,17 @@ LEAVES_THE_GRAPH = {"numpy": "Tensor.numpy() hands the tensor's data to NumPy",
                     "item": "Tensor.item() reads the tensor's value into Python"}
 
 
+RUNS_FOR_REAL = ("the graph so far runs, the call runs for real, tracing resumes after it",)
+
+
 def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> VariableTracker:
     """Record ``target(*args, **kwargs)`` in the graph and return the VT of its result."""
     if kind == "call_method" and target in LEAVES_THE_GRAPH:
         tx.unsupported("numpy" if "NumPy" in LEAVES_THE_GRAPH[target] else "data_dependent",
                        LEAVES_THE_GRAPH[target], ("the graph so far runs, this step runs for real, tracing resumes",))
+    effect = known_effect(kind, target)
+    if effect is not None:
+        tx.unsupported("effectful_call", effect, RUNS_FOR_REAL)
     if kind == "call_function" and "requires_grad" in kwargs:
         lifted = _lift_leaf_factory(tx, target, args, kwargs)
         if lifted is not None:
@@ -189,6 +196,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         if t._version != v and not any(t is f for f in fresh.values()):
             raise InternalError(f"{_describe(kind, target)} mutated a tensor stillframe did not know it writes")
     if not mutated and not _contains_tensor(result):
+        if not is_pure_query(kind, target):  # default deny: a fake's result shows shapes, never effects
+            tx.unsupported("effectful_call", no_rule(_describe(kind, target), result), RUNS_FOR_REAL)
         return wrap_constant_result(tx, result, kind, target)
     prologue = _as_prologue(tx, kind, target, args, kwargs)
     node = _emit(tx, kind, target, args, kwargs, result) if prologue is None else prologue

@@ -1,0 +1,176 @@
+"""The effect policy of torch calls (``stillframe/tensors/effects.py``): default deny.
+
+A call whose fake result holds no tensor is folded into a constant only when
+``PURE_QUERIES`` lists it (a metadata query the trace guards); anything else
+breaks the graph and runs for real, so its effect happens and its answer is
+the real tensor's, never a fake tensor's.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import stillframe
+from stillframe.check import assert_parity
+from stillframe.tensors.effects import EFFECTS, PURE_QUERIES, TORCH_DENY, is_pure_query, known_effect
+
+BACKENDS = ["eager", "aot_eager"]
+
+
+def breaks(fn, *args) -> list:
+    """The graph breaks of one compiled call (kind, explanation), in order."""
+    compiled = stillframe.compile(fn, backend="eager")
+    compiled(*args)
+    found = []
+    for entries in compiled.all_cache_entries().values():
+        for entry in entries:
+            if entry.graph_break is not None:
+                found.append((entry.graph_break.kind, entry.graph_break.explanation))
+    return found
+
+
+# ---------------------------------------------------------------------------------------- the table
+def test_every_method_key_is_a_tensor_method_and_every_function_key_callable():
+    for table in (PURE_QUERIES, EFFECTS):
+        for key in table:
+            if isinstance(key, str):
+                assert callable(getattr(torch.Tensor, key, None)), key
+            else:
+                assert callable(key), key
+    assert all(callable(f) for f in TORCH_DENY)
+
+
+def test_methods_and_functions_are_looked_up_by_kind():
+    assert is_pure_query("call_method", "size") and not is_pure_query("call_function", "size")
+    assert is_pure_query("call_function", torch.numel) and not is_pure_query("call_method", torch.numel)
+    assert known_effect("call_method", "backward") and known_effect("call_function", torch.autograd.backward)
+    assert not is_pure_query("call_method", "backward") and not is_pure_query("call_method", "data_ptr")
+    assert not is_pure_query("call_function", {})  # unhashable targets are never pure
+
+
+# Each pure query, called on a tensor in a compiled function: folded (no break), and eager's answer.
+QUERIES = {
+    "size": lambda x: x.size(),
+    "size_dim": lambda x: x.size(-1),
+    "dim": lambda x: x.dim(),
+    "ndimension": lambda x: x.ndimension(),
+    "__len__": lambda x: x.__len__(),
+    "numel": lambda x: x.numel(),
+    "nelement": lambda x: x.nelement(),
+    "stride": lambda x: x.stride(),
+    "storage_offset": lambda x: x[1:].storage_offset(),
+    "is_contiguous": lambda x: (x.is_contiguous(), x.t().is_contiguous()),
+    "dim_order": lambda x: x.t().dim_order(),
+    "is_same_size": lambda x: x.is_same_size(x.t()),
+    "is_floating_point": lambda x: x.is_floating_point(),
+    "is_complex": lambda x: x.is_complex(),
+    "is_signed": lambda x: x.is_signed(),
+    "element_size": lambda x: x.element_size(),
+    "get_device": lambda x: x.get_device(),
+    "type": lambda x: x.type(),
+    "torch.numel": lambda x: torch.numel(x),
+    "torch.is_complex": lambda x: torch.is_complex(x),
+    "torch.is_same_size": lambda x: torch.is_same_size(x, x),
+    "torch.result_type": lambda x: torch.result_type(x, 2.5),
+    "torch.promote_types": lambda x: torch.promote_types(x.dtype, torch.float64),
+    "torch.can_cast": lambda x: torch.can_cast(x.dtype, torch.int32),
+    "torch.broadcast_shapes": lambda x: torch.broadcast_shapes(x.shape, (1, 3)),
+    "torch.is_autocast_enabled": lambda x: torch.is_autocast_enabled("cpu"),
+    "torch.cuda.is_available": lambda x: torch.cuda.is_available(),
+}
+
+
+@pytest.mark.parametrize("name", list(QUERIES))
+def test_pure_query_is_folded_and_matches_eager(name):
+    query = QUERIES[name]
+
+    def f(x):
+        return x * 2, query(x)
+
+    x = torch.randn(2, 3)
+    assert breaks(f, x) == []
+    stillframe.reset()
+    assert_parity(f, lambda: (torch.randn(2, 3),), backend="eager", calls=2)
+
+
+# Calls with no rule, whose fake answer differs from the real one: they ran on fakes and were folded.
+def is_set_to_itself(x):
+    y = x + 1
+    return y, y.is_set_to(y)  # eager: True; a fake tensor said False
+
+
+def view_shares_data_ptr(x):
+    y = x * 2
+    return y, y.data_ptr() == y[1:].data_ptr()  # eager: False; a fake tensor's data_ptr() is 0
+
+
+def repr_of_a_tensor(x):
+    y = torch.ones(2) * 3
+    return x + 1, y.__repr__()  # eager: "tensor([3., 3.])"; a fake tensor said "FakeTensor(..., size=(2,))"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [is_set_to_itself, view_shares_data_ptr, repr_of_a_tensor],
+                         ids=lambda f: f.__name__)
+def test_call_with_no_rule_runs_for_real(fn, backend):
+    assert_parity(fn, lambda: (torch.randn(4),), backend=backend, calls=2)
+    stillframe.reset()
+    kinds = [kind for kind, _ in breaks(fn, torch.randn(4))]
+    assert kinds and set(kinds) == {"effectful_call"}
+
+
+def restores_rng_state(x):
+    state = torch.get_rng_state()
+    a = torch.rand(3)
+    torch.set_rng_state(state)
+    b = torch.rand(3)
+    return x + a, x + b  # eager: equal (b repeats a's draw)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_saving_and_restoring_the_rng_state(backend):
+    """``set_rng_state`` returned None on a fake tensor and was dropped: ``b`` was a fresh draw."""
+    compiled = stillframe.compile(restores_rng_state, backend=backend)
+    for _ in range(2):
+        a, b = compiled(torch.zeros(3))
+        torch.testing.assert_close(a, b)
+    torch.manual_seed(3)
+    expected = restores_rng_state(torch.zeros(3))
+    torch.manual_seed(3)
+    got = compiled(torch.zeros(3))
+    torch.testing.assert_close(got, expected)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_backward_inside_the_function_fills_grad(backend):
+    """``(x * w).sum().backward()`` returned None on fakes and was dropped: ``w.grad`` stayed None."""
+    def f(x, w):
+        loss = (x * w).sum()
+        loss.backward()
+        return loss.detach()
+
+    x = torch.randn(3)
+    w_eager = torch.randn(3, requires_grad=True)
+    w_comp = w_eager.detach().clone().requires_grad_()
+    compiled = stillframe.compile(f, backend=backend)
+    for _ in range(3):
+        torch.testing.assert_close(compiled(x, w_comp), f(x, w_eager))
+        torch.testing.assert_close(w_comp.grad, w_eager.grad)  # accumulated three times on both sides
+    torch.testing.assert_close(w_comp.grad, 3 * x)
+
+
+@pytest.mark.parametrize("method", ["backward", "retain_grad"])
+def test_autograd_methods_break_before_running_on_fakes(method):
+    def f(x):
+        y = x * 2
+        if method == "retain_grad":
+            y.retain_grad()
+            return y
+        y.sum().backward()
+        return y
+
+    found = breaks(f, torch.randn(3, requires_grad=True))
+    assert found and found[0][0] == "effectful_call"
+    assert f"Tensor.{method}()" in found[0][1]
+

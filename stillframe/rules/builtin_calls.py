@@ -20,9 +20,12 @@ import torch
 from ..errors import UserError
 from ..guards.guard import Guard
 from ..variables.base import (
+    AutocastExitVariable,
     AutocastVariable,
     BuiltinVariable,
+    CellVariable,
     ConstantVariable,
+    ContextExitVariable,
     DictEntry,
     DictVariable,
     GeneratorEntry,
@@ -32,18 +35,24 @@ from ..variables.base import (
     LazyArgument,
     ListVariable,
     LiveIteratorVariable,
+    NestedFunctionVariable,
     NNModuleVariable,
+    NullVariable,
+    PartialVariable,
     PythonObjectVariable,
     RangeVariable,
     SliceVariable,
+    TensorMethodVariable,
     TensorVariable,
     TorchFunctionVariable,
     TupleVariable,
+    UserFunctionVariable,
     UserMethodVariable,
     VariableTracker,
 )
 from ..variables.builder import wrap
-from ..variables.objects import ContainerMethodVariable, ObjectVariable, SuperVariable, dict_base, storage_of
+from ..variables.objects import (ContainerMethodVariable, ObjectVariable, SuperVariable, _Deleted, dict_base,
+                                 storage_of)
 from ..tensors.ops import call_tensor_op
 from .attrs import (
     _defined_by_dict_base,
@@ -62,6 +71,7 @@ from .objects import (
     store_attr,
 )
 from .operators import binary_op
+from .protocol import Protocol
 from .truthiness import truthiness
 from ..variables.builder import load_local
 
@@ -72,48 +82,87 @@ if TYPE_CHECKING:
 
 
 
-def const_value(tx: Tracer, var: VariableTracker) -> Any:
-    """The Python value of a VT that is fully known at trace time (raises Unsupported otherwise)."""
-    if isinstance(var, LazyArgument):
-        var = wrap(tx, var.value, var.source)
-    if isinstance(var, ConstantVariable):
-        return var.value
-    if isinstance(var, TupleVariable):
-        items = tuple(const_value(tx, v) for v in var.items)
-        if var.cls is tuple:
-            return items
-        if var.cls is torch.Size:
-            return torch.Size(items)
-        return var.cls(items) if hasattr(var.cls, "n_fields") else var.cls(*items)
-    if isinstance(var, ListVariable):
-        return [const_value(tx, v) for v in tx.list_items(var)]
-    if isinstance(var, DictVariable):
-        return {k: const_value(tx, v) for k, v in tx.dict_entry(var).items}
-    if isinstance(var, SliceVariable):
-        return slice(const_value(tx, var.start), const_value(tx, var.stop), const_value(tx, var.step))
-    if isinstance(var, RangeVariable):
-        return var.value
-    if isinstance(var, IteratorVariable):
-        return iter([const_value(tx, v) for v in tx.heap(var.oid).rest])
-    if isinstance(var, (BuiltinVariable, TorchFunctionVariable)):
-        return var.fn
-    if isinstance(var, PythonObjectVariable) and (callable(var.value) or isinstance(var.value, types.ModuleType)):
+def _not_constant(tx: Tracer, var: VariableTracker, reason: str) -> Any:
+    tx.unsupported("not_constant", f"a {var.python_type().__name__} value is needed as a Python constant here "
+                   f"({reason})")
+
+
+#: The Python value of a VT that is fully known at trace time (raises Unsupported otherwise).
+const_value = Protocol("const_value", _not_constant)
+
+
+@const_value.rule(LazyArgument)
+def _lazy_value(tx: Tracer, var: LazyArgument) -> Any:
+    return const_value(tx, wrap(tx, var.value, var.source))
+
+
+@const_value.rule(ConstantVariable, RangeVariable)
+def _constant_value(tx: Tracer, var: VariableTracker) -> Any:
+    return var.value
+
+
+@const_value.rule(TupleVariable)
+def _tuple_value(tx: Tracer, var: TupleVariable) -> Any:
+    items = tuple(const_value(tx, v) for v in var.items)
+    if var.cls is tuple:
+        return items
+    if var.cls is torch.Size:
+        return torch.Size(items)
+    return var.cls(items) if hasattr(var.cls, "n_fields") else var.cls(*items)
+
+
+@const_value.rule(ListVariable)
+def _list_value(tx: Tracer, var: ListVariable) -> Any:
+    return [const_value(tx, v) for v in tx.list_items(var)]
+
+
+@const_value.rule(DictVariable)
+def _dict_value(tx: Tracer, var: DictVariable) -> Any:
+    return {k: const_value(tx, v) for k, v in tx.dict_entry(var).items}
+
+
+@const_value.rule(SliceVariable)
+def _slice_value(tx: Tracer, var: SliceVariable) -> Any:
+    return slice(const_value(tx, var.start), const_value(tx, var.stop), const_value(tx, var.step))
+
+
+@const_value.rule(IteratorVariable)
+def _iterator_value(tx: Tracer, var: IteratorVariable) -> Any:
+    return iter([const_value(tx, v) for v in tx.heap(var.oid).rest])
+
+
+@const_value.rule(BuiltinVariable, TorchFunctionVariable)
+def _function_value(tx: Tracer, var: VariableTracker) -> Any:
+    return var.fn
+
+
+@const_value.rule(PythonObjectVariable)
+def _object_value(tx: Tracer, var: PythonObjectVariable) -> Any:
+    if callable(var.value) or isinstance(var.value, types.ModuleType):
         return var.value  # identity-guarded (or trusted) objects: classes, functions, modules
-    tx.unsupported("not_constant", f"a {var.python_type().__name__} value is needed as a Python constant here")
+    return _not_constant(tx, var, "only classes, functions and modules are used by identity")
 
 
-def is_const(tx: Tracer, var: VariableTracker) -> bool:
-    if isinstance(var, (ConstantVariable, RangeVariable, LazyArgument)):
-        return True
-    if isinstance(var, IteratorVariable):
-        return all(is_const(tx, v) for v in tx.heap(var.oid).rest)
-    if isinstance(var, TupleVariable):
-        return all(is_const(tx, v) for v in var.items)
-    if isinstance(var, SliceVariable):
-        return all(is_const(tx, v) for v in (var.start, var.stop, var.step))
-    if isinstance(var, ListVariable):
-        return all(is_const(tx, v) for v in tx.list_items(var))
-    return False
+const_value.refuse("its value is tensor data", TensorVariable)
+const_value.refuse("it is an object the trace models, with state that can change", ObjectVariable, NNModuleVariable,
+                   SuperVariable, ContainerMethodVariable, GeneratorVariable, LiveIteratorVariable,
+                   UserFunctionVariable, UserMethodVariable, NestedFunctionVariable, PartialVariable,
+                   TensorMethodVariable, GradModeVariable, ContextExitVariable, AutocastVariable,
+                   AutocastExitVariable)
+const_value.refuse("CPython's NULL and internal markers are not values", NullVariable, CellVariable, _Deleted)
+
+#: Whether :data:`const_value` of a VT succeeds without tracing anything (a constant, or a container of them).
+is_const = Protocol("is_const", lambda tx, var, reason: False)
+is_const.rule(ConstantVariable, RangeVariable, LazyArgument)(lambda tx, var: True)
+is_const.rule(IteratorVariable)(lambda tx, var: all(is_const(tx, v) for v in tx.heap(var.oid).rest))
+is_const.rule(TupleVariable)(lambda tx, var: all(is_const(tx, v) for v in var.items))
+is_const.rule(SliceVariable)(lambda tx, var: all(is_const(tx, v) for v in (var.start, var.stop, var.step)))
+is_const.rule(ListVariable)(lambda tx, var: all(is_const(tx, v) for v in tx.list_items(var)))
+for _kind, _reason in const_value.reasons.items():
+    is_const.refuse(_reason, _kind)
+is_const.refuse("a dict, function or object may be used as a constant by const_value, but folding is only "
+                "offered for plain constants and sequences of them", DictVariable, BuiltinVariable,
+                TorchFunctionVariable, PythonObjectVariable)
 
 
 def python_type_of(tx: Tracer, var: VariableTracker) -> type:

@@ -251,53 +251,92 @@ def isinstance_type(t: type, cls: Any, tx: Tracer, obj: VariableTracker) -> bool
     return issubclass(t, cls)
 
 
-def sequence_items(tx: Tracer, var: VariableTracker) -> tuple:
-    """The items of an iterable VT, unrolled at trace time (tuples, lists, dicts' keys, ranges, iterators, tensors)."""
-    if isinstance(var, LazyArgument):
-        var = wrap(tx, var.value, var.source)
-    if isinstance(var, GeneratorVariable):
-        var = drain(tx, var)
-    if isinstance(var, ConstantVariable) and isinstance(var.value, (frozenset, set)):
+def _not_iterable(tx: Tracer, var: VariableTracker, reason: str) -> tuple:
+    tx.unsupported("unsupported_iteration", f"iterating over a {var.python_type().__name__} ({reason})")
+
+
+#: The items of an iterable VT, unrolled at trace time (tuples, lists, dicts' keys, ranges, iterators, tensors).
+sequence_items = Protocol("iteration", _not_iterable)
+
+
+@sequence_items.rule(LazyArgument)
+def _lazy_items(tx: Tracer, var: LazyArgument) -> tuple:
+    return sequence_items(tx, wrap(tx, var.value, var.source))
+
+
+@sequence_items.rule(GeneratorVariable)
+def _generator_items(tx: Tracer, var: GeneratorVariable) -> tuple:
+    return sequence_items(tx, drain(tx, var))  # consumed whole, as list(gen) / sum(gen) consume it
+
+
+@sequence_items.rule(ConstantVariable)
+def _constant_items(tx: Tracer, var: ConstantVariable) -> tuple:
+    if isinstance(var.value, (frozenset, set, str)):
         return tuple(ConstantVariable(v) for v in var.value)
+    return _not_iterable(tx, var, "not an iterable constant")
+
+
+def _dunder_items(tx: Tracer, var: VariableTracker) -> tuple | None:
+    """``iter(obj)`` through its class's own ``__iter__`` written in Python, if it has one."""
+    dunder = call_dunder(tx, var, "__iter__", [])
+    return None if dunder is None else sequence_items(tx, dunder)
+
+
+@sequence_items.rule(PythonObjectVariable, ObjectVariable)
+def _object_items(tx: Tracer, var: VariableTracker) -> tuple:
     if isinstance(var, PythonObjectVariable) and isinstance(var.value, enum.EnumMeta):
         return tuple(ConstantVariable(m) for m in var.value)
-    dunder = call_dunder(tx, var, "__iter__", [])
-    if dunder is not None:
-        return sequence_items(tx, dunder)
-    if isinstance(var, TupleVariable):
-        return var.items
-    if isinstance(var, ListVariable):
-        return tx.list_items(var)
-    if isinstance(var, DictVariable):
-        return tuple(ConstantVariable(k) for k, _ in tx.dict_entry(var).items)
-    if isinstance(var, RangeVariable):
-        return tuple(ConstantVariable(i) for i in var.value)
-    if isinstance(var, IteratorVariable):
-        return tx.iterator_drain(var)  # consumed, as list(it) / unpacking / zip(it) consume it
-    if isinstance(var, LiveIteratorVariable):
-        tx.add_guard(Guard(var.items_source, "LEN", len(var.values)))
-        start = live_iterator_index(tx, var)
-        tx.state = tx.state.replace(memo=tx.state.memo.set(("live_iter_index", var.obj_id), len(var.values)))
-        return tuple(_live_item(tx, var, i) for i in range(start, len(var.values)))  # consumed, as in eager
-    if isinstance(var, ConstantVariable) and isinstance(var.value, str):
-        return tuple(ConstantVariable(c) for c in var.value)
-    if isinstance(var, NNModuleVariable):
-        module = var.module
-        if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)):
-            return tuple(getattr_var(tx, var, name) for name in module._modules)
-        if isinstance(module, torch.nn.ParameterList):
-            return tuple(getattr_var(tx, var, name) for name in module._parameters)
-        if isinstance(module, torch.nn.ParameterDict):
-            return tuple(ConstantVariable(k) for k in module._parameters)
-        if isinstance(module, torch.nn.ModuleDict):
-            return tuple(ConstantVariable(k) for k in module._modules)
-    if isinstance(var, TensorVariable):
-        shape = tx.tensor(var).meta.shape
-        if not shape:
-            tx.user_error(TypeError("iteration over a 0-d tensor"))
-        return tuple(call_tensor_op(tx, "call_function", operator.getitem, (var, ConstantVariable(i)), {})
-                     for i in range(shape[0]))
-    tx.unsupported("unsupported_iteration", f"iterating over a {var.python_type().__name__}")
+    items = _dunder_items(tx, var)
+    return items if items is not None else _not_iterable(tx, var, "its __iter__ is not Python code")
+
+
+@sequence_items.rule(NNModuleVariable)
+def _module_items(tx: Tracer, var: NNModuleVariable) -> tuple:
+    items = _dunder_items(tx, var)
+    if items is not None:
+        return items
+    module = var.module
+    if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)):
+        return tuple(getattr_var(tx, var, name) for name in module._modules)
+    if isinstance(module, torch.nn.ParameterList):
+        return tuple(getattr_var(tx, var, name) for name in module._parameters)
+    if isinstance(module, torch.nn.ParameterDict):
+        return tuple(ConstantVariable(k) for k in module._parameters)
+    if isinstance(module, torch.nn.ModuleDict):
+        return tuple(ConstantVariable(k) for k in module._modules)
+    return _not_iterable(tx, var, "a module that is not a container")
+
+
+sequence_items.rule(TupleVariable)(lambda tx, var: var.items)
+sequence_items.rule(ListVariable)(lambda tx, var: tx.list_items(var))
+sequence_items.rule(DictVariable)(lambda tx, var: tuple(ConstantVariable(k) for k, _ in tx.dict_entry(var).items))
+sequence_items.rule(RangeVariable)(lambda tx, var: tuple(ConstantVariable(i) for i in var.value))
+# Consumed, as list(it) / unpacking / zip(it) consume it.
+sequence_items.rule(IteratorVariable)(lambda tx, var: tx.iterator_drain(var))
+
+
+@sequence_items.rule(LiveIteratorVariable)
+def _live_iterator_items(tx: Tracer, var: LiveIteratorVariable) -> tuple:
+    tx.add_guard(Guard(var.items_source, "LEN", len(var.values)))
+    start = live_iterator_index(tx, var)
+    tx.state = tx.state.replace(memo=tx.state.memo.set(("live_iter_index", var.obj_id), len(var.values)))
+    return tuple(_live_item(tx, var, i) for i in range(start, len(var.values)))  # consumed, as in eager
+
+
+@sequence_items.rule(TensorVariable)
+def _tensor_items(tx: Tracer, var: TensorVariable) -> tuple:
+    shape = tx.tensor(var).meta.shape
+    if not shape:
+        tx.user_error(TypeError("iteration over a 0-d tensor"))
+    return tuple(call_tensor_op(tx, "call_function", operator.getitem, (var, ConstantVariable(i)), {})
+                 for i in range(shape[0]))
+
+
+sequence_items.refuse("iterating it at trace time is not modelled; the loop runs for real", SliceVariable,
+                      UserFunctionVariable, UserMethodVariable, NestedFunctionVariable, PartialVariable,
+                      TorchFunctionVariable, TensorMethodVariable, BuiltinVariable, ContainerMethodVariable,
+                      SuperVariable, GradModeVariable, ContextExitVariable, AutocastVariable, AutocastExitVariable)
+sequence_items.refuse("CPython's NULL and internal markers are not values", NullVariable, CellVariable, _Deleted)
 
 
 def live_iterator_index(tx: Tracer, var: LiveIteratorVariable) -> int:

@@ -1,82 +1,137 @@
 """Subscripts and iteration over containers: ``c[k]``, ``c[k] = v``, ``del c[k]``, items of a live iterator."""
 
 from __future__ import annotations
+
+import enum
+import operator
+
+import torch
 from ..guards.guard import Guard
 from ..guards.source import GetItemSource
-from ..variables.base import DictEntry, LazyArgument
-from ..variables.builder import is_lazy_scalar, wrap
-from . import builtin_calls
-from ..variables.base import ConstantVariable
-from ..variables.base import DictVariable
-from ..variables.base import ListVariable
-from ..variables.base import NNModuleVariable
-from ..variables.base import PythonObjectVariable
-from ..variables.base import RangeVariable
-from ..variables.base import TensorVariable
-from ..variables.base import TupleVariable
 from ..tensors.ops import call_tensor_op
-import enum
-from . import attrs
-import operator
-import torch
+from ..variables.base import (
+    AutocastExitVariable,
+    AutocastVariable,
+    BuiltinVariable,
+    CellVariable,
+    ConstantVariable,
+    ContextExitVariable,
+    DictEntry,
+    DictVariable,
+    GeneratorVariable,
+    GradModeVariable,
+    IteratorVariable,
+    LazyArgument,
+    ListVariable,
+    LiveIteratorVariable,
+    NestedFunctionVariable,
+    NNModuleVariable,
+    NullVariable,
+    PartialVariable,
+    PythonObjectVariable,
+    RangeVariable,
+    SliceVariable,
+    TensorMethodVariable,
+    TensorVariable,
+    TorchFunctionVariable,
+    TupleVariable,
+    UserFunctionVariable,
+    UserMethodVariable,
+)
+from ..variables.builder import is_lazy_scalar, wrap
+from ..variables.objects import ContainerMethodVariable, ObjectVariable, SuperVariable, _Deleted
+from . import attrs, builtin_calls
+from .protocol import Protocol
 
 
-def subscript(tx, container, key):
-    """``container[key]`` on VTs."""
-    if isinstance(container, TensorVariable):
-        return call_tensor_op(tx, "call_function", operator.getitem, (container, key), {})
-    if isinstance(container, (TupleVariable, ListVariable, RangeVariable)):
-        items = tuple(builtin_calls.sequence_items(tx, container))
-        k = builtin_calls.const_value(tx, key)
-        if isinstance(k, TensorVariable):
-            tx.unsupported("data_dependent", "indexing a Python sequence with a tensor")
+def _not_subscriptable(tx, container, reason, key):
+    tx.unsupported("unsupported_subscript", f"indexing a {container.python_type().__name__} value ({reason})")
+
+
+#: ``container[key]`` on VTs, one rule per kind of container.
+subscript = Protocol("subscript", _not_subscriptable)
+
+
+@subscript.rule(LazyArgument)
+def _lazy(tx, container, key):
+    return subscript(tx, wrap(tx, container.value, container.source), key)
+
+
+@subscript.rule(TensorVariable)
+def _tensor(tx, container, key):
+    return call_tensor_op(tx, "call_function", operator.getitem, (container, key), {})
+
+
+@subscript.rule(TupleVariable, ListVariable, RangeVariable)
+def _sequence(tx, container, key):
+    items = tuple(builtin_calls.sequence_items(tx, container))
+    k = builtin_calls.const_value(tx, key)
+    try:
+        picked = items[k]
+    except (IndexError, TypeError) as e:
+        tx.user_error(type(e)(str(e).replace("tuple", container.python_type().__name__)))
+    if isinstance(k, slice):
+        if isinstance(container, ListVariable):
+            return tx.new_list(picked)
+        cls = container.cls if isinstance(container, TupleVariable) and container.cls is torch.Size else tuple
+        return TupleVariable(picked, cls)
+    return picked
+
+
+@subscript.rule(DictVariable)
+def _dict(tx, container, key):
+    k = builtin_calls.const_value(tx, key)
+    v = tx.dict_lookup(container, k, _ABSENT)
+    if v is _ABSENT:
+        tx.user_error(KeyError(k))
+    return v
+
+
+@subscript.rule(NNModuleVariable)
+def _module(tx, container, key):
+    module = container.module
+    k = builtin_calls.const_value(tx, key)
+    if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)) and isinstance(k, slice):
+        # a new container of the same modules on every call: guarded by type, its members by identity
+        source = GetItemSource(container.source, k) if container.source is not None else None
+        if source is not None:
+            tx.add_guard(Guard(source, "TYPE", type(module)))
+        return NNModuleVariable(module[k], source)
+    if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)) and isinstance(k, int):
+        names = list(module._modules)
         try:
-            picked = items[k]
-        except (IndexError, TypeError) as e:
-            tx.user_error(type(e)(str(e).replace("tuple", container.python_type().__name__)))
-        if isinstance(k, slice):
-            if isinstance(container, ListVariable):
-                return tx.new_list(picked)
-            cls = container.cls if isinstance(container, TupleVariable) and container.cls is torch.Size else tuple
-            return TupleVariable(picked, cls)
-        return picked
-    if isinstance(container, DictVariable):
-        k = builtin_calls.const_value(tx, key)
-        v = tx.dict_lookup(container, k, _ABSENT)
-        if v is _ABSENT:
+            name = names[k]
+        except IndexError as e:
+            tx.user_error(e)
+        return attrs.getattr_var(tx, container, name)
+    if isinstance(module, torch.nn.ParameterDict) and isinstance(k, str):
+        if k not in module._parameters:
             tx.user_error(KeyError(k))
-        return v
-    if isinstance(container, NNModuleVariable):
-        module = container.module
-        k = builtin_calls.const_value(tx, key)
-        if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)) and isinstance(k, slice):
-            # a new container of the same modules on every call: guarded by type, its members by identity
-            source = GetItemSource(container.source, k) if container.source is not None else None
-            if source is not None:
-                tx.add_guard(Guard(source, "TYPE", type(module)))
-            return NNModuleVariable(module[k], source)
-        if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)) and isinstance(k, int):
-            names = list(module._modules)
-            try:
-                name = names[k]
-            except IndexError as e:
-                tx.user_error(IndexError(f"index {k} is out of range") if False else e)
-            return attrs.getattr_var(tx, container, name)
-        if isinstance(module, torch.nn.ParameterDict) and isinstance(k, str):
-            if k not in module._parameters:
-                tx.user_error(KeyError(k))
-            return attrs.getattr_var(tx, container, k)
-        if isinstance(module, torch.nn.ModuleDict) and isinstance(k, str):
-            if k not in module._modules:
-                tx.user_error(KeyError(k))
-            return attrs.getattr_var(tx, container, k)
+        return attrs.getattr_var(tx, container, k)
+    if isinstance(module, torch.nn.ModuleDict) and isinstance(k, str):
+        if k not in module._modules:
+            tx.user_error(KeyError(k))
+        return attrs.getattr_var(tx, container, k)
+    return _object(tx, container, key)
+
+
+@subscript.rule(ObjectVariable, PythonObjectVariable, ConstantVariable)
+def _object(tx, container, key):
     result = builtin_calls.call_dunder(tx, container, "__getitem__", [key])
     if result is not None:
         return result
     if (isinstance(container, ConstantVariable) or isinstance(container, PythonObjectVariable) and isinstance(
             container.value, enum.EnumMeta)) and builtin_calls.is_const(tx, key):
         return builtin_calls.fold(tx, operator.getitem, [container, key], {})
-    tx.unsupported("unsupported_subscript", f"indexing a {container.python_type().__name__} value")
+    return _not_subscriptable(tx, container, "its __getitem__ is not Python code stillframe traces", key)
+
+
+subscript.refuse("it is not a container the trace models", SliceVariable, IteratorVariable, LiveIteratorVariable,
+                 GeneratorVariable, UserFunctionVariable, UserMethodVariable, NestedFunctionVariable,
+                 PartialVariable, TorchFunctionVariable, TensorMethodVariable, BuiltinVariable,
+                 ContainerMethodVariable, SuperVariable, GradModeVariable, ContextExitVariable, AutocastVariable,
+                 AutocastExitVariable)
+subscript.refuse("CPython's NULL and internal markers are not values", NullVariable, CellVariable, _Deleted)
 
 
 def store_subscript(tx, container, key, value):

@@ -20,12 +20,9 @@ import torch
 from ..errors import UserError
 from ..guards.guard import Guard
 from ..variables.base import (
-    AutocastExitVariable,
     AutocastVariable,
     BuiltinVariable,
-    CellVariable,
     ConstantVariable,
-    ContextExitVariable,
     DictEntry,
     DictVariable,
     GeneratorEntry,
@@ -37,7 +34,6 @@ from ..variables.base import (
     LiveIteratorVariable,
     NestedFunctionVariable,
     NNModuleVariable,
-    NullVariable,
     PartialVariable,
     PythonObjectVariable,
     RangeVariable,
@@ -51,8 +47,7 @@ from ..variables.base import (
     VariableTracker,
 )
 from ..variables.builder import wrap
-from ..variables.objects import (ContainerMethodVariable, ObjectVariable, SuperVariable, _Deleted, dict_base,
-                                 storage_of)
+from ..variables.objects import (ContainerMethodVariable, ObjectVariable, SuperVariable, dict_base, storage_of)
 from ..tensors.ops import call_tensor_op
 from .attrs import (
     _defined_by_dict_base,
@@ -72,6 +67,7 @@ from .objects import (
 )
 from .operators import binary_op
 from .protocol import Protocol
+from ..variables.kinds import CALLABLES, CONTEXT_VALUES, INTERNAL
 from .truthiness import truthiness
 from ..variables.builder import load_local
 
@@ -144,12 +140,12 @@ def _object_value(tx: Tracer, var: PythonObjectVariable) -> Any:
 
 
 const_value.refuse("its value is tensor data", TensorVariable)
-const_value.refuse("it is an object the trace models, with state that can change", ObjectVariable, NNModuleVariable,
+const_value.refuse("it is an object the trace models, with state that can change", ObjectVariable,
+                   NNModuleVariable,
                    SuperVariable, ContainerMethodVariable, GeneratorVariable, LiveIteratorVariable,
                    UserFunctionVariable, UserMethodVariable, NestedFunctionVariable, PartialVariable,
-                   TensorMethodVariable, GradModeVariable, ContextExitVariable, AutocastVariable,
-                   AutocastExitVariable)
-const_value.refuse("CPython's NULL and internal markers are not values", NullVariable, CellVariable, _Deleted)
+                   TensorMethodVariable, *CONTEXT_VALUES)
+const_value.refuse("CPython's NULL and internal markers are not values", *INTERNAL)
 
 #: Whether :data:`const_value` of a VT succeeds without tracing anything (a constant, or a container of them).
 is_const = Protocol("is_const", lambda tx, var, reason: False)
@@ -333,10 +329,8 @@ def _tensor_items(tx: Tracer, var: TensorVariable) -> tuple:
 
 
 sequence_items.refuse("iterating it at trace time is not modelled; the loop runs for real", SliceVariable,
-                      UserFunctionVariable, UserMethodVariable, NestedFunctionVariable, PartialVariable,
-                      TorchFunctionVariable, TensorMethodVariable, BuiltinVariable, ContainerMethodVariable,
-                      SuperVariable, GradModeVariable, ContextExitVariable, AutocastVariable, AutocastExitVariable)
-sequence_items.refuse("CPython's NULL and internal markers are not values", NullVariable, CellVariable, _Deleted)
+                      SuperVariable, *CALLABLES, *CONTEXT_VALUES)
+sequence_items.refuse("CPython's NULL and internal markers are not values", *INTERNAL)
 
 
 def live_iterator_index(tx: Tracer, var: LiveIteratorVariable) -> int:

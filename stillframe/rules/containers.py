@@ -10,38 +10,26 @@ from ..guards.guard import Guard
 from ..guards.source import GetItemSource
 from ..tensors.ops import call_tensor_op
 from ..variables.base import (
-    AutocastExitVariable,
-    AutocastVariable,
-    BuiltinVariable,
-    CellVariable,
     ConstantVariable,
-    ContextExitVariable,
     DictEntry,
     DictVariable,
     GeneratorVariable,
-    GradModeVariable,
     IteratorVariable,
     LazyArgument,
     ListVariable,
     LiveIteratorVariable,
-    NestedFunctionVariable,
     NNModuleVariable,
-    NullVariable,
-    PartialVariable,
     PythonObjectVariable,
     RangeVariable,
     SliceVariable,
-    TensorMethodVariable,
     TensorVariable,
-    TorchFunctionVariable,
     TupleVariable,
-    UserFunctionVariable,
-    UserMethodVariable,
 )
 from ..variables.builder import is_lazy_scalar, wrap
-from ..variables.objects import ContainerMethodVariable, ObjectVariable, SuperVariable, _Deleted
+from ..variables.objects import ObjectVariable, SuperVariable
 from . import attrs, builtin_calls
 from .protocol import Protocol
+from ..variables.kinds import CALLABLES, CONTEXT_VALUES, INTERNAL
 
 
 def _not_subscriptable(tx, container, reason, key):
@@ -127,11 +115,8 @@ def _object(tx, container, key):
 
 
 subscript.refuse("it is not a container the trace models", SliceVariable, IteratorVariable, LiveIteratorVariable,
-                 GeneratorVariable, UserFunctionVariable, UserMethodVariable, NestedFunctionVariable,
-                 PartialVariable, TorchFunctionVariable, TensorMethodVariable, BuiltinVariable,
-                 ContainerMethodVariable, SuperVariable, GradModeVariable, ContextExitVariable, AutocastVariable,
-                 AutocastExitVariable)
-subscript.refuse("CPython's NULL and internal markers are not values", NullVariable, CellVariable, _Deleted)
+                 GeneratorVariable, SuperVariable, *CALLABLES, *CONTEXT_VALUES)
+subscript.refuse("CPython's NULL and internal markers are not values", *INTERNAL)
 
 
 def store_subscript(tx, container, key, value):

@@ -92,8 +92,8 @@ def compare(tx, symbol, a, b):
         same = identical(tx, a, b)
         return ConstantVariable(same if symbol == "==" else not same)
     if isinstance(a, (ListVariable, TupleVariable)) and isinstance(b, (ListVariable, TupleVariable)):
-        return builtin_calls.fold(tx, fn, [TupleVariable(tuple(builtin_calls.sequence_items(tx, a))), TupleVariable(tuple(builtin_calls.sequence_items(tx, b)))],
-                    {})
+        as_tuples = [TupleVariable(tuple(builtin_calls.sequence_items(tx, v))) for v in (a, b)]
+        return builtin_calls.fold(tx, fn, as_tuples, {})
     for obj, name, other in ((a, _COMPARE_DUNDERS[symbol], b), (b, _COMPARE_DUNDERS[_REFLECTED[symbol]], a)):
         result = builtin_calls.call_dunder(tx, obj, name, [other])
         if result is not None and not (isinstance(result, ConstantVariable) and result.value is NotImplemented):

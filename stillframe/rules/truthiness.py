@@ -4,36 +4,24 @@ from __future__ import annotations
 
 from . import builtin_calls
 from .protocol import Protocol
+from ..variables.kinds import CALLABLES, CONTEXT_VALUES, INTERNAL
 from ..variables.base import (
-    AutocastExitVariable,
-    AutocastVariable,
-    BuiltinVariable,
-    CellVariable,
     ConstantVariable,
-    ContextExitVariable,
     DictVariable,
     GeneratorVariable,
-    GradModeVariable,
     IteratorVariable,
     LazyArgument,
     ListVariable,
     LiveIteratorVariable,
-    NestedFunctionVariable,
     NNModuleVariable,
-    NullVariable,
-    PartialVariable,
     PythonObjectVariable,
     RangeVariable,
     SliceVariable,
-    TensorMethodVariable,
     TensorVariable,
-    TorchFunctionVariable,
     TupleVariable,
-    UserFunctionVariable,
-    UserMethodVariable,
 )
 from ..variables.builder import wrap
-from ..variables.objects import ContainerMethodVariable, ObjectVariable, SuperVariable, _Deleted
+from ..variables.objects import ObjectVariable, SuperVariable
 
 
 def _refused(tx, var, reason):
@@ -73,10 +61,8 @@ def _module(tx, var):
 
 
 # Objects whose type defines neither __bool__ nor __len__: always true in Python.
-@truthiness.rule(UserFunctionVariable, UserMethodVariable, TorchFunctionVariable, BuiltinVariable,
-                 TensorMethodVariable, NestedFunctionVariable, PartialVariable, ContainerMethodVariable,
-                 SliceVariable, IteratorVariable, LiveIteratorVariable, GeneratorVariable, SuperVariable,
-                 GradModeVariable, ContextExitVariable, AutocastVariable, AutocastExitVariable)
+@truthiness.rule(*CALLABLES, *CONTEXT_VALUES, SliceVariable, IteratorVariable, LiveIteratorVariable,
+                 GeneratorVariable, SuperVariable)
 def _always_true(tx, var):
     return True
 
@@ -97,8 +83,7 @@ def _object(tx, var):
                    "not Python code stillframe can trace)")
 
 
-truthiness.refuse("CPython's NULL and internal markers are never tested for truth", NullVariable, CellVariable,
-                  _Deleted)
+truthiness.refuse("CPython's NULL and internal markers are never tested for truth", *INTERNAL)
 
 
 def _is_none(var) -> bool:

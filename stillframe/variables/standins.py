@@ -1,4 +1,5 @@
-"""Stand-in objects: the live values that hold traced state between graphs (NULL, loop iterators, grad-mode and autocast exits).
+"""Stand-in objects: live values that hold traced state between graphs (NULL, loop iterators, grad-mode and
+autocast exits).
 
 A plan rebuilds them at a graph break; the builder recognises them when tracing resumes.
 """

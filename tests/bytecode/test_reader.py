@@ -5,7 +5,7 @@ with what ``dis`` says about the same code object; one test also runs the
 samples under ``sys.settrace`` and checks that every jump CPython takes lands
 where ``target`` says.  On failure the message carries ``Bytecode.format()``.
 
-Runs under pytest (3.11) or standalone (``python3.12 tests/test_bytecode.py``,
+Runs under pytest (3.11) or standalone (``python3.12 tests/bytecode/test_reader.py``,
 which needs neither pytest nor torch).  The package is loaded by path under a
 private name: ``stillframe/__init__.py`` imports torch, ``stillframe.bytecode``
 must not.
@@ -25,7 +25,7 @@ import traceback
 import types
 from pathlib import Path
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent / "stillframe" / "bytecode"
+PACKAGE_DIR = Path(__file__).resolve().parents[2] / "stillframe" / "bytecode"
 PY312 = sys.version_info >= (3, 12)
 
 
@@ -688,7 +688,7 @@ def test_imports_standard_library_only():
     probe = (
         "import importlib.util, sys\n"
         f"sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})\n"
-        "import test_bytecode\n"
+        "import test_reader\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
         "assert 'stillframe' not in sys.modules, 'stillframe imported'\n"
     )

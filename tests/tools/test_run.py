@@ -22,7 +22,7 @@ import torch
 import stillframe
 from stillframe.cli import main
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN_GPT = os.path.join(ROOT, "examples", "train_gpt.py")
 
 

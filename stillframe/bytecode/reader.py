@@ -117,7 +117,7 @@ _SKIPPED_AT_TARGET = {"FOR_ITER": "END_FOR", "SEND": "END_SEND"}
 
 # The real opcodes the 3.11 and 3.12 compilers emit (from ``dis.opmap`` less
 # CACHE, EXTENDED_ARG, pseudo, instrumented and trampoline-only opcodes).
-# ``tests/test_bytecode.py`` checks the list of the running version against dis.
+# ``tests/bytecode/test_reader.py`` checks the list of the running version against dis.
 _RAW_311 = """
 ASYNC_GEN_WRAP BEFORE_ASYNC_WITH BEFORE_WITH BINARY_OP BINARY_SUBSCR
 BUILD_CONST_KEY_MAP BUILD_LIST BUILD_MAP BUILD_SET BUILD_SLICE BUILD_STRING

@@ -31,7 +31,9 @@ nn_metadata_helpers: dict[str, Callable] = {
     f"{module.__name__}.{name}": getattr(module, name)
     for module, name in ((torch.nn.functional, "_canonical_mask"), (torch.nn.functional, "_none_or_dtype"),
                          (torch.nn.modules.activation, "_check_arg_device"),
-                         (torch.nn.modules.activation, "_arg_requires_grad"))
+                         (torch.nn.modules.activation, "_arg_requires_grad"),
+                         # torch 2.11's MultiheadAttention asks it; False outside make_fx, as in eager
+                         (torch.nn.modules.activation, "_is_make_fx_tracing"))
     if callable(getattr(module, name, None))
 }
 

@@ -5,8 +5,8 @@ the modules here refer to each other. Lower modules (``truthiness``,
 ``operators``, ``containers``, ``context``, ``objects``, ``attrs``) reach the
 ones above them through the module object (``calls.call_sync(...)``), never by
 a function-local import; ``calls`` imports the rest by name, ``builtin_calls``
-(the builtin table, constant folding) first, and ``builtin_calls`` imports the
-lower modules by name. Importing ``calls`` first (here) fixes one import order
+(the builtin table, constant folding) first, ``builtin_calls`` imports ``known``
+(constants and iteration) first, and ``known`` imports the lower modules by name. Importing ``calls`` first (here) fixes one import order
 for the package.
 """
 

@@ -40,7 +40,7 @@ from ..variables.base import (
 from ..variables.builder import TRUSTED_MODULES, is_constant, wrap
 from ..variables.objects import ContainerMethodVariable, DICT_BASES, ObjectVariable, SuperVariable, storage_of
 from ..tensors.ops import call_tensor_op
-from . import builtin_calls, calls
+from . import builtin_calls, calls, known
 from .objects import MISSING, _static_lookup, _static_lookup_type, function_attr_key, pending_attr
 
 
@@ -294,9 +294,9 @@ def module_iterator(var: NNModuleVariable, method: str, tx: Any, args: list, kwa
     Each visited module's registry keys are guarded, so adding or removing a
     submodule or parameter recompiles.
     """
-    options = {k: builtin_calls.const_value(tx, v) for k, v in kwargs.items()}
+    options = {k: known.const_value(tx, v) for k, v in kwargs.items()}
     positional = ("prefix", "recurse") if method.startswith("named_") else ("recurse",)
-    options.update(zip(positional, (builtin_calls.const_value(tx, a) for a in args)))
+    options.update(zip(positional, (known.const_value(tx, a) for a in args)))
     recurse = options.get("recurse", True)
     walk: list = []  # (qualified name, VT of module)
 

@@ -21,7 +21,6 @@ from ..errors import UserError
 from ..guards.guard import Guard
 from ..variables.base import (
     AutocastVariable,
-    BuiltinVariable,
     ConstantVariable,
     DictEntry,
     DictVariable,
@@ -31,33 +30,29 @@ from ..variables.base import (
     IteratorVariable,
     LazyArgument,
     ListVariable,
-    LiveIteratorVariable,
-    NestedFunctionVariable,
     NNModuleVariable,
-    PartialVariable,
     PythonObjectVariable,
     RangeVariable,
     SliceVariable,
-    TensorMethodVariable,
     TensorVariable,
-    TorchFunctionVariable,
     TupleVariable,
-    UserFunctionVariable,
     UserMethodVariable,
     VariableTracker,
 )
 from ..variables.builder import wrap
 from ..variables.objects import (ContainerMethodVariable, ObjectVariable, SuperVariable, dict_base, storage_of)
 from ..tensors.ops import call_tensor_op
+# known first: it imports the lower rules modules by name, and they reach it as a module object
+from .known import const_value, is_const, sequence_items
 from .attrs import (
     _defined_by_dict_base,
     getattr_var,
     has_attr,
     plain_getattr,
 )
-from .containers import _live_item, subscript
+from .containers import subscript
 from .context import set_grad_mode
-from .generators import drain, resume, step as step_generator
+from .generators import resume, step as step_generator
 from .objects import (
     call_container_method,
     delete_attr,
@@ -66,8 +61,6 @@ from .objects import (
     store_attr,
 )
 from .operators import binary_op
-from .protocol import Protocol
-from ..variables.kinds import CALLABLES, CONTEXT_VALUES, INTERNAL
 from .truthiness import truthiness
 from ..variables.builder import load_local
 
@@ -76,89 +69,6 @@ from . import calls
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
 
-
-
-def _not_constant(tx: Tracer, var: VariableTracker, reason: str) -> Any:
-    tx.unsupported("not_constant", f"a {var.python_type().__name__} value is needed as a Python constant here "
-                   f"({reason})")
-
-
-#: The Python value of a VT that is fully known at trace time (raises Unsupported otherwise).
-const_value = Protocol("const_value", _not_constant)
-
-
-@const_value.rule(LazyArgument)
-def _lazy_value(tx: Tracer, var: LazyArgument) -> Any:
-    return const_value(tx, wrap(tx, var.value, var.source))
-
-
-@const_value.rule(ConstantVariable, RangeVariable)
-def _constant_value(tx: Tracer, var: VariableTracker) -> Any:
-    return var.value
-
-
-@const_value.rule(TupleVariable)
-def _tuple_value(tx: Tracer, var: TupleVariable) -> Any:
-    items = tuple(const_value(tx, v) for v in var.items)
-    if var.cls is tuple:
-        return items
-    if var.cls is torch.Size:
-        return torch.Size(items)
-    return var.cls(items) if hasattr(var.cls, "n_fields") else var.cls(*items)
-
-
-@const_value.rule(ListVariable)
-def _list_value(tx: Tracer, var: ListVariable) -> Any:
-    return [const_value(tx, v) for v in tx.list_items(var)]
-
-
-@const_value.rule(DictVariable)
-def _dict_value(tx: Tracer, var: DictVariable) -> Any:
-    return {k: const_value(tx, v) for k, v in tx.dict_entry(var).items}
-
-
-@const_value.rule(SliceVariable)
-def _slice_value(tx: Tracer, var: SliceVariable) -> Any:
-    return slice(const_value(tx, var.start), const_value(tx, var.stop), const_value(tx, var.step))
-
-
-@const_value.rule(IteratorVariable)
-def _iterator_value(tx: Tracer, var: IteratorVariable) -> Any:
-    return iter([const_value(tx, v) for v in tx.heap(var.oid).rest])
-
-
-@const_value.rule(BuiltinVariable, TorchFunctionVariable)
-def _function_value(tx: Tracer, var: VariableTracker) -> Any:
-    return var.fn
-
-
-@const_value.rule(PythonObjectVariable)
-def _object_value(tx: Tracer, var: PythonObjectVariable) -> Any:
-    if callable(var.value) or isinstance(var.value, types.ModuleType):
-        return var.value  # identity-guarded (or trusted) objects: classes, functions, modules
-    return _not_constant(tx, var, "only classes, functions and modules are used by identity")
-
-
-const_value.refuse("its value is tensor data", TensorVariable)
-const_value.refuse("it is an object the trace models, with state that can change", ObjectVariable,
-                   NNModuleVariable,
-                   SuperVariable, ContainerMethodVariable, GeneratorVariable, LiveIteratorVariable,
-                   UserFunctionVariable, UserMethodVariable, NestedFunctionVariable, PartialVariable,
-                   TensorMethodVariable, *CONTEXT_VALUES)
-const_value.refuse("CPython's NULL and internal markers are not values", *INTERNAL)
-
-#: Whether :data:`const_value` of a VT succeeds without tracing anything (a constant, or a container of them).
-is_const = Protocol("is_const", lambda tx, var, reason: False)
-is_const.rule(ConstantVariable, RangeVariable, LazyArgument)(lambda tx, var: True)
-is_const.rule(IteratorVariable)(lambda tx, var: all(is_const(tx, v) for v in tx.heap(var.oid).rest))
-is_const.rule(TupleVariable)(lambda tx, var: all(is_const(tx, v) for v in var.items))
-is_const.rule(SliceVariable)(lambda tx, var: all(is_const(tx, v) for v in (var.start, var.stop, var.step)))
-is_const.rule(ListVariable)(lambda tx, var: all(is_const(tx, v) for v in tx.list_items(var)))
-for _kind, _reason in const_value.reasons.items():
-    is_const.refuse(_reason, _kind)
-is_const.refuse("a dict, function or object may be used as a constant by const_value, but folding is only "
-                "offered for plain constants and sequences of them", DictVariable, BuiltinVariable,
-                TorchFunctionVariable, PythonObjectVariable)
 
 
 def python_type_of(tx: Tracer, var: VariableTracker) -> type:
@@ -245,97 +155,6 @@ def isinstance_type(t: type, cls: Any, tx: Tracer, obj: VariableTracker) -> bool
         if cls is torch.nn.Parameter or (isinstance(cls, tuple) and torch.nn.Parameter in cls):
             return issubclass(t, cls)
     return issubclass(t, cls)
-
-
-def _not_iterable(tx: Tracer, var: VariableTracker, reason: str) -> tuple:
-    tx.unsupported("unsupported_iteration", f"iterating over a {var.python_type().__name__} ({reason})")
-
-
-#: The items of an iterable VT, unrolled at trace time (tuples, lists, dicts' keys, ranges, iterators, tensors).
-sequence_items = Protocol("iteration", _not_iterable)
-
-
-@sequence_items.rule(LazyArgument)
-def _lazy_items(tx: Tracer, var: LazyArgument) -> tuple:
-    return sequence_items(tx, wrap(tx, var.value, var.source))
-
-
-@sequence_items.rule(GeneratorVariable)
-def _generator_items(tx: Tracer, var: GeneratorVariable) -> tuple:
-    return sequence_items(tx, drain(tx, var))  # consumed whole, as list(gen) / sum(gen) consume it
-
-
-@sequence_items.rule(ConstantVariable)
-def _constant_items(tx: Tracer, var: ConstantVariable) -> tuple:
-    if isinstance(var.value, (frozenset, set, str)):
-        return tuple(ConstantVariable(v) for v in var.value)
-    return _not_iterable(tx, var, "not an iterable constant")
-
-
-def _dunder_items(tx: Tracer, var: VariableTracker) -> tuple | None:
-    """``iter(obj)`` through its class's own ``__iter__`` written in Python, if it has one."""
-    dunder = call_dunder(tx, var, "__iter__", [])
-    return None if dunder is None else sequence_items(tx, dunder)
-
-
-@sequence_items.rule(PythonObjectVariable, ObjectVariable)
-def _object_items(tx: Tracer, var: VariableTracker) -> tuple:
-    if isinstance(var, PythonObjectVariable) and isinstance(var.value, enum.EnumMeta):
-        return tuple(ConstantVariable(m) for m in var.value)
-    items = _dunder_items(tx, var)
-    return items if items is not None else _not_iterable(tx, var, "its __iter__ is not Python code")
-
-
-@sequence_items.rule(NNModuleVariable)
-def _module_items(tx: Tracer, var: NNModuleVariable) -> tuple:
-    items = _dunder_items(tx, var)
-    if items is not None:
-        return items
-    module = var.module
-    if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)):
-        return tuple(getattr_var(tx, var, name) for name in module._modules)
-    if isinstance(module, torch.nn.ParameterList):
-        return tuple(getattr_var(tx, var, name) for name in module._parameters)
-    if isinstance(module, torch.nn.ParameterDict):
-        return tuple(ConstantVariable(k) for k in module._parameters)
-    if isinstance(module, torch.nn.ModuleDict):
-        return tuple(ConstantVariable(k) for k in module._modules)
-    return _not_iterable(tx, var, "a module that is not a container")
-
-
-sequence_items.rule(TupleVariable)(lambda tx, var: var.items)
-sequence_items.rule(ListVariable)(lambda tx, var: tx.list_items(var))
-sequence_items.rule(DictVariable)(lambda tx, var: tuple(ConstantVariable(k) for k, _ in tx.dict_entry(var).items))
-sequence_items.rule(RangeVariable)(lambda tx, var: tuple(ConstantVariable(i) for i in var.value))
-# Consumed, as list(it) / unpacking / zip(it) consume it.
-sequence_items.rule(IteratorVariable)(lambda tx, var: tx.iterator_drain(var))
-
-
-@sequence_items.rule(LiveIteratorVariable)
-def _live_iterator_items(tx: Tracer, var: LiveIteratorVariable) -> tuple:
-    tx.add_guard(Guard(var.items_source, "LEN", len(var.values)))
-    start = live_iterator_index(tx, var)
-    tx.state = tx.state.replace(memo=tx.state.memo.set(("live_iter_index", var.obj_id), len(var.values)))
-    return tuple(_live_item(tx, var, i) for i in range(start, len(var.values)))  # consumed, as in eager
-
-
-@sequence_items.rule(TensorVariable)
-def _tensor_items(tx: Tracer, var: TensorVariable) -> tuple:
-    shape = tx.tensor(var).meta.shape
-    if not shape:
-        tx.user_error(TypeError("iteration over a 0-d tensor"))
-    return tuple(call_tensor_op(tx, "call_function", operator.getitem, (var, ConstantVariable(i)), {})
-                 for i in range(shape[0]))
-
-
-sequence_items.refuse("iterating it at trace time is not modelled; the loop runs for real", SliceVariable,
-                      SuperVariable, *CALLABLES, *CONTEXT_VALUES)
-sequence_items.refuse("CPython's NULL and internal markers are not values", *INTERNAL)
-
-
-def live_iterator_index(tx: Tracer, var: LiveIteratorVariable) -> int:
-    """Where a live loop iterator stands in this trace: its index when it entered, unless the trace drained it."""
-    return tx.state.memo.get(("live_iter_index", var.obj_id), var.index)
 
 
 def call_builtin(tx: Tracer, fn: Any, args: list, kwargs: dict) -> None:

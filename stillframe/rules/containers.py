@@ -27,7 +27,7 @@ from ..variables.base import (
 )
 from ..variables.builder import is_lazy_scalar, wrap
 from ..variables.objects import ObjectVariable, SuperVariable
-from . import attrs, builtin_calls
+from . import attrs, builtin_calls, known
 from .protocol import Protocol
 from ..variables.kinds import CALLABLES, CONTEXT_VALUES, INTERNAL
 
@@ -52,8 +52,8 @@ def _tensor(tx, container, key):
 
 @subscript.rule(TupleVariable, ListVariable, RangeVariable)
 def _sequence(tx, container, key):
-    items = tuple(builtin_calls.sequence_items(tx, container))
-    k = builtin_calls.const_value(tx, key)
+    items = tuple(known.sequence_items(tx, container))
+    k = known.const_value(tx, key)
     try:
         picked = items[k]
     except (IndexError, TypeError) as e:
@@ -68,7 +68,7 @@ def _sequence(tx, container, key):
 
 @subscript.rule(DictVariable)
 def _dict(tx, container, key):
-    k = builtin_calls.const_value(tx, key)
+    k = known.const_value(tx, key)
     v = tx.dict_lookup(container, k, _ABSENT)
     if v is _ABSENT:
         tx.user_error(KeyError(k))
@@ -78,7 +78,7 @@ def _dict(tx, container, key):
 @subscript.rule(NNModuleVariable)
 def _module(tx, container, key):
     module = container.module
-    k = builtin_calls.const_value(tx, key)
+    k = known.const_value(tx, key)
     if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)) and isinstance(k, slice):
         # a new container of the same modules on every call: guarded by type, its members by identity
         source = GetItemSource(container.source, k) if container.source is not None else None
@@ -109,7 +109,7 @@ def _object(tx, container, key):
     if result is not None:
         return result
     if (isinstance(container, ConstantVariable) or isinstance(container, PythonObjectVariable) and isinstance(
-            container.value, enum.EnumMeta)) and builtin_calls.is_const(tx, key):
+            container.value, enum.EnumMeta)) and known.is_const(tx, key):
         return builtin_calls.fold(tx, operator.getitem, [container, key], {})
     return _not_subscriptable(tx, container, "its __getitem__ is not Python code stillframe traces", key)
 
@@ -124,14 +124,14 @@ def store_subscript(tx, container, key, value):
         call_tensor_op(tx, "call_function", operator.setitem, (container, key, value), {})
     elif isinstance(container, ListVariable):
         items = list(tx.list_items(container))
-        k = builtin_calls.const_value(tx, key)
+        k = known.const_value(tx, key)
         try:
-            items[k] = value if not isinstance(k, slice) else list(builtin_calls.sequence_items(tx, value))
+            items[k] = value if not isinstance(k, slice) else list(known.sequence_items(tx, value))
         except (IndexError, TypeError) as e:
             tx.user_error(e)
         tx.set_list_items(container, tuple(items))
     elif isinstance(container, DictVariable):
-        tx.set_dict_entry(container, tx.dict_entry(container).set(builtin_calls.const_value(tx, key), value))
+        tx.set_dict_entry(container, tx.dict_entry(container).set(known.const_value(tx, key), value))
     elif builtin_calls.call_dunder(tx, container, "__setitem__", [key, value]) is None:
         tx.unsupported("unsupported_subscript", f"assigning into a {container.python_type().__name__} value")
 
@@ -150,12 +150,12 @@ def delete_subscript(tx, container, key) -> None:
     if isinstance(container, ListVariable):
         items = list(tx.list_items(container))
         try:
-            del items[builtin_calls.const_value(tx, key)]
+            del items[known.const_value(tx, key)]
         except (IndexError, TypeError) as e:
             tx.user_error(e)
         tx.set_list_items(container, tuple(items))
     elif isinstance(container, DictVariable):
-        k = builtin_calls.const_value(tx, key)
+        k = known.const_value(tx, key)
         entry = tx.dict_entry(container)
         if entry.get(k, _ABSENT) is _ABSENT:
             tx.user_error(KeyError(k))

@@ -37,7 +37,7 @@ from ..variables.base import (
 )
 from ..variables.builder import wrap
 from ..tensors.ops import call_tensor_op
-from . import builtin_calls, calls
+from . import calls, known
 from .operators import identical
 from ..variables.objects import ContainerMethodVariable
 from ..variables.objects import DELETED
@@ -174,7 +174,7 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
     """Rules for the methods of traced lists, dicts and tuples; mutations bind new heap entries."""
     obj, name = method.obj, method.name
     if isinstance(obj, ListVariable) and name in ("append", "extend"):
-        tx.append_to_list(obj, (args[0],) if name == "append" else tuple(builtin_calls.sequence_items(tx, args[0])))
+        tx.append_to_list(obj, (args[0],) if name == "append" else tuple(known.sequence_items(tx, args[0])))
         return ConstantVariable(None)
     if isinstance(obj, ListVariable) and name == "clear" and not args:
         tx.set_list_items(obj, ())  # the result does not depend on the items: they are not read (nor guarded)
@@ -185,11 +185,11 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
         if name == "append":
             items.append(args[0])
         elif name == "extend":
-            items.extend(builtin_calls.sequence_items(tx, args[0]))
+            items.extend(known.sequence_items(tx, args[0]))
         elif name == "insert":
-            items.insert(builtin_calls.const_value(tx, args[0]), args[1])
+            items.insert(known.const_value(tx, args[0]), args[1])
         elif name == "pop":
-            index = builtin_calls.const_value(tx, args[0]) if args else -1
+            index = known.const_value(tx, args[0]) if args else -1
             if not items:
                 tx.user_error(IndexError("pop from empty list"))
             try:
@@ -209,15 +209,15 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
             key = kwargs.get("key")
             if key is not None:
                 tx.unsupported("unsupported_call", "list.sort with a key function")
-            values = sorted((builtin_calls.const_value(tx, v) for v in items),
-                            reverse=bool(builtin_calls.const_value(tx, kwargs.get("reverse", ConstantVariable(False)))))
+            values = sorted((known.const_value(tx, v) for v in items),
+                            reverse=bool(known.const_value(tx, kwargs.get("reverse", ConstantVariable(False)))))
             items = [ConstantVariable(v) for v in values]
         elif name == "copy":
             return tx.new_list(tuple(items))
         elif name == "index":
             index = _index_of(tx, items, args[0])
             if index is None:
-                tx.user_error(ValueError(f"{builtin_calls.const_value(tx, args[0])!r} is not in list"))
+                tx.user_error(ValueError(f"{known.const_value(tx, args[0])!r} is not in list"))
             return ConstantVariable(index)
         elif name == "count":
             return ConstantVariable(sum(1 for v in items if _same_value(tx, v, args[0])))
@@ -226,7 +226,7 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
         tx.set_list_items(obj, tuple(items))
         return result
     if isinstance(obj, DictVariable) and name in ("get", "__getitem__", "__contains__") and args:
-        key = builtin_calls.const_value(tx, args[0])  # one key looked up: only its presence is guarded
+        key = known.const_value(tx, args[0])  # one key looked up: only its presence is guarded
         found = tx.dict_lookup(obj, key, MISSING)
         if name == "get":
             default = args[1] if len(args) > 1 else ConstantVariable(None)
@@ -245,12 +245,12 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
         if name == "items":
             return tx.new_iterator(tuple(TupleVariable((ConstantVariable(k), v)) for k, v in entry.items))
         if name == "get":
-            key = builtin_calls.const_value(tx, args[0])
+            key = known.const_value(tx, args[0])
             default = args[1] if len(args) > 1 else ConstantVariable(None)
             found = entry.get(key, MISSING)
             return default if found is MISSING else found
         if name in ("pop", "setdefault"):
-            key = builtin_calls.const_value(tx, args[0])
+            key = known.const_value(tx, args[0])
             found = entry.get(key, MISSING)
             if name == "setdefault":
                 if found is not MISSING:
@@ -308,7 +308,7 @@ def _dict_dunder(tx: Any, obj: DictVariable, entry: DictEntry, name: str, args: 
         return ConstantVariable(len(entry.items))
     if name == "__iter__":
         return tx.new_iterator(tuple(ConstantVariable(k) for k, _ in entry.items))
-    key = builtin_calls.const_value(tx, args[0])
+    key = known.const_value(tx, args[0])
     if name == "__setitem__":
         tx.set_dict_entry(obj, entry.set(key, args[1]))
         return ConstantVariable(None)
@@ -320,8 +320,8 @@ def _dict_dunder(tx: Any, obj: DictVariable, entry: DictEntry, name: str, args: 
 
 
 def _same_value(tx: Any, a: VariableTracker, b: VariableTracker) -> bool:
-    if builtin_calls.is_const(tx, a) and builtin_calls.is_const(tx, b):
-        return builtin_calls.const_value(tx, a) == builtin_calls.const_value(tx, b)
+    if known.is_const(tx, a) and known.is_const(tx, b):
+        return known.const_value(tx, a) == known.const_value(tx, b)
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         if identical(tx, a, b):
             return True

@@ -5,7 +5,7 @@ from ..guards.guard import Guard
 from ..guards.source import AttrSource
 from ..variables.base import GeneratorVariable, IteratorVariable
 from ..variables.objects import ObjectVariable
-from . import builtin_calls
+from . import builtin_calls, known
 from ..bytecode.operators import BINARY_OPERATORS
 from ..variables.base import BuiltinVariable
 from ..bytecode.operators import COMPARE_OPERATORS
@@ -36,23 +36,23 @@ def binary_op(tx, symbol, a, b):
             fn = BINARY_OPERATORS[symbol[:-1]]  # int += tensor falls back to int + tensor
         return call_tensor_op(tx, "call_function", fn, (a, b), {})
     if isinstance(a, ListVariable) and symbol == "+=":
-        tx.set_list_items(a, tx.list_items(a) + tuple(builtin_calls.sequence_items(tx, b)))
+        tx.set_list_items(a, tx.list_items(a) + tuple(known.sequence_items(tx, b)))
         return a
     if isinstance(a, (TupleVariable, ListVariable)) and symbol in ("+", "+=", "*", "*="):
         if symbol.startswith("+"):
             if type(a) is not type(b):
                 tx.user_error(TypeError(f"can only concatenate {a.python_type().__name__} (not "
                                         f"\"{b.python_type().__name__}\") to {a.python_type().__name__}"))
-            items = tuple(builtin_calls.sequence_items(tx, a)) + tuple(builtin_calls.sequence_items(tx, b))
+            items = tuple(known.sequence_items(tx, a)) + tuple(known.sequence_items(tx, b))
         else:
-            items = tuple(builtin_calls.sequence_items(tx, a)) * builtin_calls.const_value(tx, b)
+            items = tuple(known.sequence_items(tx, a)) * known.const_value(tx, b)
         if isinstance(a, ListVariable):
             return tx.new_list(items)
         return TupleVariable(items, a.cls if a.cls is torch.Size else tuple)
     if isinstance(b, (TupleVariable, ListVariable)) and symbol in ("*", "*="):
-        items = tuple(builtin_calls.sequence_items(tx, b)) * builtin_calls.const_value(tx, a)
+        items = tuple(known.sequence_items(tx, b)) * known.const_value(tx, a)
         return tx.new_list(items) if isinstance(b, ListVariable) else TupleVariable(items)
-    if builtin_calls.is_const(tx, a) and builtin_calls.is_const(tx, b):
+    if known.is_const(tx, a) and known.is_const(tx, b):
         return builtin_calls.fold(tx, fn, [a, b], {})
     dunder = _DUNDERS.get(symbol.rstrip("=") if symbol not in ("==",) else symbol)
     if dunder is not None:
@@ -70,7 +70,7 @@ def _unary(tx, fn, name):
     v = tx.pop()
     if isinstance(v, TensorVariable):
         tx.push(call_tensor_op(tx, "call_function", fn, (v,), {}))
-    elif builtin_calls.is_const(tx, v):
+    elif known.is_const(tx, v):
         tx.push(builtin_calls.fold(tx, fn, [v], {}))
     else:
         result = builtin_calls.call_dunder(tx, v, _UNARY_DUNDERS[name], [])
@@ -86,13 +86,13 @@ def compare(tx, symbol, a, b):
     fn = COMPARE_OPERATORS[symbol]
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return call_tensor_op(tx, "call_function", fn, (a, b), {})
-    if builtin_calls.is_const(tx, a) and builtin_calls.is_const(tx, b):
+    if known.is_const(tx, a) and known.is_const(tx, b):
         return builtin_calls.fold(tx, fn, [a, b], {})
     if symbol in ("==", "!=") and _has_identity(a) and _has_identity(b):
         same = identical(tx, a, b)
         return ConstantVariable(same if symbol == "==" else not same)
     if isinstance(a, (ListVariable, TupleVariable)) and isinstance(b, (ListVariable, TupleVariable)):
-        as_tuples = [TupleVariable(tuple(builtin_calls.sequence_items(tx, v))) for v in (a, b)]
+        as_tuples = [TupleVariable(tuple(known.sequence_items(tx, v))) for v in (a, b)]
         return builtin_calls.fold(tx, fn, as_tuples, {})
     for obj, name, other in ((a, _COMPARE_DUNDERS[symbol], b), (b, _COMPARE_DUNDERS[_REFLECTED[symbol]], a)):
         result = builtin_calls.call_dunder(tx, obj, name, [other])
@@ -158,17 +158,17 @@ def contains(tx, container, item) -> bool:
         keys = getattr(container.module, registry)
         if container.source is not None:
             tx.add_guard(Guard(AttrSource(container.source, registry), "KEYS", tuple(keys)))
-        return builtin_calls.const_value(tx, item) in keys
+        return known.const_value(tx, item) in keys
     if isinstance(container, DictVariable):
-        key = builtin_calls.const_value(tx, item)
+        key = known.const_value(tx, item)
         found = tx.dict_lookup(container, key, _ABSENT) is not _ABSENT
     elif isinstance(container, TensorVariable) or isinstance(item, TensorVariable):
         if isinstance(container, TensorVariable):
             tx.unsupported("data_dependent", "`in` on a tensor reads its values")
-        found = any(identical(tx, item, v) for v in builtin_calls.sequence_items(tx, container)
+        found = any(identical(tx, item, v) for v in known.sequence_items(tx, container)
                     if isinstance(v, TensorVariable))
-        if not found and any(isinstance(v, TensorVariable) for v in builtin_calls.sequence_items(tx, container)):
+        if not found and any(isinstance(v, TensorVariable) for v in known.sequence_items(tx, container)):
             tx.unsupported("data_dependent", "`in` compares a tensor by value")
     else:
-        found = builtin_calls.const_value(tx, item) in builtin_calls.const_value(tx, container)
+        found = known.const_value(tx, item) in known.const_value(tx, container)
     return found

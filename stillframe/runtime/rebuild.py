@@ -54,7 +54,7 @@ from ..variables.base import (
 )
 from ..variables.builder import wrap
 from ..variables.objects import ContainerMethodVariable, DELETED, ObjectVariable, dict_base
-from ..rules.builtin_calls import live_iterator_index
+from ..rules.known import live_iterator_index
 from ..trace.interpreter import Tracer
 from ..variables import standins
 from . import live

@@ -19,7 +19,8 @@ from ...variables.base import (
     SliceVariable,
     TupleVariable,
 )
-from ...rules.builtin_calls import _len, const_value, sequence_items
+from ...rules.builtin_calls import _len
+from ...rules.known import const_value, sequence_items
 from ...rules.generators import step as step_generator
 from ..interpreter import handler
 from .operators import UNARY_POSITIVE

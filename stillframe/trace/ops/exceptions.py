@@ -14,7 +14,7 @@ import sys
 from ...variables.base import BuiltinVariable, ConstantVariable, NullVariable, PythonObjectVariable
 from ...variables.objects import SuperVariable
 from ...rules.attrs import getattr_var, super_attr
-from ...rules.builtin_calls import const_value
+from ...rules.known import const_value
 from ..interpreter import handler
 
 

@@ -12,7 +12,7 @@ from ...variables.base import (
 )
 from ...variables.builder import wrap
 from ...variables.objects import ContainerMethodVariable
-from ...rules.builtin_calls import const_value, sequence_items
+from ...rules.known import const_value, sequence_items
 from ...rules.calls import call
 from ..interpreter import handler
 

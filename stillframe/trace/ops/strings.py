@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 from ...variables.base import ConstantVariable
-from ...rules.builtin_calls import const_value
+from ...rules.known import const_value
 from ..interpreter import handler
 
 

@@ -159,7 +159,10 @@ class StateCodegen:
         if isinstance(var, ContextExitVariable):
             return f"{self.gen.const(standins.GradModeExit)}({var.restore!r})"
         if isinstance(var, GradModeVariable):
-            return f"{self.gen.const(standins.GradModeEnter)}({var.mode!r}, {var.applied!r}, {var.previous!r})"
+            # No stand-in can be both torch's own object (code run for real uses torch's __enter__/__exit__ on
+            # it, e.g. ExitStack.enter_context) and what the trace knows of it: the function runs eagerly.
+            tx.unsupported("unsupported_live_value", f"a {var.python_type().__name__}() made in traced code and "
+                           "not entered yet cannot cross a graph break")
         if isinstance(var, (NNModuleVariable, PythonObjectVariable, UserFunctionVariable, TorchFunctionVariable,
                             BuiltinVariable)):
             if var.source is not None:

@@ -38,7 +38,6 @@ from .base import (
     ContextExitVariable,
     DictEntry,
     DictVariable,
-    GradModeVariable,
     LazyArgument,
     ListEntry,
     ListVariable,
@@ -187,9 +186,6 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
     if isinstance(value, standins.GradModeExit):
         _guard(tx, source, "EQUALS", value)
         return ContextExitVariable(value.restore)
-    if isinstance(value, standins.GradModeEnter):
-        _guard(tx, source, "EQUALS", value)
-        return GradModeVariable(value.mode, value.applied, value.previous)
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
         _guard(tx, source, "TYPE", types.MethodType)
         fn = wrap(tx, value.__func__, AttrSource(source, "__func__") if source else None)

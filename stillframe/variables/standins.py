@@ -52,21 +52,6 @@ class GradModeExit:
         compat.set_grad_enabled(self.restore)
 
 
-@dataclass(frozen=True)
-class GradModeEnter:
-    """A grad-mode context manager not entered yet (``torch.no_grad()`` made in traced code)."""
-
-    mode: bool
-    applied: bool = False
-    previous: bool | None = None
-
-    def __enter__(self) -> None:
-        compat.set_grad_enabled(self.mode)
-
-    def __exit__(self, *exc_info: Any) -> None:
-        compat.set_grad_enabled(self.previous if self.applied else not self.mode)
-
-
 class AutocastExit:
     """An autocast block that crosses a graph break: the plan re-enters it for real; calling this leaves it."""
 

@@ -158,6 +158,8 @@ def instance_attr(tx: Any, obj: Any, name: str) -> VariableTracker:
     own = entry.attrs.get(name, MISSING)
     if own is not MISSING:
         return own
+    if name == "__dict__" and entry.cls.__dictoffset__ == 0:  # __slots__ all the way: no instance dict
+        tx.user_error(AttributeError(f"'{entry.cls.__name__}' object has no attribute '__dict__'"))
     if name == "__dict__":  # a read-only snapshot: writing through it is refused (see set_dict_entry)
         view = tx.new_dict(entry.attrs.items)
         tx.heap_set(view.oid, tx.heap(view.oid)._with_live(AttrsView(obj.oid)))

@@ -29,19 +29,37 @@ def RAISE_VARARGS(tx, inst):
         if tx.state.handling is None:
             tx.unsupported("unsupported_opcode", "a bare `raise` outside a traced `except` block")
         _raise_value(tx, tx.state.handling)
-    if inst.arg == 2:
-        tx.pop()  # the cause: the exception itself is what matters for parity
-    _raise_value(tx, tx.pop())
+    cause = _exception(tx, tx.pop(), "cause") if inst.arg == 2 else _NO_CAUSE
+    _raise_value(tx, tx.pop(), cause)
 
 
-def _raise_value(tx, exc):
-    if isinstance(exc, BuiltinVariable) and isinstance(exc.fn, type) and issubclass(exc.fn, BaseException):
-        tx.user_error(exc.fn())
-    if isinstance(exc, ConstantVariable) and isinstance(exc.value, BaseException):
-        tx.user_error(exc.value)
-    if isinstance(exc, PythonObjectVariable) and isinstance(exc.value, type) and issubclass(exc.value, BaseException):
-        tx.user_error(exc.value())
-    tx.unsupported("unsupported_raise", f"raising a {exc.python_type().__name__} value")
+_NO_CAUSE = object()
+
+
+def _exception(tx, var, role="exception"):
+    """The exception object a ``raise`` operand stands for (a class is instantiated, as CPython does)."""
+    if role == "cause" and isinstance(var, ConstantVariable) and var.value is None:
+        return None
+    value = var.value if isinstance(var, ConstantVariable) else var.fn if isinstance(var, BuiltinVariable) else \
+        var.value if isinstance(var, PythonObjectVariable) else None
+    if isinstance(value, type) and issubclass(value, BaseException):
+        return value()
+    if isinstance(value, BaseException):
+        return value
+    tx.unsupported("unsupported_raise", f"raising a {var.python_type().__name__} value as the {role}")
+
+
+def _raise_value(tx, exc, cause=_NO_CAUSE):
+    """Raise the user's exception with CPython's chaining: ``__context__`` is the exception being handled,
+    ``raise ... from cause`` sets ``__cause__`` and ``__suppress_context__``."""
+    error = _exception(tx, exc)
+    handling = tx.state.handling
+    if isinstance(handling, ConstantVariable) and isinstance(handling.value, BaseException) and \
+            handling.value is not error:
+        error.__context__ = handling.value
+    if cause is not _NO_CAUSE:
+        error.__cause__ = cause
+    tx.user_error(error)
 
 
 @handler("IMPORT_NAME")

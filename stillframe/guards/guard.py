@@ -178,8 +178,28 @@ def hook_ids(m: torch.nn.Module) -> tuple:
             tuple((id(h), k in m._forward_hooks_with_kwargs) for k, h in m._forward_hooks.items()))
 
 
-def _module_globals(name: str) -> dict:
-    return sys.modules[name].__dict__
+#: Globals dicts that are no module's ``__dict__`` in ``sys.modules`` (code run by ``exec`` or ``runpy``, a
+#: module under a name that another module holds), by the key :func:`globals_key` gave them. Held for good:
+#: the plans that read them keep their functions (and so these dicts) alive anyway.
+_NAMESPACES: dict[str, dict] = {}
+
+
+def globals_key(globals_: dict) -> str:
+    """The key ``___module_globals(key)`` finds the globals dict ``globals_`` by, in guards, fetches and
+    rebuilt frames: its module's name where ``sys.modules`` holds that very dict, else a key of its own
+    (a name alone would find another module's globals, or none: issue 11's ``NameError: name 'np'``)."""
+    name = globals_.get("__name__")
+    module = sys.modules.get(name) if isinstance(name, str) else None
+    if module is not None and getattr(module, "__dict__", None) is globals_:
+        return name
+    key = f"{name}@{id(globals_):x}"
+    _NAMESPACES.setdefault(key, globals_)
+    return key
+
+
+def _module_globals(key: str) -> dict:
+    namespace = _NAMESPACES.get(key)
+    return namespace if namespace is not None else sys.modules[key].__dict__
 
 
 def _global_hooks_empty() -> bool:

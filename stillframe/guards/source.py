@@ -15,7 +15,9 @@ values in messages. Expressions are evaluated in a namespace with three roots:
 * ``F``: the function object itself (for closure cells and defaults).
 
 ``GlobalSource(name, module=...)`` reads another module's globals through
-``___module_globals(modname)``, provided by the guard namespace.
+``___module_globals(key)``, provided by the guard namespace (the key is the
+module's name, or for globals no module in ``sys.modules`` owns, a key of their
+own: ``stillframe.guards.guard.globals_key``).
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from ..variables.base import (
     ConstantVariable,
     DictEntry,
     DictVariable,
+    LazyArgument,
     ListVariable,
     NNModuleVariable,
     NestedFunctionVariable,
@@ -183,12 +184,28 @@ def _defined_by_dict_base(cls: type, name: str) -> bool:
 
 
 def super_attr(tx: Any, sup: Any, name: str) -> VariableTracker:
-    """``super().name``: look ``name`` up in the MRO after ``sup.cls``, bound to ``sup.self_var``."""
-    self_type = _type_of(tx, sup.self_var)
-    mro = self_type.__mro__
+    """``super().name``: look ``name`` up in the MRO after ``sup.cls``, bound as ``super`` binds it.
+
+    The MRO is that of the object's type, or of the object itself where it is a subclass of ``sup.cls``
+    (``super()`` in a classmethod, ``super(C, C)``): then what is found binds to no instance, as on the class.
+    """
+    self_var = sup.self_var
+    if isinstance(self_var, LazyArgument):
+        self_var = wrap(tx, self_var.value, self_var.source)
+    owner = self_var.value if isinstance(self_var, PythonObjectVariable) and isinstance(self_var.value, type) and \
+        issubclass(self_var.value, sup.cls) else None
+    start = owner if owner is not None else _type_of(tx, self_var)
+    mro = start.__mro__
+    if sup.cls not in mro:
+        tx.user_error(TypeError("super(type, obj): obj must be an instance or subtype of type"))
     for klass in mro[mro.index(sup.cls) + 1:]:
         if name in klass.__dict__:
             attr = klass.__dict__[name]
+            if owner is not None:
+                return _bind_to_class(tx, self_var, owner, name, attr)
+            if isinstance(attr, classmethod):  # bound to the object's type, not to the object
+                return UserMethodVariable(attr.__func__, wrap(tx, start, None))
+            sup = SuperVariable(sup.cls, self_var)
             if klass is dict and isinstance(sup.self_var, PythonObjectVariable):
                 return _builtin_base_read(tx, sup.self_var, name)
             if attr is object.__setattr__ or attr is object.__getattribute__:
@@ -201,6 +218,23 @@ def super_attr(tx: Any, sup: Any, name: str) -> VariableTracker:
                 return PythonObjectVariable(_noop)
             return _bind_found(tx, sup.self_var, None, name, ("class", attr), None)
     tx.user_error(AttributeError(f"'super' object has no attribute '{name}'"))
+
+
+def _bind_to_class(tx: Any, cls_var: VariableTracker, cls: type, name: str, attr: Any) -> VariableTracker:
+    """``attr``, found on a base of the class ``cls`` by ``super(C, cls).name``, as ``attr.__get__(None, cls)``."""
+    if isinstance(attr, classmethod):
+        return UserMethodVariable(attr.__func__, cls_var)
+    if isinstance(attr, staticmethod):
+        return wrap(tx, attr.__func__, None)
+    if isinstance(attr, types.FunctionType):
+        return wrap(tx, attr, None)
+    if isinstance(attr, types.ClassMethodDescriptorType):  # a C classmethod (autograd.Function's apply ...)
+        return PythonObjectVariable(attr.__get__(None, cls))
+    if isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)):  # unbound on a class
+        return wrap(tx, attr, None)
+    if not hasattr(type(attr), "__get__"):
+        return wrap(tx, attr, None)
+    tx.unsupported("unsupported_attribute", f"super().{name}: the descriptor {type(attr).__name__} on a class")
 
 
 #: Methods of ``dict`` that only read: ``super().get(key)`` inside a dict subclass (a registry, a config).

@@ -515,7 +515,13 @@ def construct(tx: Tracer, cls: type, args: list, kwargs: dict) -> VariableTracke
 
 def _super(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     if len(args) == 2:
-        return SuperVariable(const_value(tx, args[0]), args[1])
+        cls, obj = const_value(tx, args[0]), args[1]
+        if not isinstance(cls, type):
+            tx.user_error(TypeError(f"super() argument 1 must be a type, not {type(cls).__name__}"))
+        value = obj.value if isinstance(obj, PythonObjectVariable) else None
+        if not issubclass(python_type_of(tx, obj), cls) and not (isinstance(value, type) and issubclass(value, cls)):
+            tx.user_error(TypeError("super(type, obj): obj must be an instance or subtype of type"))
+        return SuperVariable(cls, obj)
     frame = tx.frame
     cell = frame.cells.get("__class__")
     names = frame.code.code.co_varnames

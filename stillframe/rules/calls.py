@@ -23,7 +23,7 @@ from typing import Any, Callable
 import torch
 from .. import compat
 from ..bytecode.reader import read
-from ..guards.guard import Guard
+from ..guards.guard import Guard, globals_key
 from ..guards.source import AttrSource, DefaultSource, GetItemSource
 from ..trace.state import make_frame
 from ..variables.base import (
@@ -333,7 +333,7 @@ def inline_call(tx: Tracer, fn: types.FunctionType, fn_source: Any, args: list, 
         cell_source = GetItemSource(AttrSource(fn_source, "__closure__"), i) if fn_source is not None else None
         cells.append(("real", cell, cell_source))
     root_frame = tx.state.frames[0]
-    globals_module = None if fn.__globals__ is root_frame.globals else fn.__globals__.get("__name__")
+    globals_module = None if fn.__globals__ is root_frame.globals else globals_key(fn.__globals__)
     push_code_frame(tx, code, fn.__qualname__, args, kwargs, len(defaults), default, kwdefault, tuple(cells),
                     fn.__globals__, globals_module, fn, fn_source)
 

@@ -55,7 +55,38 @@ def executor(*opnames: str) -> Callable[[Executor], Executor]:
 
 
 def _call(cont: Continuation, frame: LiveFrame, fn: Any, args: list, kwargs: dict) -> None:
+    if fn is super and not args and not kwargs:
+        args = _zero_argument_super(frame)
     frame.stack.append(frame_trampoline(frame, "call")(fn, args, kwargs))
+
+
+def _zero_argument_super(frame: LiveFrame) -> list:
+    """The arguments a bare ``super()`` finds in its caller's frame: the ``__class__`` cell and the first
+    argument. A real step's caller is stillframe's own frame, so they are read from the user's frame here,
+    with CPython's errors where they are missing."""
+    code = frame.code.code
+    if code.co_argcount == 0:
+        raise RuntimeError("super(): no arguments")
+    first = code.co_varnames[0]
+    if first in frame.cells:  # the first argument is captured by a closure: it lives in its cell
+        try:
+            obj = frame.cells[first].cell_contents
+        except ValueError:
+            raise RuntimeError("super(): arg[0] deleted") from None
+    elif first in frame.locals:
+        obj = frame.locals[first]
+    else:
+        raise RuntimeError("super(): arg[0] deleted")
+    cell = frame.cells.get("__class__") if "__class__" in code.co_freevars else None
+    if cell is None:
+        raise RuntimeError("super(): __class__ cell not found")
+    try:
+        cls = cell.cell_contents
+    except ValueError:
+        raise RuntimeError("super(): empty __class__ cell") from None
+    if not isinstance(cls, type):
+        raise RuntimeError(f"super(): __class__ is not a type ({type(cls).__name__})")
+    return [cls, obj]
 
 
 @executor("CALL")

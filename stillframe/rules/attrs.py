@@ -25,13 +25,19 @@ from ..variables.base import (
     ConstantVariable,
     DictEntry,
     DictVariable,
+    GeneratorVariable,
+    IteratorVariable,
     LazyArgument,
+    LiveIteratorVariable,
     ListVariable,
     NNModuleVariable,
     NestedFunctionVariable,
     PartialVariable,
     PythonObjectVariable,
+    RangeVariable,
+    SliceVariable,
     TensorMethodVariable,
+    TorchFunctionVariable,
     TensorVariable,
     TupleVariable,
     UserFunctionVariable,
@@ -39,9 +45,11 @@ from ..variables.base import (
     VariableTracker,
 )
 from ..variables.builder import TRUSTED_MODULES, is_constant, wrap
+from ..variables.kinds import CONTEXT_VALUES, INTERNAL
 from ..variables.objects import ContainerMethodVariable, DICT_BASES, ObjectVariable, SuperVariable, storage_of
 from ..tensors.ops import call_tensor_op
 from . import builtin_calls, calls, known
+from .protocol import Protocol
 from .objects import MISSING, _static_lookup, _static_lookup_type, function_attr_key, pending_attr
 
 
@@ -63,28 +71,48 @@ def module_hooks_guard(tx: Any, mod: NNModuleVariable) -> None:
 
 
 def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
-    """``obj.name`` as a VT; a missing attribute raises the user's AttributeError."""
-    if isinstance(obj, TensorVariable):
-        return tensor_attr(tx, obj, name)
-    if name == "__class__" and not isinstance(obj, PythonObjectVariable):
+    """``obj.name`` as a VT; a missing attribute raises the user's AttributeError (the :data:`GETATTR` table)."""
+    if name == "__class__" and not isinstance(obj, (TensorVariable, PythonObjectVariable)):
         return PythonObjectVariable(builtin_calls.python_type_of(tx, obj))
-    if isinstance(obj, (NNModuleVariable, PythonObjectVariable)):
-        written = pending_attr(tx, obj, name)
-        if written is not None:
-            return written
-        if isinstance(obj, NNModuleVariable):
-            return module_attr(tx, obj, name)
-        getattribute = type(obj.value).__getattribute__
-        if isinstance(getattribute, types.FunctionType) and not isinstance(obj.value, (type, types.ModuleType)):
-            return calls.call_sync(tx, UserFunctionVariable(getattribute), [obj, ConstantVariable(name)], {})
-        return object_attr(tx, obj, obj.value, name)
-    if isinstance(obj, ObjectVariable):
-        getattribute = obj.cls.__getattribute__
-        if isinstance(getattribute, types.FunctionType):  # the class's own lookup runs in the trace
-            return calls.call_sync(tx, UserFunctionVariable(getattribute), [obj, ConstantVariable(name)], {})
-        return instance_attr(tx, obj, name)
-    if isinstance(obj, SuperVariable):
-        return super_attr(tx, obj, name)
+    return GETATTR(tx, obj, name)
+
+
+def _attribute_refused(tx: Any, obj: VariableTracker, reason: str, name: str) -> VariableTracker:
+    tx.unsupported("unsupported_attribute", f"reading .{name} of a {obj.python_type().__name__} value: {reason}")
+
+
+#: ``obj.name``, one rule per VariableTracker kind (issue 10: this was an isinstance ladder ending in a break).
+GETATTR = Protocol("getattr", _attribute_refused)
+
+
+@GETATTR.rule(TensorVariable)
+def _tensor_getattr(tx: Any, obj: TensorVariable, name: str) -> VariableTracker:
+    return tensor_attr(tx, obj, name)
+
+
+@GETATTR.rule(NNModuleVariable, PythonObjectVariable)
+def _live_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
+    written = pending_attr(tx, obj, name)
+    if written is not None:
+        return written
+    if isinstance(obj, NNModuleVariable):
+        return module_attr(tx, obj, name)
+    getattribute = type(obj.value).__getattribute__
+    if isinstance(getattribute, types.FunctionType) and not isinstance(obj.value, (type, types.ModuleType)):
+        return calls.call_sync(tx, UserFunctionVariable(getattribute), [obj, ConstantVariable(name)], {})
+    return object_attr(tx, obj, obj.value, name)
+
+
+@GETATTR.rule(ObjectVariable)
+def _object_getattr(tx: Any, obj: ObjectVariable, name: str) -> VariableTracker:
+    getattribute = obj.cls.__getattribute__
+    if isinstance(getattribute, types.FunctionType):  # the class's own lookup runs in the trace
+        return calls.call_sync(tx, UserFunctionVariable(getattribute), [obj, ConstantVariable(name)], {})
+    return instance_attr(tx, obj, name)
+
+
+@GETATTR.rule(ListVariable, DictVariable, TupleVariable)
+def _container_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
     if isinstance(obj, TupleVariable) and obj.cls is not tuple:
         fields = getattr(obj.cls, "_fields", None) or getattr(obj.cls, "__match_args__", None)
         if fields and name in fields:
@@ -92,32 +120,31 @@ def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
         class_attr = getattr(obj.cls, name, MISSING)
         if class_attr is not MISSING and not callable(class_attr):
             return wrap(tx, class_attr, None)  # _fields, _field_defaults ...
-    if isinstance(obj, (ListVariable, DictVariable, TupleVariable)):
-        if hasattr(obj.python_type(), name):
-            return ContainerMethodVariable(obj, name)
-        tx.user_error(AttributeError(f"'{obj.python_type().__name__}' object has no attribute '{name}'"))
-    if isinstance(obj, ConstantVariable):
-        try:
-            value = getattr(obj.value, name)
-        except AttributeError as e:
-            tx.user_error(e)
-        if callable(value) and not isinstance(value, type):
-            return PythonObjectVariable(value)
-        return wrap(tx, value, None)
-    if isinstance(obj, BuiltinVariable):
-        value = getattr(obj.fn, name)
-        if value is object.__setattr__ or value is object.__getattribute__:  # rules of their own
-            return BuiltinVariable(value)
-        return wrap(tx, value, None)
-    if isinstance(obj, NestedFunctionVariable):
-        return nested_function_attr(tx, obj, name)
-    if isinstance(obj, UserFunctionVariable):  # __name__, __defaults__, __wrapped__ ... read off the live function
-        if not hasattr(obj.fn, name):
-            tx.user_error(AttributeError(f"'function' object has no attribute '{name}'"))
-        return wrap(tx, getattr(obj.fn, name), AttrSource(obj.source, name) if obj.source is not None else None)
-    tx.unsupported("unsupported_attribute", f"reading .{name} of a {obj.python_type().__name__} value")
+    if hasattr(obj.python_type(), name):
+        return ContainerMethodVariable(obj, name)
+    tx.user_error(AttributeError(f"'{obj.python_type().__name__}' object has no attribute '{name}'"))
 
 
+@GETATTR.rule(ConstantVariable)
+def _constant_getattr(tx: Any, obj: ConstantVariable, name: str) -> VariableTracker:
+    try:
+        value = getattr(obj.value, name)
+    except AttributeError as e:
+        tx.user_error(e)
+    if callable(value) and not isinstance(value, type):
+        return PythonObjectVariable(value)
+    return wrap(tx, value, None)
+
+
+@GETATTR.rule(BuiltinVariable)
+def _builtin_getattr(tx: Any, obj: BuiltinVariable, name: str) -> VariableTracker:
+    value = getattr(obj.fn, name)
+    if value is object.__setattr__ or value is object.__getattribute__:  # rules of their own
+        return BuiltinVariable(value)
+    return wrap(tx, value, None)
+
+
+@GETATTR.rule(NestedFunctionVariable)
 def nested_function_attr(tx: Any, fn: NestedFunctionVariable, name: str) -> VariableTracker:
     """An attribute of a function made in the trace: what the trace set on it, else what its code says."""
     if fn.attrs is not None:
@@ -141,6 +168,44 @@ def nested_function_attr(tx: Any, fn: NestedFunctionVariable, name: str) -> Vari
     if name == "__defaults__":
         return TupleVariable(tuple(fn.defaults)) if fn.defaults else ConstantVariable(None)
     tx.user_error(AttributeError(f"'function' object has no attribute '{name}'"))
+
+
+@GETATTR.rule(UserFunctionVariable)
+def _function_getattr(tx: Any, obj: UserFunctionVariable, name: str) -> VariableTracker:
+    """``__name__``, ``__defaults__``, ``__wrapped__`` ... read off the live function."""
+    if not hasattr(obj.fn, name):
+        tx.user_error(AttributeError(f"'function' object has no attribute '{name}'"))
+    return wrap(tx, getattr(obj.fn, name), AttrSource(obj.source, name) if obj.source is not None else None)
+
+
+@GETATTR.rule(SliceVariable)
+def _slice_getattr(tx: Any, obj: SliceVariable, name: str) -> VariableTracker:
+    if name in ("start", "stop", "step"):
+        return getattr(obj, name)
+    if hasattr(slice, name):
+        return _attribute_refused(tx, obj, "slice methods are not traced", name)
+    tx.user_error(AttributeError(f"'slice' object has no attribute '{name}'"))
+
+
+@GETATTR.rule(RangeVariable)
+def _range_getattr(tx: Any, obj: RangeVariable, name: str) -> VariableTracker:
+    if name in ("start", "stop", "step"):
+        return ConstantVariable(getattr(obj.value, name))
+    if hasattr(range, name):
+        return _attribute_refused(tx, obj, "range methods other than len/iter/index are not traced", name)
+    tx.user_error(AttributeError(f"'range' object has no attribute '{name}'"))
+
+
+GETATTR.refuse("a partial's func/args/keywords are not modelled as attributes", PartialVariable)
+GETATTR.refuse("a bound method's __self__/__func__ are not modelled as attributes", UserMethodVariable)
+GETATTR.refuse("the attributes of a method or function of a container, tensor or torch are not modelled",
+               ContainerMethodVariable, TensorMethodVariable, TorchFunctionVariable)
+GETATTR.refuse("the methods of iterators and generators are reached through next()/send() rules, not attributes",
+               IteratorVariable, LiveIteratorVariable, GeneratorVariable)
+GETATTR.refuse("the attributes of a grad-mode or autocast context object are not modelled", *CONTEXT_VALUES)
+GETATTR.refuse("not a Python value (an internal stack or cell marker): never the object of an attribute read",
+               *INTERNAL)
+GETATTR.refuse("an argument not wrapped yet is wrapped before any attribute read", LazyArgument)
 
 
 def plain_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
@@ -183,6 +248,7 @@ def _defined_by_dict_base(cls: type, name: str) -> bool:
     return False
 
 
+@GETATTR.rule(SuperVariable)
 def super_attr(tx: Any, sup: Any, name: str) -> VariableTracker:
     """``super().name``: look ``name`` up in the MRO after ``sup.cls``, bound as ``super`` binds it.
 

@@ -15,7 +15,7 @@ from stillframe.variables.base import ConstantVariable, VariableTracker
 
 
 def test_the_protocols_are_built():
-    assert {p.name for p in PROTOCOLS} >= {"truthiness", "const_value", "is_const", "iteration", "subscript"}
+    assert {p.name for p in PROTOCOLS} >= {"truthiness", "const_value", "is_const", "iteration", "subscript", "getattr"}
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS, ids=lambda p: p.name)
@@ -66,3 +66,22 @@ def test_truth_of_objects_without_bool_or_len_is_captured():
     report = assert_parity(truth_of_plain_objects_and_functions, lambda: (torch.randn(3),), calls=2)
     assert report.warnings == []
     assert all(e.graph_break is None for e in report.compiled.cache_entries())
+
+
+def slice_and_range_fields(x):
+    s, r = slice(1, None, 2), range(2, 9, 3)
+    return x[s.start:s.stop:s.step] * (r.start + r.stop + r.step), s.stop is None
+
+
+def test_slice_and_range_fields_are_read_in_the_trace():
+    report = assert_parity(slice_and_range_fields, lambda: (torch.randn(5),), calls=2)
+    assert report.warnings == []
+    assert all(e.graph_break is None for e in report.compiled.cache_entries())
+
+
+def missing_slice_field(x):
+    return x * slice(1, 2).begin
+
+
+def test_a_missing_field_raises_attribute_error_as_eager():
+    assert_parity(missing_slice_field, lambda: (torch.randn(2),))

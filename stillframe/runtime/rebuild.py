@@ -53,8 +53,9 @@ from ..variables.base import (
     VariableTracker,
 )
 from ..variables.builder import wrap
-from ..variables.objects import ContainerMethodVariable, DELETED, ObjectVariable, dict_base
+from ..variables.objects import ContainerMethodVariable, DELETED, ObjectVariable, SuperVariable, _Deleted, dict_base
 from ..rules.known import live_iterator_index
+from ..rules.protocol import Protocol
 from ..trace.interpreter import Tracer
 from ..variables import standins
 from . import live
@@ -77,107 +78,8 @@ class StateCodegen:
 
     # --------------------------------------------------------------- values
     def expr(self, var: VariableTracker) -> str:
-        tx = self.tracer
-        if isinstance(var, LazyArgument):
-            if isinstance(var.value, standins.ResumableIterator):  # a loop's iterator also held in a local
-                return self.expr(wrap(tx, var.value, var.source))
-            return self.gen.ref(var.source)
-        if isinstance(var, TensorVariable):
-            return self._tensor(var)
-        if isinstance(var, ConstantVariable):
-            v = var.value
-            if type(v) in _LITERALS or (type(v) is float and v == v and abs(v) != float("inf")):
-                return repr(v)
-            return self.gen.const(v)
-        if isinstance(var, TupleVariable):
-            inner = "".join(self.expr(v) + ", " for v in var.items)
-            if var.cls is tuple:
-                return f"({inner})"
-            cls = self.gen.const(var.cls)
-            if var.cls is torch.Size or hasattr(var.cls, "n_fields"):
-                return f"{cls}(({inner}))"
-            return f"{cls}({inner})"
-        if isinstance(var, ListVariable):
-            entry = tx.heap(var.oid)
-            if entry.source is not None:
-                return self.gen.ref(entry.source)
-            if entry.live is not None:
-                return self.gen.const(entry.live)
-            return self._once(("heap", var.oid), "[]",
-                              lambda name: f"{name}.extend([{self._items(tx.list_items(var))}])")
-        if isinstance(var, DictVariable):
-            entry = tx.heap(var.oid)
-            if entry.source is not None:
-                return self.gen.ref(entry.source)
-            if isinstance(entry.live, AttrsView):
-                return f"{self.expr(ObjectVariable(entry.live.oid, None))}.__dict__"
-            if entry.live is not None:
-                return self.gen.const(entry.live)
-            return self._once(("heap", var.oid), "{}", lambda name: f"{name}.update({self._dict(entry.items)})")
-        if isinstance(var, ObjectVariable):
-            entry = tx.heap(var.oid)
-            cls = self.gen.const(entry.cls)
-            return self._once(("heap", var.oid), f"{cls}.__new__({cls})", lambda name: "; ".join(
-                [f"object.__setattr__({name}, {attr!r}, {self.expr(value)})" for attr, value in entry.attrs.items]
-                + self._dict_part(name, entry)) or "pass")
-        if isinstance(var, GeneratorVariable):
-            if tx.heap(var.oid).frame is None:  # finished: nothing more to yield
-                return "iter(())"
-            tx.unsupported("suspended_generator", "a generator suspended mid-way cannot be rebuilt at a graph break")
-        if isinstance(var, SliceVariable):
-            return f"slice({self.expr(var.start)}, {self.expr(var.stop)}, {self.expr(var.step)})"
-        if isinstance(var, RangeVariable):
-            return self.gen.const(var.value)
-        if isinstance(var, NullVariable):
-            return self.gen.const(standins.NULL)
-        if isinstance(var, IteratorVariable):  # made once: every reference is the same iterator
-            rest = tx.heap(var.oid).rest
-            return self._once(("iterator", var.oid), f"{self.gen.const(standins.ResumableIterator)}([{self._items(rest)}])",
-                              lambda name: "pass")
-        if isinstance(var, LiveIteratorVariable):
-            # a new iterator over what is left (so one plan serves every iteration of a loop), made once for
-            # the live iterator: a local and the loop's stack slot that held it still share it
-            index = live_iterator_index(tx, var)
-            return self._once(("live_iter", var.obj_id),
-                              f"{self.gen.const(standins.ResumableIterator)}({self.gen.ref(var.items_source)}[{index}:])",
-                              lambda name: "pass")
-        if isinstance(var, CellVariable):
-            return self.cell(var.ref)
-        if isinstance(var, NestedFunctionVariable):
-            return self._function(var)
-        if isinstance(var, PartialVariable):  # made once: every reference is the same object, as in eager
-            kwargs = "".join(f", {k}={self.expr(v)}" for k, v in var.kwargs)
-            return self._once(("partial", id(var)), f"{self.gen.const(functools.partial)}({self.expr(var.fn)}, "
-                              f"{self._items(var.args)}{kwargs})", lambda name: "pass")
-        if isinstance(var, UserMethodVariable):
-            return self._once(("method", id(var)), f"{self.gen.const(types.MethodType)}({self._callable(var.fn)}, "
-                              f"{self.expr(var.self_var)})", lambda name: "pass")
-        if isinstance(var, TensorMethodVariable):
-            return f"getattr({self.expr(var.self_var)}, {var.name!r})"
-        if isinstance(var, ContainerMethodVariable):
-            return f"getattr({self.expr(var.obj)}, {var.name!r})"
-        if isinstance(var, ContextExitVariable):
-            return f"{self.gen.const(standins.GradModeExit)}({var.restore!r})"
-        if isinstance(var, GradModeVariable):
-            # No stand-in can be both torch's own object (code run for real uses torch's __enter__/__exit__ on
-            # it, e.g. ExitStack.enter_context) and what the trace knows of it: the function runs eagerly.
-            tx.unsupported("unsupported_live_value", f"a {var.python_type().__name__}() made in traced code and "
-                           "not entered yet cannot cross a graph break")
-        if isinstance(var, (NNModuleVariable, PythonObjectVariable, UserFunctionVariable, TorchFunctionVariable,
-                            BuiltinVariable)):
-            if var.source is not None:
-                return self.gen.ref(var.source)
-            value = var.module if isinstance(var, NNModuleVariable) else \
-                var.value if isinstance(var, PythonObjectVariable) else var.fn
-            return self.gen.const(value)
-        if isinstance(var, AutocastExitVariable) and var.node is None:  # entered for real already: the same one
-            return self.gen.ref(var.source)
-        if isinstance(var, AutocastExitVariable):  # closed in the graph, re-entered here for real
-            return self._once(("autocast", id(var)), f"{self.gen.const(standins.AutocastExit)}({var.args!r})",
-                              lambda name: "pass")
-        if isinstance(var, AutocastVariable):
-            tx.unsupported("unsupported_live_value", "an autocast context made but not entered at a graph break")
-        tx.unsupported("unsupported_live_value", f"a {var.python_type().__name__} value cannot be rebuilt")
+        """A Python expression that evaluates to ``var``'s live value (the :data:`REBUILD` table)."""
+        return REBUILD(self, var)
 
     def _dict_part(self, name: str, entry: Any) -> list[str]:
         """Statements filling the dict part of a rebuilt dict-subclass instance, through its C base's own
@@ -311,3 +213,185 @@ class StateCodegen:
         ns = self.gen.namespace()
         exec(compile(text, f"<stillframe {name.strip('_')}>", "exec"), ns)
         return ns.pop(name), text  # not left in its own globals: no cycle keeps it alive
+
+
+# ------------------------------------------------------------------ the rebuild protocol
+
+def _cannot_rebuild(cg: StateCodegen, var: VariableTracker, reason: str) -> str:
+    cg.tracer.unsupported("unsupported_live_value", f"a {var.python_type().__name__} value cannot be rebuilt at a "
+                          f"graph break: {reason}")
+
+
+#: ``cg.expr(var)``: the expression rebuilding ``var``, one rule per VariableTracker kind (issue 10).
+REBUILD = Protocol("rebuild", _cannot_rebuild)
+
+
+@REBUILD.rule(LazyArgument)
+def _rebuild_lazy(cg: StateCodegen, var: LazyArgument) -> str:
+    if isinstance(var.value, standins.ResumableIterator):  # a loop's iterator also held in a local
+        return cg.expr(wrap(cg.tracer, var.value, var.source))
+    return cg.gen.ref(var.source)
+
+
+@REBUILD.rule(TensorVariable)
+def _rebuild_tensor(cg: StateCodegen, var: TensorVariable) -> str:
+    return cg._tensor(var)
+
+
+@REBUILD.rule(ConstantVariable)
+def _rebuild_constant(cg: StateCodegen, var: ConstantVariable) -> str:
+    v = var.value
+    if type(v) in _LITERALS or (type(v) is float and v == v and abs(v) != float("inf")):
+        return repr(v)
+    return cg.gen.const(v)
+
+
+@REBUILD.rule(TupleVariable)
+def _rebuild_tuple(cg: StateCodegen, var: TupleVariable) -> str:
+    inner = "".join(cg.expr(v) + ", " for v in var.items)
+    if var.cls is tuple:
+        return f"({inner})"
+    cls = cg.gen.const(var.cls)
+    if var.cls is torch.Size or hasattr(var.cls, "n_fields"):
+        return f"{cls}(({inner}))"
+    return f"{cls}({inner})"
+
+
+@REBUILD.rule(ListVariable)
+def _rebuild_list(cg: StateCodegen, var: ListVariable) -> str:
+    tx = cg.tracer
+    entry = tx.heap(var.oid)
+    if entry.source is not None:
+        return cg.gen.ref(entry.source)
+    if entry.live is not None:
+        return cg.gen.const(entry.live)
+    return cg._once(("heap", var.oid), "[]", lambda name: f"{name}.extend([{cg._items(tx.list_items(var))}])")
+
+
+@REBUILD.rule(DictVariable)
+def _rebuild_dict(cg: StateCodegen, var: DictVariable) -> str:
+    entry = cg.tracer.heap(var.oid)
+    if entry.source is not None:
+        return cg.gen.ref(entry.source)
+    if isinstance(entry.live, AttrsView):
+        return f"{cg.expr(ObjectVariable(entry.live.oid, None))}.__dict__"
+    if entry.live is not None:
+        return cg.gen.const(entry.live)
+    return cg._once(("heap", var.oid), "{}", lambda name: f"{name}.update({cg._dict(entry.items)})")
+
+
+@REBUILD.rule(ObjectVariable)
+def _rebuild_object(cg: StateCodegen, var: ObjectVariable) -> str:
+    entry = cg.tracer.heap(var.oid)
+    cls = cg.gen.const(entry.cls)
+    return cg._once(("heap", var.oid), f"{cls}.__new__({cls})", lambda name: "; ".join(
+        [f"object.__setattr__({name}, {attr!r}, {cg.expr(value)})" for attr, value in entry.attrs.items]
+        + cg._dict_part(name, entry)) or "pass")
+
+
+@REBUILD.rule(GeneratorVariable)
+def _rebuild_generator(cg: StateCodegen, var: GeneratorVariable) -> str:
+    if cg.tracer.heap(var.oid).frame is None:  # finished: nothing more to yield
+        return "iter(())"
+    cg.tracer.unsupported("suspended_generator", "a generator suspended mid-way cannot be rebuilt at a graph break")
+
+
+@REBUILD.rule(SliceVariable)
+def _rebuild_slice(cg: StateCodegen, var: SliceVariable) -> str:
+    return f"slice({cg.expr(var.start)}, {cg.expr(var.stop)}, {cg.expr(var.step)})"
+
+
+@REBUILD.rule(RangeVariable)
+def _rebuild_range(cg: StateCodegen, var: RangeVariable) -> str:
+    return cg.gen.const(var.value)
+
+
+@REBUILD.rule(NullVariable)
+def _rebuild_null(cg: StateCodegen, var: NullVariable) -> str:
+    return cg.gen.const(standins.NULL)
+
+
+@REBUILD.rule(IteratorVariable)
+def _rebuild_iterator(cg: StateCodegen, var: IteratorVariable) -> str:
+    """Made once: every reference is the same iterator."""
+    rest = cg.tracer.heap(var.oid).rest
+    return cg._once(("iterator", var.oid), f"{cg.gen.const(standins.ResumableIterator)}([{cg._items(rest)}])",
+                    lambda name: "pass")
+
+
+@REBUILD.rule(LiveIteratorVariable)
+def _rebuild_live_iterator(cg: StateCodegen, var: LiveIteratorVariable) -> str:
+    """A new iterator over what is left (so one plan serves every iteration of a loop), made once for the live
+    iterator: a local and the loop's stack slot that held it still share it."""
+    index = live_iterator_index(cg.tracer, var)
+    return cg._once(("live_iter", var.obj_id),
+                    f"{cg.gen.const(standins.ResumableIterator)}({cg.gen.ref(var.items_source)}[{index}:])",
+                    lambda name: "pass")
+
+
+@REBUILD.rule(CellVariable)
+def _rebuild_cell(cg: StateCodegen, var: CellVariable) -> str:
+    return cg.cell(var.ref)
+
+
+@REBUILD.rule(NestedFunctionVariable)
+def _rebuild_function(cg: StateCodegen, var: NestedFunctionVariable) -> str:
+    return cg._function(var)
+
+
+@REBUILD.rule(PartialVariable)
+def _rebuild_partial(cg: StateCodegen, var: PartialVariable) -> str:
+    """Made once: every reference is the same object, as in eager."""
+    kwargs = "".join(f", {k}={cg.expr(v)}" for k, v in var.kwargs)
+    return cg._once(("partial", id(var)), f"{cg.gen.const(functools.partial)}({cg.expr(var.fn)}, "
+                    f"{cg._items(var.args)}{kwargs})", lambda name: "pass")
+
+
+@REBUILD.rule(UserMethodVariable)
+def _rebuild_method(cg: StateCodegen, var: UserMethodVariable) -> str:
+    return cg._once(("method", id(var)), f"{cg.gen.const(types.MethodType)}({cg._callable(var.fn)}, "
+                    f"{cg.expr(var.self_var)})", lambda name: "pass")
+
+
+@REBUILD.rule(TensorMethodVariable)
+def _rebuild_tensor_method(cg: StateCodegen, var: TensorMethodVariable) -> str:
+    return f"getattr({cg.expr(var.self_var)}, {var.name!r})"
+
+
+@REBUILD.rule(ContainerMethodVariable)
+def _rebuild_container_method(cg: StateCodegen, var: ContainerMethodVariable) -> str:
+    return f"getattr({cg.expr(var.obj)}, {var.name!r})"
+
+
+@REBUILD.rule(ContextExitVariable)
+def _rebuild_context_exit(cg: StateCodegen, var: ContextExitVariable) -> str:
+    return f"{cg.gen.const(standins.GradModeExit)}({var.restore!r})"
+
+
+@REBUILD.rule(NNModuleVariable, PythonObjectVariable, UserFunctionVariable, TorchFunctionVariable, BuiltinVariable)
+def _rebuild_live(cg: StateCodegen, var: VariableTracker) -> str:
+    if var.source is not None:
+        return cg.gen.ref(var.source)
+    value = var.module if isinstance(var, NNModuleVariable) else \
+        var.value if isinstance(var, PythonObjectVariable) else var.fn
+    return cg.gen.const(value)
+
+
+@REBUILD.rule(AutocastExitVariable)
+def _rebuild_autocast_exit(cg: StateCodegen, var: AutocastExitVariable) -> str:
+    if var.node is None:  # entered for real already: the same one
+        return cg.gen.ref(var.source)
+    # closed in the graph, re-entered here for real
+    return cg._once(("autocast", id(var)), f"{cg.gen.const(standins.AutocastExit)}({var.args!r})",
+                    lambda name: "pass")
+
+
+# No stand-in can be both torch's own object (code run for real uses torch's __enter__/__exit__ on it, e.g.
+# ExitStack.enter_context) and what the trace knows of it: the function runs eagerly.
+REBUILD.refuse("a grad-mode object made in traced code and not entered yet cannot cross a graph break",
+               GradModeVariable)
+REBUILD.refuse("an autocast context made in traced code and not entered yet cannot cross a graph break",
+               AutocastVariable)
+REBUILD.refuse("a super() object is only ever read from in the trace; one held across a graph break is not "
+               "rebuilt (the frame runs eagerly)", SuperVariable)
+REBUILD.refuse("a deleted-attribute marker is never a value of the program", _Deleted)

@@ -16,7 +16,6 @@ delivers to the user's ``except``.
 from __future__ import annotations
 
 import builtins
-import collections.abc
 import operator
 import types
 from typing import TYPE_CHECKING, Any, Callable
@@ -242,7 +241,8 @@ def RAISE_VARARGS(cont: Continuation, frame: LiveFrame, inst: Instruction) -> No
     frame_trampoline(frame, "raise")(exc)
 
 
-def _pop_n(frame: LiveFrame, n: int) -> list:
+def pop_n(frame: LiveFrame, n: int) -> list:
+    """The top ``n`` values of the live stack, popped, deepest first."""
     if n == 0:
         return []
     values = frame.stack[-n:]
@@ -278,14 +278,14 @@ def SWAP(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
 
 @executor("BUILD_MAP")
 def BUILD_MAP(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    flat = _pop_n(frame, 2 * inst.arg)
+    flat = pop_n(frame, 2 * inst.arg)
     frame.stack.append(dict(zip(flat[::2], flat[1::2])))
 
 
 @executor("BUILD_CONST_KEY_MAP")
 def BUILD_CONST_KEY_MAP(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
     keys = frame.stack.pop()
-    frame.stack.append(dict(zip(keys, _pop_n(frame, inst.arg))))
+    frame.stack.append(dict(zip(keys, pop_n(frame, inst.arg))))
 
 
 @executor("MAKE_FUNCTION")
@@ -529,7 +529,7 @@ def LOAD_ASSERTION_ERROR(cont: Continuation, frame: LiveFrame, inst: Instruction
 
 @executor("END_FOR")
 def END_FOR(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    _pop_n(frame, 2)
+    pop_n(frame, 2)
 
 
 @executor("IMPORT_FROM")
@@ -552,121 +552,6 @@ def DELETE_FAST(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None
 @executor("STORE_GLOBAL")
 def STORE_GLOBAL(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
     frame.globals.__setitem__(inst.argval, frame.stack.pop())
-
-
-@executor("LOAD_CLOSURE")
-def LOAD_CLOSURE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack.append(frame.cells[inst.argval])
-
-
-@executor("POP_TOP")
-def POP_TOP(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack.pop()
-
-
-@executor("PUSH_NULL")
-def PUSH_NULL(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack.append(NULL)
-
-
-@executor("COPY")
-def COPY(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack.append(frame.stack[-inst.arg])
-
-
-@executor("BUILD_TUPLE")
-def BUILD_TUPLE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack.append(tuple(_pop_n(frame, inst.arg)))
-
-
-@executor("BUILD_LIST")
-def BUILD_LIST(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack.append(_pop_n(frame, inst.arg))
-
-
-@executor("BUILD_SET")
-def BUILD_SET(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack.append(set(_pop_n(frame, inst.arg)))
-
-
-@executor("BUILD_SLICE")
-def BUILD_SLICE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack.append(slice(*_pop_n(frame, inst.arg)))
-
-
-@executor("LIST_APPEND")
-def LIST_APPEND(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack[-inst.arg - 1].append(frame.stack.pop())
-
-
-@executor("LIST_EXTEND")
-def LIST_EXTEND(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack[-inst.arg - 1].extend(frame.stack.pop())
-
-
-@executor("LIST_TO_TUPLE")
-def LIST_TO_TUPLE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack.append(tuple(frame.stack.pop()))
-
-
-@executor("SET_ADD")
-def SET_ADD(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack[-inst.arg - 1].add(frame.stack.pop())
-
-
-@executor("MAP_ADD")
-def MAP_ADD(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack[-inst.arg - 2].__setitem__(*_pop_n(frame, 2))
-
-
-@executor("IS_OP")
-def IS_OP(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack.append((frame.stack.pop() is frame.stack.pop()) != bool(inst.argval))
-
-
-@executor("GET_LEN")
-def GET_LEN(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack.append(len(frame.stack[-1]))
-
-
-@executor("MATCH_SEQUENCE")
-def MATCH_SEQUENCE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack.append(isinstance(frame.stack[-1], collections.abc.Sequence) and not isinstance(frame.stack[-1], (str, bytes, bytearray)))
-
-
-@executor("MATCH_MAPPING")
-def MATCH_MAPPING(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack.append(isinstance(frame.stack[-1], collections.abc.Mapping))
-
-
-@executor("DELETE_DEREF")
-def DELETE_DEREF(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    delattr(frame.cells[inst.argval], "cell_contents")
-
-
-@executor("DELETE_GLOBAL")
-def DELETE_GLOBAL(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.globals.__delitem__(inst.argval)
-
-
-@executor("LOAD_BUILD_CLASS")
-def LOAD_BUILD_CLASS(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack.append(builtins.__build_class__)
-
-
-@executor("NOP", "RESUME", "PRECALL", "COPY_FREE_VARS")
-def NOP(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    None
-
-
-@executor("JUMP_FORWARD", "JUMP_BACKWARD")
-def JUMP_FORWARD(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    setattr(frame, "ip", inst.target)
-
-
-@executor("DICT_UPDATE", "DICT_MERGE")
-def DICT_UPDATE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack[-inst.arg - 1].update(frame.stack.pop())
 
 
 register("UNARY_NEGATIVE", _unary(operator.neg))

@@ -23,6 +23,7 @@ from ..bytecode.reader import Bytecode
 from ..errors import StillframeError
 from ..variables.standins import ResumableIterator
 from .executors import EXECUTORS
+from . import stack_executors  # noqa: F401  (registers the executors that only move values)
 
 
 @dataclass

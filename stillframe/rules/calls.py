@@ -28,15 +28,23 @@ from ..guards.source import AttrSource, DefaultSource, GetItemSource
 from ..trace.state import make_frame
 from ..variables.base import (
     AutocastExitVariable,
+    AutocastVariable,
     BuiltinVariable,
     ConstantVariable,
     ContextExitVariable,
+    DictVariable,
     GeneratorVariable,
+    GradModeVariable,
+    IteratorVariable,
     LazyArgument,
+    ListVariable,
+    LiveIteratorVariable,
     NNModuleVariable,
     NestedFunctionVariable,
     PartialVariable,
     PythonObjectVariable,
+    RangeVariable,
+    SliceVariable,
     TensorMethodVariable,
     TensorVariable,
     TorchFunctionVariable,
@@ -46,7 +54,8 @@ from ..variables.base import (
     VariableTracker,
 )
 from ..variables.builder import is_constant, wrap, wrap as wrap_value
-from ..variables.objects import ContainerMethodVariable, ObjectVariable
+from ..variables.kinds import INTERNAL
+from ..variables.objects import ContainerMethodVariable, ObjectVariable, SuperVariable
 from ..tensors.effects import TORCH_DENY, runs_for_real
 from ..tensors.ops import call_tensor_op
 # builtin_calls first: it imports the lower rules modules by name, and they reach it as a module object
@@ -72,6 +81,7 @@ from .attrs import (
 from .containers import subscript
 from .context import exit_autocast, set_grad_mode
 from .disable import is_disabled
+from .protocol import Protocol
 from .generators import drain, make_generator
 from .objects import (
     call_container_method,
@@ -155,39 +165,89 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     if isinstance(fn, (UserFunctionVariable, UserMethodVariable)) and module.split(".")[0] in OPAQUE_MODULES:
         tx.unsupported("opaque_module", f"{getattr(target, '__qualname__', target)} ({module}) talks to the "
                        "outside world", ("it runs for real; tracing resumes after it",))
-    if isinstance(fn, UserFunctionVariable):
-        return inline_call(tx, fn.fn, fn.source, list(args), kwargs)
-    if isinstance(fn, UserMethodVariable):
-        if isinstance(fn.fn, NestedFunctionVariable):
-            return inline_nested(tx, fn.fn, [fn.self_var, *args], kwargs)
-        return inline_call(tx, fn.fn, fn.source, [fn.self_var, *args], kwargs)
-    if isinstance(fn, NestedFunctionVariable):
-        return inline_nested(tx, fn, args, kwargs)
-    if isinstance(fn, PartialVariable):
-        return call(tx, fn.fn, [*fn.args, *args], {**dict(fn.kwargs), **kwargs})
-    if isinstance(fn, NNModuleVariable):
-        return call_module(tx, fn, args, kwargs)
-    if isinstance(fn, TensorMethodVariable):
-        return tx.push(call_tensor_op(tx, "call_method", fn.name, (fn.self_var, *args), kwargs))
-    if isinstance(fn, TorchFunctionVariable):
-        return tx.push(call_torch_function(tx, fn.fn, args, kwargs))
-    if isinstance(fn, BuiltinVariable):
-        return call_builtin(tx, fn.fn, args, kwargs)
-    if isinstance(fn, PythonObjectVariable):
-        return call_python_object(tx, fn, args, kwargs)
-    if isinstance(fn, ObjectVariable):
-        result = call_dunder(tx, fn, "__call__", list(args), kwargs)
-        if result is not None:
-            return tx.push(result)
-    if isinstance(fn, ContainerMethodVariable):
-        return tx.push(call_container_method(tx, fn, args, kwargs))
-    if isinstance(fn, AutocastExitVariable):
-        exit_autocast(tx, fn)
-        return tx.push(ConstantVariable(None))
-    if isinstance(fn, ContextExitVariable):
-        set_grad_mode(tx, fn.restore)
-        return tx.push(ConstantVariable(None))
-    tx.unsupported("unsupported_call", f"calling a {fn.python_type().__name__} value")
+    return CALL(tx, fn, args, kwargs)
+
+
+def _call_refused(tx: Tracer, fn: VariableTracker, reason: str, args: list, kwargs: dict) -> None:
+    tx.unsupported("unsupported_call", f"calling a {fn.python_type().__name__} value: {reason}")
+
+
+#: Calling a value, by the VariableTracker kind of the callee (issue 10: this was an isinstance ladder). Each rule
+#: pushes the result, or a child frame that will push it.
+CALL = Protocol("call", _call_refused)
+
+
+@CALL.rule(UserFunctionVariable)
+def _call_function(tx: Tracer, fn: UserFunctionVariable, args: list, kwargs: dict) -> None:
+    inline_call(tx, fn.fn, fn.source, list(args), kwargs)
+
+
+@CALL.rule(UserMethodVariable)
+def _call_method(tx: Tracer, fn: UserMethodVariable, args: list, kwargs: dict) -> None:
+    if isinstance(fn.fn, NestedFunctionVariable):
+        return inline_nested(tx, fn.fn, [fn.self_var, *args], kwargs)
+    inline_call(tx, fn.fn, fn.source, [fn.self_var, *args], kwargs)
+
+
+@CALL.rule(NestedFunctionVariable)
+def _call_nested(tx: Tracer, fn: NestedFunctionVariable, args: list, kwargs: dict) -> None:
+    inline_nested(tx, fn, args, kwargs)
+
+
+@CALL.rule(PartialVariable)
+def _call_partial(tx: Tracer, fn: PartialVariable, args: list, kwargs: dict) -> None:
+    call(tx, fn.fn, [*fn.args, *args], {**dict(fn.kwargs), **kwargs})
+
+
+CALL.rule(NNModuleVariable)(lambda tx, fn, args, kwargs: call_module(tx, fn, args, kwargs))
+CALL.rule(BuiltinVariable)(lambda tx, fn, args, kwargs: call_builtin(tx, fn.fn, args, kwargs))
+CALL.rule(PythonObjectVariable)(lambda tx, fn, args, kwargs: call_python_object(tx, fn, args, kwargs))
+
+
+@CALL.rule(TensorMethodVariable)
+def _call_tensor_method(tx: Tracer, fn: TensorMethodVariable, args: list, kwargs: dict) -> None:
+    tx.push(call_tensor_op(tx, "call_method", fn.name, (fn.self_var, *args), kwargs))
+
+
+@CALL.rule(TorchFunctionVariable)
+def _call_torch_function(tx: Tracer, fn: TorchFunctionVariable, args: list, kwargs: dict) -> None:
+    tx.push(call_torch_function(tx, fn.fn, args, kwargs))
+
+
+@CALL.rule(ObjectVariable)
+def _call_object(tx: Tracer, fn: ObjectVariable, args: list, kwargs: dict) -> None:
+    result = call_dunder(tx, fn, "__call__", list(args), kwargs)
+    if result is None:
+        _call_refused(tx, fn, "its class has no __call__ the trace can run", args, kwargs)
+    tx.push(result)
+
+
+@CALL.rule(ContainerMethodVariable)
+def _call_container_method(tx: Tracer, fn: ContainerMethodVariable, args: list, kwargs: dict) -> None:
+    tx.push(call_container_method(tx, fn, args, kwargs))
+
+
+@CALL.rule(AutocastExitVariable)
+def _call_autocast_exit(tx: Tracer, fn: AutocastExitVariable, args: list, kwargs: dict) -> None:
+    exit_autocast(tx, fn)
+    tx.push(ConstantVariable(None))
+
+
+@CALL.rule(ContextExitVariable)
+def _call_context_exit(tx: Tracer, fn: ContextExitVariable, args: list, kwargs: dict) -> None:
+    set_grad_mode(tx, fn.restore)
+    tx.push(ConstantVariable(None))
+
+
+CALL.refuse("a constant, container or range is not callable (the real call raises TypeError)",
+            ConstantVariable, ListVariable, DictVariable, TupleVariable, RangeVariable, SliceVariable)
+CALL.refuse("a tensor's __call__ is not modelled", TensorVariable)
+CALL.refuse("iterators and generators are not callable", IteratorVariable, LiveIteratorVariable, GeneratorVariable)
+CALL.refuse("a grad-mode or autocast object made in the trace is called for real (as a decorator)",
+            GradModeVariable, AutocastVariable)
+CALL.refuse("a super() object is not callable", SuperVariable)
+CALL.refuse("not a Python value (an internal stack or cell marker)", *INTERNAL)
+CALL.refuse("an argument not wrapped yet is wrapped before it is called", LazyArgument)
 
 
 def _signature(tx: Tracer, fn: VariableTracker) -> VariableTracker:

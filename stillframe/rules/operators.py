@@ -1,25 +1,38 @@
 """Operators on VariableTrackers: binary and unary operators, comparisons, identity, ``in``."""
 
 from __future__ import annotations
+
+import torch
+from ..bytecode.operators import BINARY_OPERATORS, COMPARE_OPERATORS
 from ..guards.guard import Guard
 from ..guards.source import AttrSource
-from ..variables.base import GeneratorVariable, IteratorVariable
-from ..variables.objects import ObjectVariable
-from . import builtin_calls, known
-from ..bytecode.operators import BINARY_OPERATORS
-from ..variables.base import BuiltinVariable
-from ..bytecode.operators import COMPARE_OPERATORS
-from ..variables.base import ConstantVariable
-from ..variables.base import DictVariable
-from ..variables.base import ListVariable
-from ..variables.base import NNModuleVariable
-from ..variables.base import PythonObjectVariable
-from ..variables.base import TensorVariable
-from ..variables.base import TorchFunctionVariable
-from ..variables.base import TupleVariable
-from ..variables.base import UserFunctionVariable
 from ..tensors.ops import call_tensor_op
-import torch
+from ..variables.base import (
+    BuiltinVariable,
+    ConstantVariable,
+    DictVariable,
+    GeneratorVariable,
+    IteratorVariable,
+    LazyArgument,
+    ListVariable,
+    LiveIteratorVariable,
+    NNModuleVariable,
+    NestedFunctionVariable,
+    PartialVariable,
+    PythonObjectVariable,
+    RangeVariable,
+    SliceVariable,
+    TensorMethodVariable,
+    TensorVariable,
+    TorchFunctionVariable,
+    TupleVariable,
+    UserFunctionVariable,
+    UserMethodVariable,
+)
+from ..variables.kinds import CONTEXT_VALUES, INTERNAL
+from ..variables.objects import ContainerMethodVariable, ObjectVariable, SuperVariable
+from . import builtin_calls, known
+from .protocol import Protocol
 from .truthiness import truthiness
 
 
@@ -116,25 +129,33 @@ def _has_identity(v):
                           BuiltinVariable))
 
 
-def _identity_key(v):
-    if isinstance(v, TensorVariable):
-        return ("tensor", v.tid)
-    if isinstance(v, (ListVariable, DictVariable, ObjectVariable, IteratorVariable, GeneratorVariable)):
-        return ("heap", v.oid)
-    if isinstance(v, NNModuleVariable):
-        return ("obj", id(v.module))
-    if isinstance(v, PythonObjectVariable):
-        return ("obj", id(v.value))
-    if isinstance(v, (UserFunctionVariable, TorchFunctionVariable, BuiltinVariable)):
-        return ("obj", id(v.fn))
-    if isinstance(v, ConstantVariable):
-        return ("obj", id(v.value))
+def _no_identity(tx, v, reason):
     return None
+
+
+#: ``identity(tx, v)``: a key equal for two VTs exactly when they are one live object (``a is b``), or ``None``
+#: where the trace does not know the object's identity (values rebuilt per use: tuples, slices, ranges ...).
+IDENTITY = Protocol("identity", _no_identity)
+IDENTITY.rule(TensorVariable)(lambda tx, v: ("tensor", v.tid))
+IDENTITY.rule(ListVariable, DictVariable, ObjectVariable, IteratorVariable, GeneratorVariable)(
+    lambda tx, v: ("heap", v.oid))
+IDENTITY.rule(NNModuleVariable)(lambda tx, v: ("obj", id(v.module)))
+IDENTITY.rule(PythonObjectVariable, ConstantVariable)(lambda tx, v: ("obj", id(v.value)))
+IDENTITY.rule(UserFunctionVariable, TorchFunctionVariable, BuiltinVariable)(lambda tx, v: ("obj", id(v.fn)))
+IDENTITY.refuse("an immutable value made in the trace has no identity of its own (compared by value for tuples)",
+                TupleVariable, SliceVariable, RangeVariable)
+IDENTITY.refuse("a function, partial or bound method made in the trace: identity not tracked",
+                NestedFunctionVariable, PartialVariable, UserMethodVariable, TensorMethodVariable,
+                ContainerMethodVariable)
+IDENTITY.refuse("a context object, iterator over live data or super() made in the trace: identity not tracked",
+                *CONTEXT_VALUES, LiveIteratorVariable, SuperVariable)
+IDENTITY.refuse("not a Python value (an internal stack or cell marker)", *INTERNAL)
+IDENTITY.refuse("an argument is wrapped on its first read, before any `is`", LazyArgument)
 
 
 def identical(tx, a, b) -> bool:
     """``a is b`` at trace time."""
-    ka, kb = _identity_key(a), _identity_key(b)
+    ka, kb = IDENTITY(tx, a), IDENTITY(tx, b)
     if ka is None or kb is None:
         if isinstance(a, TupleVariable) and isinstance(b, TupleVariable):
             return a == b

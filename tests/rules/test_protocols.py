@@ -15,7 +15,7 @@ from stillframe.variables.base import ConstantVariable, VariableTracker
 
 
 def test_the_protocols_are_built():
-    assert {p.name for p in PROTOCOLS} >= {"truthiness", "const_value", "is_const", "iteration", "subscript", "getattr"}
+    assert {p.name for p in PROTOCOLS} >= {"truthiness", "const_value", "is_const", "iteration", "subscript", "getattr", "call", "rebuild", "identity"}
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS, ids=lambda p: p.name)

@@ -199,6 +199,23 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
         owner = wrap(tx, value.__self__, AttrSource(source, "__self__") if source else None)
         _guard(tx, AttrSource(source, "__name__") if source else None, "EQUALS", value.__name__)
         return ContainerMethodVariable(owner, value.__name__)
+    if isinstance(value, (types.BuiltinMethodType, types.MethodWrapperType)) and source is not None and \
+            not isinstance(getattr(value, "__self__", None), (types.ModuleType, type(None))):
+        # A C method bound to an object (``od.values``, ``dq.append``, a context's ``__enter__``) is a new object
+        # on every attribute read: guarded by what it is, not by its own id, which never holds again. Its owner
+        # is guarded by value where the trace may fold the call (a constant's method), by identity where it is
+        # a class, and by type otherwise: no rule reads such a method but to call it for real.
+        owner = value.__self__
+        _guard(tx, source, "TYPE", type(value))
+        _guard(tx, AttrSource(source, "__name__"), "EQUALS", value.__name__)
+        if is_constant(owner):
+            _guard(tx, AttrSource(source, "__self__"), "EQUALS", owner)
+        elif isinstance(owner, type):
+            _guard(tx, AttrSource(source, "__self__"), "ID", id(owner))
+            tx.keepalive.append(owner)
+        else:
+            _guard(tx, AttrSource(source, "__self__"), "TYPE", type(owner))
+        return PythonObjectVariable(value, source)
     return None
 
 

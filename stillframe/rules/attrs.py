@@ -342,17 +342,44 @@ def _type_of(tx: Any, var: VariableTracker) -> type:
 
 
 def has_attr(tx: Any, obj: VariableTracker, name: str) -> bool:
+    """``hasattr(obj, name)`` for values whose lookup runs no user code, guarded so that the answer still holds."""
     if isinstance(obj, NNModuleVariable):
         m = obj.module
-        return name in m._parameters or name in m._buffers or name in m._modules or \
-            _static_lookup(m, name) is not MISSING
+        for registry in ("_parameters", "_buffers", "_modules"):
+            present = name in m.__dict__.get(registry, {})
+            if obj.source is not None:
+                tx.add_guard(Guard(AttrSource(obj.source, registry), "HAS_KEY", (name, present)))
+            if present:
+                return True
+        return _has_static(tx, obj, m, name)
     if isinstance(obj, PythonObjectVariable):
-        return _static_lookup(obj.value, name) is not MISSING
+        return _has_static(tx, obj, obj.value, name)
     if isinstance(obj, TensorVariable):
-        return hasattr(torch.Tensor, name)
+        return hasattr(torch.Tensor, name) or _tensor_instance_attr(tx, obj, name) is not MISSING
     if isinstance(obj, ConstantVariable):
         return hasattr(obj.value, name)
     tx.unsupported("unsupported_attribute", f"hasattr() on a {obj.python_type().__name__} value")
+
+
+def _has_static(tx: Any, var: VariableTracker, value: Any, name: str) -> bool:
+    found = _static_lookup(value, name)
+    if found is MISSING or found[0] == "class":
+        guard_not_shadowed(tx, var, value, name)
+    elif var.source is not None:
+        tx.add_guard(Guard(AttrSource(var.source, "__dict__"), "HAS_KEY", (name, True)))
+    return found is not MISSING
+
+
+def _tensor_instance_attr(tx: Any, var: TensorVariable, name: str) -> Any:
+    """An attribute a graph input tensor carries in its own ``__dict__`` (``t.tag = ...``), guarded; MISSING for
+    one it lacks and for tensors made in the trace (the trace never sets one)."""
+    entry = tx.tensor(var)
+    live = tx.input_values.get(var.tid)
+    if entry.source is None or live is None:
+        return MISSING
+    value = live.__dict__.get(name, MISSING)
+    tx.add_guard(Guard(AttrSource(entry.source, "__dict__"), "HAS_KEY", (name, value is not MISSING)))
+    return value
 
 
 def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
@@ -377,6 +404,9 @@ def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
         tx.unsupported("unsupported_attribute", f"reading .{name} of a tensor inside a compiled function")
     attr = getattr(torch.Tensor, name, MISSING)
     if attr is MISSING:
+        own = _tensor_instance_attr(tx, var, name)
+        if own is not MISSING:
+            return wrap(tx, own, GetItemSource(AttrSource(tx.tensor(var).source, "__dict__"), name))
         tx.user_error(AttributeError(f"'Tensor' object has no attribute '{name}'"))
     if callable(attr) and not isinstance(attr, property):
         return TensorMethodVariable(name, var)
@@ -465,6 +495,7 @@ def module_attr(tx: Any, var: NNModuleVariable, name: str) -> VariableTracker:
     if found is MISSING:
         if type(m).__getattr__ is not torch.nn.Module.__getattr__:
             tx.unsupported("unsupported_attribute", f"{type(m).__name__} defines __getattr__")
+        guard_not_shadowed(tx, var, m, name)
         tx.user_error(AttributeError(f"'{type(m).__name__}' object has no attribute '{name}'"))
     return _bind_found(tx, var, m, name, found, src)
 
@@ -495,8 +526,22 @@ def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> Va
     if found is MISSING:
         if hasattr(type(value), "__getattr__"):
             tx.unsupported("unsupported_attribute", f"{type(value).__name__} defines __getattr__")
+        guard_not_shadowed(tx, var, value, name)
         tx.user_error(AttributeError(f"'{type(value).__name__}' object has no attribute '{name}'"))
     return _bind_found(tx, var, value, name, found, src)
+
+
+def guard_not_shadowed(tx: Any, var: VariableTracker, obj: Any, name: str) -> None:
+    """Guard that the live object read from ``var.source`` still has no instance attribute ``name``: what the trace
+    found on its class (a method, or nothing at all) is what a call finds, until the instance gets its own
+    (``module.forward = ...``, ``cfg.flag = True`` after a ``getattr(cfg, "flag", False)``)."""
+    if var.source is None or isinstance(obj, (type, types.ModuleType)):
+        return
+    try:
+        object.__getattribute__(obj, "__dict__")
+    except (AttributeError, TypeError):  # no instance dict (__slots__): nothing can shadow the class
+        return
+    tx.add_guard(Guard(AttrSource(var.source, "__dict__"), "HAS_KEY", (name, False)))
 
 
 def _bind_found(tx: Any, var: VariableTracker, obj: Any, name: str, found: tuple, src: Any) -> VariableTracker:
@@ -504,6 +549,8 @@ def _bind_found(tx: Any, var: VariableTracker, obj: Any, name: str, found: tuple
     if where == "instance":
         return wrap(tx, attr, src)
     # found on the class
+    if not (isinstance(attr, property) or hasattr(type(attr), "__set__")):
+        guard_not_shadowed(tx, var, obj, name)  # an instance attribute set later would be found first
     if isinstance(attr, property):
         if attr.fget is None:
             tx.user_error(AttributeError(f"property '{name}' has no getter"))

@@ -145,9 +145,36 @@ def _setattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 
 def _isinstance(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    if kwargs:
+        tx.user_error(TypeError("isinstance() takes no keyword arguments"))
+    if len(args) != 2:
+        tx.user_error(TypeError(f"isinstance expected 2 arguments, got {len(args)}"))
     obj, classes = args
     cls = const_value(tx, classes)
-    return ConstantVariable(isinstance_type(python_type_of(tx, obj), cls, tx, obj))
+    for c in _flat_classes(cls):
+        check = getattr(type(c), "__instancecheck__", None)
+        if isinstance(check, types.FunctionType) and not type(c).__module__.startswith(_FOLDED_METACLASSES):
+            # a user metaclass's own __instancecheck__ decides, traced (ABCMeta and torch's own are answered by
+            # the class relation below, as they answer)
+            result = calls.call_sync(tx, wrap(tx, check, None), [wrap(tx, c, None), obj], {})
+            if truthiness(tx, result):
+                return ConstantVariable(True)
+            continue
+        if isinstance(c, type) and isinstance_type(python_type_of(tx, obj), c, tx, obj):
+            return ConstantVariable(True)
+        if not isinstance(c, type):
+            return ConstantVariable(isinstance_type(python_type_of(tx, obj), cls, tx, obj))  # Python's TypeError
+    return ConstantVariable(False)
+
+
+_FOLDED_METACLASSES = ("abc", "_py_abc", "typing", "torch", "builtins", "enum")
+
+
+def _flat_classes(cls: Any) -> list:
+    """The classes ``isinstance(x, cls)`` tries, in order: nested tuples flattened; a union as itself."""
+    if isinstance(cls, tuple):
+        return [c for part in cls for c in _flat_classes(part)]
+    return [cls]
 
 
 def isinstance_type(t: type, cls: Any, tx: Tracer, obj: VariableTracker) -> bool:
@@ -233,7 +260,7 @@ def attempt(tx: Tracer, exc_type: type, step: Callable[[], VariableTracker]) -> 
     except UserError as e:
         if not isinstance(e.exc, exc_type):
             raise
-        tx.restore(token)
+        tx.restore_keeping_guards(token)
         return None
 
 

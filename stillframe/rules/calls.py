@@ -338,12 +338,23 @@ def call_module(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> 
     if module._backward_hooks or module._backward_pre_hooks or getattr(module, "_forward_hooks_always_called", None):
         tx.unsupported("module_hooks", f"calling {type(module).__name__} that has backward hooks",
                        ("forward hooks and forward pre-hooks are supported",))
+    call_override = type(module).__call__
+    if call_override is not torch.nn.Module.__call__:  # a subclass's own __call__ runs instead of Module's
+        if not isinstance(call_override, types.FunctionType):
+            tx.unsupported("unsupported_call", f"{type(module).__name__}.__call__ is not a Python function")
+        return inline_call(tx, call_override, None, [mod, *args], kwargs)
     module_hooks_guard(tx, mod)
-    forward = type(module).forward
-    if "forward" in module.__dict__:
-        tx.unsupported("unsupported_call", "a module whose forward was replaced on the instance")
-    if not isinstance(forward, types.FunctionType):
-        tx.unsupported("unsupported_call", f"{type(module).__name__}.forward is not a Python function")
+    replaced = "forward" in module.__dict__  # module.forward = fn: Module.__call__ finds the instance's
+    if mod.source is not None:
+        tx.add_guard(Guard(AttrSource(mod.source, "__dict__"), "HAS_KEY", ("forward", replaced)))
+    if replaced:
+        forward_var = wrap_value(tx, module.__dict__["forward"], GetItemSource(AttrSource(mod.source, "__dict__"),
+                                                                                  "forward") if mod.source else None)
+    else:
+        forward = type(module).forward
+        if not isinstance(forward, types.FunctionType):
+            tx.unsupported("unsupported_call", f"{type(module).__name__}.forward is not a Python function")
+        forward_var = UserMethodVariable(forward, mod)
     for hook_id, hook in list(module._forward_pre_hooks.items()):
         if hook_id in module._forward_pre_hooks_with_kwargs:  # hook(module, args, kwargs) -> (args, kwargs)
             result = call_sync(tx, wrap_value(tx, hook, None),
@@ -358,8 +369,8 @@ def call_module(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> 
             args = list(result.items) if isinstance(result, TupleVariable) else [result]
     post = list(module._forward_hooks.items())
     if not post:
-        return inline_call(tx, forward, None, [mod, *args], kwargs)
-    output = call_sync(tx, UserFunctionVariable(forward), [mod, *args], kwargs)
+        return call(tx, forward_var, list(args), kwargs)
+    output = call_sync(tx, forward_var, list(args), kwargs)
     for hook_id, hook in post:
         hook_args = [mod, TupleVariable(tuple(args))]
         if hook_id in module._forward_hooks_with_kwargs:  # hook(module, args, kwargs, output)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+
 import torch
 from ..bytecode.operators import BINARY_OPERATORS, COMPARE_OPERATORS
 from ..guards.guard import Guard
@@ -101,18 +103,18 @@ def compare(tx, symbol, a, b):
         return call_tensor_op(tx, "call_function", fn, (a, b), {})
     if known.is_const(tx, a) and known.is_const(tx, b):
         return builtin_calls.fold(tx, fn, [a, b], {})
-    if symbol in ("==", "!=") and _has_identity(a) and _has_identity(b):
+    if symbol in ("==", "!=") and _eq_is_identity(tx, a) and _eq_is_identity(tx, b):
         same = identical(tx, a, b)
         return ConstantVariable(same if symbol == "==" else not same)
     if isinstance(a, (ListVariable, TupleVariable)) and isinstance(b, (ListVariable, TupleVariable)):
         as_tuples = [TupleVariable(tuple(known.sequence_items(tx, v))) for v in (a, b)]
         return builtin_calls.fold(tx, fn, as_tuples, {})
     for obj, name, other in ((a, _COMPARE_DUNDERS[symbol], b), (b, _COMPARE_DUNDERS[_REFLECTED[symbol]], a)):
-        result = builtin_calls.call_dunder(tx, obj, name, [other])
+        result = _rich_compare(tx, obj, name, other)
         if result is not None and not (isinstance(result, ConstantVariable) and result.value is NotImplemented):
             return result
-    if symbol in ("==", "!="):  # objects without __eq__ compare by identity
-        same = identical(tx, a, b)
+    if symbol in ("==", "!=") and _eq_is_identity(tx, a, user_eq=True) and _eq_is_identity(tx, b, user_eq=True):
+        same = identical(tx, a, b)  # both returned NotImplemented (or have no __eq__): Python compares identity
         return ConstantVariable(same if symbol == "==" else not same)
     tx.unsupported("unsupported_operator", f"comparing {a.python_type().__name__} {symbol} "
                    f"{b.python_type().__name__}")
@@ -124,9 +126,34 @@ _COMPARE_DUNDERS = {"<": "__lt__", "<=": "__le__", "==": "__eq__", "!=": "__ne__
 _REFLECTED = {"<": ">", "<=": ">=", "==": "==", "!=": "!=", ">": "<", ">=": "<="}
 
 
-def _has_identity(v):
-    return isinstance(v, (NNModuleVariable, PythonObjectVariable, UserFunctionVariable, TorchFunctionVariable,
-                          BuiltinVariable))
+def _rich_compare(tx, obj, name, other):
+    """``type(obj).<name>(obj, other)`` where it is Python code; ``__ne__`` inherited from ``object`` is
+    ``not __eq__`` (NotImplemented passed through), as ``object.__ne__`` does."""
+    result = builtin_calls.call_dunder(tx, obj, name, [other])
+    if result is None and name == "__ne__" and getattr(_type_of_value(tx, obj), "__ne__", None) is object.__ne__:
+        eq = builtin_calls.call_dunder(tx, obj, "__eq__", [other])
+        if eq is not None and not (isinstance(eq, ConstantVariable) and eq.value is NotImplemented):
+            return ConstantVariable(not truthiness(tx, eq))
+        return eq
+    return result
+
+
+def _type_of_value(tx, v):
+    return builtin_calls.python_type_of(tx, v)
+
+
+def _eq_is_identity(tx, v, user_eq=False):
+    """Whether ``==`` on ``v`` is identity: a function, or an object whose type keeps ``object``'s ``__eq__`` and
+    ``__ne__``. With ``user_eq``, a Python ``__eq__`` that returned NotImplemented also falls back to identity."""
+    if isinstance(v, (UserFunctionVariable, TorchFunctionVariable, BuiltinVariable)):
+        return True
+    if not isinstance(v, (NNModuleVariable, PythonObjectVariable, ObjectVariable)):
+        return False
+    cls = _type_of_value(tx, v)
+    if user_eq:
+        return all(getattr(cls, name) is getattr(object, name) or isinstance(getattr(cls, name), types.FunctionType)
+                   for name in ("__eq__", "__ne__"))
+    return cls.__eq__ is object.__eq__ and cls.__ne__ is object.__ne__
 
 
 def _no_identity(tx, v, reason):

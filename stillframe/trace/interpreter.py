@@ -303,6 +303,16 @@ class Tracer:
                 guard = dataclasses.replace(guard, origin=f"{frame.code.code.co_filename}:{inst.lineno}")
             self.state = self.state.replace(guards=self.state.guards.set(key, (len(self.state.guards), guard)))
 
+    def restore_keeping_guards(self, token: Checkpoint) -> None:
+        """:meth:`restore`, keeping the guards added since ``token``: what a rolled-back attempt learned about the
+        inputs still decides its outcome (``getattr(obj, name, default)`` found no attribute: that must hold)."""
+        learned = sorted(self.state.guards.values(), key=lambda pair: pair[0])
+        self.restore(token)
+        for _index, guard in learned:
+            if guard.key not in self.state.guards:
+                self.state = self.state.replace(guards=self.state.guards.set(guard.key,
+                                                                             (len(self.state.guards), guard)))
+
     def guards(self) -> list[Guard]:
         return [g for _, g in sorted(self.state.guards.values(), key=lambda pair: pair[0])]
 

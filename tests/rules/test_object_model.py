@@ -1,0 +1,162 @@
+"""Python's object model where a stale plan or a shortcut gave a silent wrong answer (issue 16): attributes that
+appear after the first call, instance attributes that shadow the class, rich comparisons through ``__eq__``,
+metaclass ``__instancecheck__``, a module's own ``__call__``, ``isinstance``'s argument errors.
+
+Each test changes the live objects between calls (``make_args`` receives the call index), so a plan traced on
+the first call must notice the change on a later one, exactly as eager does.
+"""
+
+import torch
+
+from stillframe.check.parity import assert_parity
+
+
+class Config:
+    pass
+
+
+CONFIG = Config()
+
+
+def scaled_by_optional_setting(x):
+    return x * getattr(CONFIG, "scale", 1) + hasattr(CONFIG, "shift")
+
+
+def config_args(i):
+    for name in ("scale", "shift"):
+        CONFIG.__dict__.pop(name, None)
+    if i >= 1:
+        CONFIG.scale = 5
+    if i >= 2:
+        CONFIG.shift = 1
+    return (torch.ones(2),)
+
+
+def test_an_attribute_added_after_the_first_call_is_seen():
+    assert_parity(scaled_by_optional_setting, config_args, calls=4)
+
+
+TAGGED = torch.ones(2)
+
+
+def tagged_tensor(x):
+    return x + (TAGGED.tag if hasattr(TAGGED, "tag") else 0)
+
+
+def tag_args(i):
+    TAGGED.__dict__.pop("tag", None)
+    if i % 2:
+        TAGGED.tag = 3
+    return (torch.ones(2),)
+
+
+def test_hasattr_and_attributes_of_a_tensor_follow_its_own_dict():
+    assert_parity(tagged_tensor, tag_args, calls=4)
+
+
+class Scaler(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+    def helper(self, x):
+        return x + 1
+
+
+SCALER = Scaler()
+
+
+def module_call_and_method(x):
+    return SCALER(x), SCALER.helper(x)
+
+
+def patch_args(i):
+    SCALER.__dict__.pop("forward", None)
+    SCALER.__dict__.pop("helper", None)
+    if i == 1:
+        SCALER.forward = lambda x: x * 7
+    if i == 2:
+        SCALER.helper = lambda x: x - 100
+    return (torch.randn(3),)
+
+
+def test_a_forward_or_method_replaced_on_the_instance_is_called():
+    assert_parity(module_call_and_method, patch_args, calls=4)
+
+
+class LoudModule(torch.nn.Module):
+    def forward(self, x):
+        return x * 3
+
+    def __call__(self, x):
+        return x * 15
+
+
+LOUD = LoudModule()
+
+
+def call_overridden(x):
+    return LOUD(x)
+
+
+def test_a_module_subclass_own_call_runs_instead_of_forward():
+    assert_parity(call_overridden, lambda: (torch.randn(3),), calls=2)
+
+
+class Value:
+    def __init__(self, v):
+        self.v = v
+
+    def __eq__(self, other):
+        return isinstance(other, Value) and self.v == other.v
+
+    __hash__ = None
+
+
+class Opaque:
+    def __eq__(self, other):
+        return NotImplemented
+
+
+LIVE_A, LIVE_B = Value(1), Value(1)
+
+
+def rich_comparisons(x):
+    made = Value(2)
+    o = Opaque()
+    return (x + 1, Value(1) != Value(1), Value(1) != Value(2), made == Value(2), LIVE_A == LIVE_B,
+            LIVE_A != LIVE_B, o == o, o != Opaque())
+
+
+def test_not_equal_falls_back_to_eq_as_object_ne_does():
+    assert_parity(rich_comparisons, lambda: (torch.randn(2),), calls=2)
+
+
+class AnythingGoes(type):
+    def __instancecheck__(cls, instance):
+        return isinstance(instance, int)
+
+
+class Numberish(metaclass=AnythingGoes):
+    pass
+
+
+def instance_checks(x):
+    return (x, isinstance(3, Numberish), isinstance("a", Numberish), isinstance(3, (str, Numberish)),
+            isinstance(x, (int, (str, torch.Tensor))), isinstance(torch.nn.Parameter(x), torch.nn.Parameter))
+
+
+def test_a_metaclass_instancecheck_decides_isinstance():
+    assert_parity(instance_checks, lambda: (torch.randn(2),), calls=2, grad=False)
+
+
+def isinstance_with_keyword(x):
+    return isinstance(x, torch.Tensor, invalid=True)
+
+
+def isinstance_with_one_argument(x):
+    return isinstance(x)
+
+
+def test_isinstance_argument_errors_are_pythons():
+    assert_parity(isinstance_with_keyword, lambda: (torch.randn(2),))
+    assert_parity(isinstance_with_one_argument, lambda: (torch.randn(2),))

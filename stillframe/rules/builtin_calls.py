@@ -285,13 +285,13 @@ def _range(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 def _zip(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     seqs = [sequence_items(tx, a) for a in args]
-    return tx.new_iterator(tuple(TupleVariable(t) for t in zip(*seqs)))
+    return tx.new_iterator(tuple(TupleVariable(t) for t in zip(*seqs)), "zip")
 
 
 def _enumerate(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     start = const_value(tx, args[1]) if len(args) > 1 else const_value(tx, kwargs.get("start", ConstantVariable(0)))
     return tx.new_iterator(tuple(TupleVariable((ConstantVariable(i + start), v))
-                                  for i, v in enumerate(sequence_items(tx, args[0]))))
+                                  for i, v in enumerate(sequence_items(tx, args[0]))), "enumerate")
 
 
 def _reversed(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
@@ -411,7 +411,7 @@ def _sorted(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 def _map(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     fn, seqs = args[0], [sequence_items(tx, a) for a in args[1:]]
-    return tx.new_iterator(tuple(calls.call_sync(tx, fn, list(items), {}) for items in zip(*seqs)))
+    return tx.new_iterator(tuple(calls.call_sync(tx, fn, list(items), {}) for items in zip(*seqs)), "map")
 
 
 def _filter(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
@@ -424,7 +424,7 @@ def _filter(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
             keep = truthiness(tx, calls.call_sync(tx, fn, [item], {}))
         if keep:
             kept.append(item)
-    return tx.new_iterator(tuple(kept))
+    return tx.new_iterator(tuple(kept), "filter")
 
 
 BUILTIN_RULES: dict[Any, Callable] = {

@@ -154,6 +154,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         if result is not None:
             if tracer.state.autocast and len(tracer.state.autocast) != int(torch.is_autocast_enabled("cpu")):
                 tracer.unsupported("global_state", "the function returns inside an autocast block it entered")
+            codegen.final = True
             result_expr = codegen.expr(result)
         else:
             # autocast blocks open at the break are closed at the end of this graph and re-entered for real by

@@ -75,6 +75,7 @@ class StateCodegen:
         self.output_index: dict[int, int] = {}
         self.input_position = {tid: i for i, (_src, tid) in enumerate(tracer.state.inputs)}
         self.named: dict[tuple, str] = {}
+        self.final = False  # rendering what the function returns (no resumed trace will read these values)
 
     # --------------------------------------------------------------- values
     def expr(self, var: VariableTracker) -> str:
@@ -313,10 +314,23 @@ def _rebuild_null(cg: StateCodegen, var: NullVariable) -> str:
 
 @REBUILD.rule(IteratorVariable)
 def _rebuild_iterator(cg: StateCodegen, var: IteratorVariable) -> str:
-    """Made once: every reference is the same iterator."""
-    rest = cg.tracer.heap(var.oid).rest
-    return cg._once(("iterator", var.oid), f"{cg.gen.const(standins.ResumableIterator)}([{cg._items(rest)}])",
-                    lambda name: "pass")
+    """Made once: every reference is the same iterator. At a graph break it is a ``ResumableIterator`` (the resumed
+    trace reads its position); where the function returns, the type the builtin that made it gives."""
+    entry = cg.tracer.heap(var.oid)
+    rest = entry.rest
+    create = f"{cg.gen.const(standins.ResumableIterator)}([{cg._items(rest)}])"
+    if cg.final and entry.kind == "map":
+        create = f"map({cg.gen.const(standins.same)}, [{cg._items(rest)}])"
+    elif cg.final and entry.kind == "filter":
+        create = f"filter({cg.gen.const(standins.kept)}, [{cg._items(rest)}])"
+    elif cg.final and entry.kind == "zip" and all(isinstance(v, TupleVariable) for v in rest):
+        width = len(rest[0].items) if rest else 0
+        columns = [[v.items[i] for v in rest] for i in range(width)]
+        create = f"zip({''.join(f'[{cg._items(tuple(c))}], ' for c in columns)})"
+    elif cg.final and entry.kind == "enumerate" and all(isinstance(v, TupleVariable) for v in rest):
+        start = cg.expr(rest[0].items[0]) if rest else "0"
+        create = f"enumerate([{cg._items(tuple(v.items[1] for v in rest))}], {start})"
+    return cg._once(("iterator", var.oid), create, lambda name: "pass")
 
 
 @REBUILD.rule(LiveIteratorVariable)

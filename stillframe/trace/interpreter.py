@@ -154,10 +154,10 @@ class Tracer:
         self.heap_set(oid, ListEntry(tuple(items), source))
         return ListVariable(oid)
 
-    def new_iterator(self, items: tuple) -> "IteratorVariable":
-        """A fresh iterator over ``items`` (VTs), at its first item."""
+    def new_iterator(self, items: tuple, kind: str | None = None) -> "IteratorVariable":
+        """A fresh iterator over ``items`` (VTs), at its first item; ``kind``: the builtin that made it."""
         oid = self.new_id()
-        self.heap_set(oid, IteratorEntry(tuple(items)))
+        self.heap_set(oid, IteratorEntry(tuple(items), 0, kind))
         return IteratorVariable(oid)
 
     def iterator_next(self, var: "IteratorVariable") -> VariableTracker | None:
@@ -165,13 +165,13 @@ class Tracer:
         entry = self.heap(var.oid)
         if entry.index >= len(entry.items):
             return None
-        self.heap_set(var.oid, IteratorEntry(entry.items, entry.index + 1))
+        self.heap_set(var.oid, dataclasses.replace(entry, index=entry.index + 1))
         return entry.items[entry.index]
 
     def iterator_drain(self, var: "IteratorVariable") -> tuple:
         """The items ``var`` has left, consuming them (``list(it)``, ``for``-unrolling, unpacking)."""
         entry = self.heap(var.oid)
-        self.heap_set(var.oid, IteratorEntry(entry.items, len(entry.items)))
+        self.heap_set(var.oid, dataclasses.replace(entry, index=len(entry.items)))
         return entry.rest
 
     def new_dict(self, items: tuple, source: Any = None) -> DictVariable:

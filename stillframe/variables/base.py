@@ -405,10 +405,13 @@ class DictEntry:
 
 @dataclass(frozen=True, slots=True)
 class IteratorEntry:
-    """Heap record of an iterator: its items and the position of the next one."""
+    """Heap record of an iterator: its items, the position of the next one, and the builtin that made it
+    (``"map"``, ``"filter"``, ``"zip"``, ``"enumerate"``; ``None`` for any other): the type it has when it
+    leaves the function."""
 
     items: tuple
     index: int = 0
+    kind: str | None = None
 
     @property
     def rest(self) -> tuple:

@@ -42,6 +42,16 @@ class ResumableIterator:
         return self.items[self.index - 1]
 
 
+def same(value: Any) -> Any:
+    """The function a rebuilt ``map`` applies: its items are already the mapped values."""
+    return value
+
+
+def kept(value: Any) -> bool:
+    """The predicate a rebuilt ``filter`` applies: its items are already the kept ones."""
+    return True
+
+
 @dataclass(frozen=True)
 class GradModeExit:
     """The ``__exit__`` of a grad-mode block entered in traced code: calling it restores ``restore``."""

@@ -266,7 +266,7 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
                 type(k) is type(key) and k == key)), entry.source))
             return found
         if name == "update":
-            for k, v in (tx.dict_entry(args[0]).items if args else ()):
+            for k, v in (_update_pairs(tx, args[0]) if args else ()):
                 entry = entry.set(k, v)
             for k, v in kwargs.items():
                 entry = entry.set(k, v)
@@ -299,6 +299,27 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
 
 
 MISSING = object()
+
+
+def _update_pairs(tx: Any, other: VariableTracker) -> tuple:
+    """The ``(key, value)`` pairs ``dict.update(other)`` adds: a dict's items, else each element of an iterable
+    of pairs (with Python's errors for an element that is not a pair)."""
+    if isinstance(other, DictVariable):
+        return tx.dict_entry(other).items
+    if hasattr(other.python_type(), "keys"):  # another mapping: Python reads it through keys() and [key]
+        tx.unsupported("unsupported_call", f"dict.update with a {other.python_type().__name__}")
+    pairs = []
+    for i, element in enumerate(known.sequence_items(tx, other)):
+        if isinstance(element, (TupleVariable, ListVariable)):
+            pair = tuple(known.sequence_items(tx, element))
+        elif known.is_const(tx, element) and isinstance(known.const_value(tx, element), (str, bytes, tuple)):
+            pair = tuple(ConstantVariable(c) for c in known.const_value(tx, element))
+        else:
+            tx.user_error(TypeError(f"cannot convert dictionary update sequence element #{i} to a sequence"))
+        if len(pair) != 2:
+            tx.user_error(ValueError(f"dictionary update sequence element #{i} has length {len(pair)}; 2 is required"))
+        pairs.append((known.const_value(tx, pair[0]), pair[1]))
+    return tuple(pairs)
 
 
 def _dict_dunder(tx: Any, obj: DictVariable, entry: DictEntry, name: str, args: list) -> VariableTracker:

@@ -356,9 +356,9 @@ def _rebuild_function(cg: StateCodegen, var: NestedFunctionVariable) -> str:
 @REBUILD.rule(PartialVariable)
 def _rebuild_partial(cg: StateCodegen, var: PartialVariable) -> str:
     """Made once: every reference is the same object, as in eager."""
-    kwargs = "".join(f", {k}={cg.expr(v)}" for k, v in var.kwargs)
-    return cg._once(("partial", id(var)), f"{cg.gen.const(functools.partial)}({cg.expr(var.fn)}, "
-                    f"{cg._items(var.args)}{kwargs})", lambda name: "pass")
+    arguments = [cg.expr(var.fn), *(cg.expr(v) for v in var.args), *(f"{k}={cg.expr(v)}" for k, v in var.kwargs)]
+    return cg._once(("partial", id(var)), f"{cg.gen.const(functools.partial)}({', '.join(arguments)})",
+                    lambda name: "pass")
 
 
 @REBUILD.rule(UserMethodVariable)

@@ -6,9 +6,17 @@ Each test changes the live objects between calls (``make_args`` receives the cal
 the first call must notice the change on a later one, exactly as eager does.
 """
 
+import functools
+
 import torch
 
 from stillframe.check.parity import assert_parity
+from stillframe.rules.disable import disable
+
+
+@disable
+def graph_break():
+    """Runs for real: what follows resumes after a graph break."""
 
 
 class Config:
@@ -160,3 +168,34 @@ def isinstance_with_one_argument(x):
 def test_isinstance_argument_errors_are_pythons():
     assert_parity(isinstance_with_keyword, lambda: (torch.randn(2),))
     assert_parity(isinstance_with_one_argument, lambda: (torch.randn(2),))
+
+
+def dict_update_from_pairs(x):
+    d = {"a": 1}
+    d.update([("b", 2), ["c", 3]])
+    d.update((("d", 4),), e=5)
+    d.update(["fg"])
+    return x + len(d), d
+
+
+def dict_update_with_a_bad_element(x):
+    d = {}
+    d.update([("a", 1, 2)])
+    return x, d
+
+
+def test_dict_update_takes_an_iterable_of_pairs():
+    assert_parity(dict_update_from_pairs, lambda: (torch.ones(2),), calls=2)
+    assert_parity(dict_update_with_a_bad_element, lambda: (torch.ones(2),))
+
+
+def partials_across_a_break(x):
+    add = functools.partial(torch.add, alpha=2)
+    largest = functools.partial(max, 3)
+    graph_break()
+    return add(x, x), largest(1)
+
+
+def test_partials_with_keywords_only_or_arguments_only_cross_a_break():
+    report = assert_parity(partials_across_a_break, lambda: (torch.ones(2),), calls=2)
+    assert report.warnings == []

@@ -11,3 +11,4 @@ for the package.
 """
 
 from . import calls  # noqa: F401
+from . import iteration  # noqa: F401  (registers the builtins over iterables)

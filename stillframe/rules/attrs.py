@@ -35,6 +35,7 @@ from ..variables.base import (
     PartialVariable,
     PythonObjectVariable,
     RangeVariable,
+    SetVariable,
     SliceVariable,
     TensorMethodVariable,
     TorchFunctionVariable,
@@ -111,7 +112,7 @@ def _object_getattr(tx: Any, obj: ObjectVariable, name: str) -> VariableTracker:
     return instance_attr(tx, obj, name)
 
 
-@GETATTR.rule(ListVariable, DictVariable, TupleVariable)
+@GETATTR.rule(ListVariable, DictVariable, TupleVariable, SetVariable)
 def _container_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
     if isinstance(obj, TupleVariable) and obj.cls is not tuple:
         fields = getattr(obj.cls, "_fields", None) or getattr(obj.cls, "__match_args__", None)

@@ -33,6 +33,7 @@ from ..variables.base import (
     NNModuleVariable,
     PythonObjectVariable,
     RangeVariable,
+    SetVariable,
     SliceVariable,
     TensorVariable,
     TupleVariable,
@@ -118,6 +119,8 @@ def _len(tx: Tracer, var: VariableTracker) -> int:
         return len(tx.list_items(var))
     if isinstance(var, DictVariable):
         return len(tx.dict_entry(var).items)
+    if isinstance(var, SetVariable):
+        return len(tx.heap(var.oid).values)
     if isinstance(var, TensorVariable):
         shape = tx.tensor(var).meta.shape
         if not shape:
@@ -507,12 +510,28 @@ BUILTIN_RULES[setattr] = _setattr
 
 
 def _set_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    """Sets of constants are held as frozenset constants (their only uses in model code: membership, dedup)."""
+    """``set(iterable)``: a traced set of constants (members that are not constants break the graph)."""
     items = sequence_items(tx, args[0]) if args else ()
-    return ConstantVariable(frozenset(const_value(tx, v) for v in items))
+    return tx.new_set(_hashable(tx, v) for v in items)
+
+
+def _frozenset_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    """``frozenset(iterable)``: immutable, so a constant."""
+    items = sequence_items(tx, args[0]) if args else ()
+    return ConstantVariable(frozenset(_hashable(tx, v) for v in items))
+
+
+def _hashable(tx: Tracer, var: VariableTracker) -> Any:
+    """A set member: a constant, with Python's TypeError where it is unhashable."""
+    value = const_value(tx, var)
+    try:
+        hash(value)
+    except TypeError as e:
+        tx.user_error(e)
+    return value
 
 
 BUILTIN_RULES[set] = _set_of
-BUILTIN_RULES[frozenset] = _set_of
+BUILTIN_RULES[frozenset] = _frozenset_of
 
 

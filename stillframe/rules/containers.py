@@ -17,6 +17,7 @@ from ..variables.base import (
     IteratorVariable,
     LazyArgument,
     ListVariable,
+    SetVariable,
     LiveIteratorVariable,
     NNModuleVariable,
     PythonObjectVariable,
@@ -116,6 +117,7 @@ def _object(tx, container, key):
 
 subscript.refuse("it is not a container the trace models", SliceVariable, IteratorVariable, LiveIteratorVariable,
                  GeneratorVariable, SuperVariable, *CALLABLES, *CONTEXT_VALUES)
+subscript.refuse("a set is not subscriptable (the real step raises Python's TypeError)", SetVariable)
 subscript.refuse("CPython's NULL and internal markers are not values", *INTERNAL)
 
 

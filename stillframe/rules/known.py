@@ -21,6 +21,7 @@ from ..variables.base import (
     IteratorVariable,
     LazyArgument,
     ListVariable,
+    SetVariable,
     LiveIteratorVariable,
     NestedFunctionVariable,
     NNModuleVariable,
@@ -87,6 +88,11 @@ def _list_value(tx: Tracer, var: ListVariable) -> Any:
     return [const_value(tx, v) for v in tx.list_items(var)]
 
 
+@const_value.rule(SetVariable)
+def _set_value(tx: Tracer, var: SetVariable) -> Any:
+    return tx.set_values(var)
+
+
 @const_value.rule(DictVariable)
 def _dict_value(tx: Tracer, var: DictVariable) -> Any:
     return {k: const_value(tx, v) for k, v in tx.dict_entry(var).items}
@@ -129,6 +135,7 @@ is_const.rule(IteratorVariable)(lambda tx, var: all(is_const(tx, v) for v in tx.
 is_const.rule(TupleVariable)(lambda tx, var: all(is_const(tx, v) for v in var.items))
 is_const.rule(SliceVariable)(lambda tx, var: all(is_const(tx, v) for v in (var.start, var.stop, var.step)))
 is_const.rule(ListVariable)(lambda tx, var: all(is_const(tx, v) for v in tx.list_items(var)))
+is_const.rule(SetVariable)(lambda tx, var: True)  # its members are constants by construction
 for _kind, _reason in const_value.reasons.items():
     is_const.refuse(_reason, _kind)
 is_const.refuse("a dict, function or object may be used as a constant by const_value, but folding is only "
@@ -194,6 +201,7 @@ def _module_items(tx: Tracer, var: NNModuleVariable) -> tuple:
 
 sequence_items.rule(TupleVariable)(lambda tx, var: var.items)
 sequence_items.rule(ListVariable)(lambda tx, var: tx.list_items(var))
+sequence_items.rule(SetVariable)(lambda tx, var: tuple(ConstantVariable(v) for v in tx.heap(var.oid).values))
 sequence_items.rule(DictVariable)(lambda tx, var: tuple(ConstantVariable(k) for k, _ in tx.dict_entry(var).items))
 sequence_items.rule(RangeVariable)(lambda tx, var: tuple(ConstantVariable(i) for i in var.value))
 # Consumed, as list(it) / unpacking / zip(it) consume it.

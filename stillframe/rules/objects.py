@@ -26,6 +26,7 @@ from ..variables.base import (
     DictVariable,
     LazyArgument,
     ListVariable,
+    SetVariable,
     NNModuleVariable,
     NestedFunctionVariable,
     PythonObjectVariable,
@@ -35,7 +36,7 @@ from ..variables.base import (
     UserFunctionVariable,
     VariableTracker,
 )
-from ..variables.builder import wrap
+from ..variables.builder import is_constant, wrap
 from ..tensors.ops import call_tensor_op
 from . import calls, known
 from .operators import identical
@@ -173,6 +174,8 @@ def new_object(tx: Any, cls: type) -> ObjectVariable:
 def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, kwargs: dict) -> VariableTracker:
     """Rules for the methods of traced lists, dicts and tuples; mutations bind new heap entries."""
     obj, name = method.obj, method.name
+    if isinstance(obj, SetVariable):
+        return _set_method(tx, obj, name, args, kwargs)
     if isinstance(obj, ListVariable) and name in ("append", "extend"):
         tx.append_to_list(obj, (args[0],) if name == "append" else tuple(known.sequence_items(tx, args[0])))
         return ConstantVariable(None)
@@ -299,6 +302,33 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
 
 
 MISSING = object()
+
+
+#: Methods of ``set`` that change it in place (the rest return a value and leave it alone).
+_SET_MUTATORS = frozenset({"add", "discard", "remove", "pop", "clear", "update", "difference_update",
+                           "intersection_update", "symmetric_difference_update"})
+
+
+def _set_method(tx: Any, obj: SetVariable, name: str, args: list, kwargs: dict) -> VariableTracker:
+    """A method of a traced set, run on a copy of its members; a mutation binds the set's new members, a set
+    result (``union``, ``copy`` ...) is a new traced set."""
+    values = tx.set_values(obj)
+    const_args = [set(known.const_value(tx, a)) if isinstance(a, SetVariable) else known.const_value(tx, a)
+                  for a in args]
+    if kwargs:
+        tx.user_error(TypeError(f"set.{name}() takes no keyword arguments"))
+    method = getattr(set, name, None)
+    if method is None:
+        tx.user_error(AttributeError(f"'set' object has no attribute '{name}'"))
+    try:
+        result = method(values, *const_args)
+    except Exception as e:  # KeyError from remove/pop, TypeError for an unhashable member: the user's
+        tx.user_error(e)
+    if name in _SET_MUTATORS:
+        tx.set_set_values(obj, values)
+    if type(result) is set:
+        return tx.new_set(result)
+    return ConstantVariable(result) if is_constant(result) or result is None else wrap(tx, result, None)
 
 
 def _update_pairs(tx: Any, other: VariableTracker) -> tuple:

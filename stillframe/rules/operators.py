@@ -23,6 +23,7 @@ from ..variables.base import (
     PartialVariable,
     PythonObjectVariable,
     RangeVariable,
+    SetVariable,
     SliceVariable,
     TensorMethodVariable,
     TensorVariable,
@@ -67,6 +68,8 @@ def binary_op(tx, symbol, a, b):
     if isinstance(b, (TupleVariable, ListVariable)) and symbol in ("*", "*="):
         items = tuple(known.sequence_items(tx, b)) * known.const_value(tx, a)
         return tx.new_list(items) if isinstance(b, ListVariable) else TupleVariable(items)
+    if (isinstance(a, SetVariable) or isinstance(b, SetVariable)) and known.is_const(tx, a) and known.is_const(tx, b):
+        return _set_operator(tx, fn, symbol, a, b)
     if known.is_const(tx, a) and known.is_const(tx, b):
         return builtin_calls.fold(tx, fn, [a, b], {})
     dunder = _DUNDERS.get(symbol.rstrip("=") if symbol not in ("==",) else symbol)
@@ -79,6 +82,22 @@ def binary_op(tx, symbol, a, b):
                     return result
     tx.unsupported("unsupported_operator", f"the operator {symbol} on {a.python_type().__name__} and "
                    f"{b.python_type().__name__}")
+
+
+def _set_operator(tx, fn, symbol, a, b):
+    """``|``, ``&``, ``-``, ``^`` (and in place) with a set made in the trace: a set result is a new traced set,
+    or, in place, the same set with new members (its identity kept, as ``s |= t`` keeps it)."""
+    left, right = known.const_value(tx, a), known.const_value(tx, b)
+    try:
+        value = fn(left, right)
+    except Exception as e:  # the user's own error, as eager raises it
+        tx.user_error(e)
+    if type(value) is not set:
+        return builtin_calls.fold(tx, lambda: value, [], {})
+    if symbol.endswith("=") and isinstance(a, SetVariable):
+        tx.set_set_values(a, value)
+        return a
+    return tx.new_set(value)
 
 
 def _unary(tx, fn, name):
@@ -164,7 +183,7 @@ def _no_identity(tx, v, reason):
 #: where the trace does not know the object's identity (values rebuilt per use: tuples, slices, ranges ...).
 IDENTITY = Protocol("identity", _no_identity)
 IDENTITY.rule(TensorVariable)(lambda tx, v: ("tensor", v.tid))
-IDENTITY.rule(ListVariable, DictVariable, ObjectVariable, IteratorVariable, GeneratorVariable)(
+IDENTITY.rule(ListVariable, DictVariable, ObjectVariable, IteratorVariable, GeneratorVariable, SetVariable)(
     lambda tx, v: ("heap", v.oid))
 IDENTITY.rule(NNModuleVariable)(lambda tx, v: ("obj", id(v.module)))
 IDENTITY.rule(PythonObjectVariable, ConstantVariable)(lambda tx, v: ("obj", id(v.value)))

@@ -12,6 +12,7 @@ from ..variables.base import (
     IteratorVariable,
     LazyArgument,
     ListVariable,
+    SetVariable,
     LiveIteratorVariable,
     NNModuleVariable,
     PythonObjectVariable,
@@ -42,7 +43,7 @@ def _constant(tx, var):
     return bool(var.value)
 
 
-@truthiness.rule(TupleVariable, ListVariable, DictVariable)
+@truthiness.rule(TupleVariable, ListVariable, DictVariable, SetVariable)
 def _sized(tx, var):
     return builtin_calls._len(tx, var) > 0
 

@@ -43,6 +43,7 @@ from ..variables.base import (
     PartialVariable,
     PythonObjectVariable,
     RangeVariable,
+    SetVariable,
     SliceVariable,
     TensorMethodVariable,
     TensorVariable,
@@ -279,6 +280,13 @@ def _rebuild_dict(cg: StateCodegen, var: DictVariable) -> str:
     if entry.live is not None:
         return cg.gen.const(entry.live)
     return cg._once(("heap", var.oid), "{}", lambda name: f"{name}.update({cg._dict(entry.items)})")
+
+
+@REBUILD.rule(SetVariable)
+def _rebuild_set(cg: StateCodegen, var: SetVariable) -> str:
+    values = cg.tracer.heap(var.oid).values
+    return cg._once(("heap", var.oid), "set()",
+                    lambda name: f"{name}.update([{cg._items(tuple(ConstantVariable(v) for v in values))}])")
 
 
 @REBUILD.rule(ObjectVariable)

@@ -43,6 +43,8 @@ from ..variables.base import (
     LazyArgument,
     ListEntry,
     ListVariable,
+    SetEntry,
+    SetVariable,
     TensorVariable,
     VariableTracker,
 )
@@ -153,6 +155,19 @@ class Tracer:
         oid = self.new_id()
         self.heap_set(oid, ListEntry(tuple(items), source))
         return ListVariable(oid)
+
+    def new_set(self, values: Any = ()) -> SetVariable:
+        """A fresh set of the constants ``values`` (any iterable of hashables)."""
+        oid = self.new_id()
+        self.heap_set(oid, SetEntry(tuple(set(values))))
+        return SetVariable(oid)
+
+    def set_values(self, var: SetVariable) -> set:
+        """A real set equal to ``var``'s members (a fresh object: mutating it changes nothing)."""
+        return set(self.heap(var.oid).values)
+
+    def set_set_values(self, var: SetVariable, values: set) -> None:
+        self.heap_set(var.oid, SetEntry(tuple(values)))
 
     def new_iterator(self, items: tuple, kind: str | None = None) -> "IteratorVariable":
         """A fresh iterator over ``items`` (VTs), at its first item; ``kind``: the builtin that made it."""

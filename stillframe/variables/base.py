@@ -99,6 +99,23 @@ class ListVariable(VariableTracker):
 
 
 @dataclass(frozen=True, slots=True)
+class SetVariable(VariableTracker):
+    """A reference to a set made in the trace (``heap[oid]`` is a ``SetEntry``); its members are constants."""
+
+    oid: int
+
+    def python_type(self) -> type:
+        return set
+
+
+@dataclass(frozen=True, slots=True)
+class SetEntry:
+    """Heap record of a set: its members, in the order a set built by the same insertions iterates them."""
+
+    values: tuple
+
+
+@dataclass(frozen=True, slots=True)
 class DictVariable(VariableTracker):
     """A reference to a dict in the heap (``heap[oid]`` is a ``DictEntry``)."""
 

@@ -237,28 +237,31 @@ def DELETE_SUBSCR(tx, inst):
 
 @handler("BUILD_SET")
 def BUILD_SET(tx, inst):
-    """Sets of Python constants (membership tests, deduplication); held as a frozenset constant."""
-    tx.push(ConstantVariable(frozenset(const_value(tx, v) for v in tx.popn(inst.arg))))
+    """A set of Python constants, in the heap (``{a, b}``, and set comprehensions with SET_ADD)."""
+    values = [const_value(tx, v) for v in tx.popn(inst.arg)]
+    try:
+        set(values)
+    except TypeError as e:  # an unhashable member: Python's error
+        tx.user_error(e)
+    tx.push(tx.new_set(values))
 
 
 @handler("SET_UPDATE")
 def SET_UPDATE(tx, inst):
     update = const_value(tx, tx.pop())
     target = tx.peek(inst.arg - 1)
-    _replace_at(tx, inst.arg - 1, ConstantVariable(frozenset(target.value) | frozenset(update)))
+    tx.set_set_values(target, tx.set_values(target) | set(update))
 
 
 @handler("SET_ADD")
 def SET_ADD(tx, inst):
     value = const_value(tx, tx.pop())
     target = tx.peek(inst.arg - 1)
-    _replace_at(tx, inst.arg - 1, ConstantVariable(frozenset(target.value) | {value}))
-
-
-def _replace_at(tx, depth, value):
-    stack = list(tx.frame.stack)
-    stack[-1 - depth] = value
-    tx.set_frame(tx.frame.with_stack(tuple(stack)))
+    try:
+        hash(value)
+    except TypeError as e:
+        tx.user_error(e)
+    tx.set_set_values(target, tx.set_values(target) | {value})
 
 
 @handler("GET_LEN")

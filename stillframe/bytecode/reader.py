@@ -15,23 +15,24 @@ Example (the same output on 3.11, 3.12 and 3.13, where 3.11's ``dis`` says
     ...         x = y
     ...     return x
     >>> bytecode = read(pick.__code__)
-    >>> print(bytecode.format())
-     line  off    idx instruction
-        1    0      0 RESUME 0
-        2    2      1 LOAD_FAST x
-        2    4      2 POP_JUMP_IF_NOT_NONE -> 5
-        3    6      3 LOAD_FAST y
-        3    8      4 STORE_FAST x
-        4   10 >>   5 LOAD_FAST x
-        4   12      6 RETURN_VALUE
+    >>> for instruction in bytecode.instructions:
+    ...     print(instruction)
+       0 RESUME 0
+       1 LOAD_FAST x
+       2 POP_JUMP_IF_NOT_NONE -> 5
+       3 LOAD_FAST y
+       4 STORE_FAST x
+       5 LOAD_FAST x
+       6 RETURN_VALUE
     >>> jump = bytecode.instructions[2]
-    >>> jump.target, jump.argval, bytecode.index_of_offset(10)
-    (5, 10, 5)
+    >>> jump.target, bytecode.index_of_offset(jump.argval)
+    (5, 5)
     >>> bytecode.source_line(2)
     'if x is None:'
 
 ``target`` is an index into ``instructions``; ``argval`` of a jump is the
-byte offset of that instruction.
+byte offset of that instruction (offsets differ between versions: 3.13's
+conditional jumps carry an inline cache; :meth:`Bytecode.format` shows them).
 
 Normalizations (raw ``dis`` name -> name the interpreter sees):
 

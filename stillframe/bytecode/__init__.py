@@ -6,6 +6,7 @@ Standard library only: importing this package never imports torch.
 from .reader import (
     OPNAMES_311,
     OPNAMES_312,
+    OPNAMES_313,
     Bytecode,
     ExceptionTableEntry,
     Instruction,
@@ -16,6 +17,7 @@ from .reader import (
 __all__ = [
     "OPNAMES_311",
     "OPNAMES_312",
+    "OPNAMES_313",
     "Bytecode",
     "ExceptionTableEntry",
     "Instruction",

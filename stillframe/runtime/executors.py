@@ -21,7 +21,7 @@ import types
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..bytecode.operators import BINARY_OPERATORS, COMPARE_OPERATORS
-from ..bytecode.reader import OPNAMES_311, OPNAMES_312, Instruction
+from ..bytecode.reader import OPNAMES_311, OPNAMES_312, OPNAMES_313, Instruction
 from ..errors import InternalError
 from ..variables.standins import NULL
 from .trampoline import frame_trampoline
@@ -35,7 +35,7 @@ EXECUTORS: dict[str, Executor] = {}
 
 def register(opname: str, fn: Executor) -> Executor:
     """Make ``fn`` the real step of ``opname`` (an opname the bytecode reader produces, with no executor yet)."""
-    assert opname in OPNAMES_311 | OPNAMES_312, f"an executor for {opname}, which no supported CPython emits"
+    assert opname in OPNAMES_311 | OPNAMES_312 | OPNAMES_313, f"an executor for {opname}, which no supported CPython emits"
     assert opname not in EXECUTORS, f"two executors for {opname}"
     EXECUTORS[opname] = fn
     return fn

@@ -5,7 +5,7 @@ with what ``dis`` says about the same code object; one test also runs the
 samples under ``sys.settrace`` and checks that every jump CPython takes lands
 where ``target`` says.  On failure the message carries ``Bytecode.format()``.
 
-Runs under pytest (3.11) or standalone (``python3.12 tests/bytecode/test_reader.py``,
+Runs under pytest or standalone (``python3.13 tests/bytecode/test_reader.py``,
 which needs neither pytest nor torch).  The package is loaded by path under a
 private name: ``stillframe/__init__.py`` imports torch, ``stillframe.bytecode``
 must not.
@@ -27,6 +27,7 @@ from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parents[2] / "stillframe" / "bytecode"
 PY312 = sys.version_info >= (3, 12)
+PY313 = sys.version_info >= (3, 13)
 
 
 def load_bytecode_package(name: str = "_stillframe_bytecode_under_test") -> types.ModuleType:
@@ -318,13 +319,28 @@ def expected_target_offset(code: types.CodeType, instr: dis.Instruction) -> int:
     """Where a jump lands, worked out from ``dis`` alone (see the reader's docstring)."""
     opnames = {i.offset: i.opname for i in dis.get_instructions(code)}
     offset = instr.argval
-    marker = {"FOR_ITER": "END_FOR", "SEND": "END_SEND"}.get(instr.opname)
+    # 3.12: the loop/send continues past END_FOR/END_SEND; 3.13's loop past END_FOR and POP_TOP
+    markers = {"FOR_ITER": ["END_FOR", "POP_TOP"] if PY313 else ["END_FOR"], "SEND": ["END_SEND"]}
+    skip = markers.get(instr.opname, [])
     while True:
         while opnames[offset] == "EXTENDED_ARG":
             offset += 2
-        if opnames[offset] != marker:
+        if not skip or opnames[offset] != skip[0]:
             return offset
-        offset, marker = offset + 2, None  # 3.12: the loop/send continues past END_FOR/END_SEND
+        offset, skip = offset + 2, skip[1:]
+
+
+def raw_at(code: types.CodeType) -> dict[int, dis.Instruction]:
+    """``dis``'s instruction at each offset: the raw instruction a read instruction came from."""
+    return {i.offset: i for i in real_dis(code)}
+
+
+def first_index(bc) -> dict[int, int]:
+    """Offset -> the index of the first instruction read from the raw instruction there."""
+    found: dict[int, int] = {}
+    for instr in bc.instructions:
+        found.setdefault(instr.offset, instr.index)
+    return found
 
 
 def index_at_or_after(offsets: list[int], offset: int) -> int:
@@ -342,19 +358,63 @@ def expected_opname(instr: dis.Instruction) -> str:
     return name
 
 
+#: 3.13 raw opname -> (opname, arg) of each instruction it is read as; ``arg`` is a function of dis's
+#: instruction (the table in the reader's docstring, restated from CPython 3.13's ``dis`` documentation).
+SPLIT_313 = {
+    "LOAD_FAST_LOAD_FAST": (("LOAD_FAST", lambda i: i.arg >> 4), ("LOAD_FAST", lambda i: i.arg & 15)),
+    "STORE_FAST_LOAD_FAST": (("STORE_FAST", lambda i: i.arg >> 4), ("LOAD_FAST", lambda i: i.arg & 15)),
+    "STORE_FAST_STORE_FAST": (("STORE_FAST", lambda i: i.arg >> 4), ("STORE_FAST", lambda i: i.arg & 15)),
+    "PUSH_NULL": (("PUSH_NULL", lambda i: None), ("SWAP", lambda i: 2)),
+    "CALL_KW": (("CALL", lambda i: i.arg),),
+    "TO_BOOL": (("NOP", lambda i: None),),
+    "SET_FUNCTION_ATTRIBUTE": (("NOP", lambda i: None),),
+    "CONVERT_VALUE": (("FORMAT_VALUE", lambda i: i.arg),),
+    "FORMAT_SIMPLE": (("FORMAT_VALUE", lambda i: 0),),
+    "FORMAT_WITH_SPEC": (("FORMAT_VALUE", lambda i: 4),),
+    "END_FOR": (("POP_TOP", lambda i: None),),
+}
+
+
+def expected_reading(code: types.CodeType) -> list[tuple[dis.Instruction, str, int | None]]:
+    """What the reader must make of ``code``: per instruction read, dis's raw instruction, opname and arg."""
+    raw = real_dis(code)
+    if not PY313:
+        return [(i, expected_opname(i), i.arg) for i in raw]
+    cells = set(code.co_cellvars) | set(code.co_freevars)
+    reading = []
+    for k, instr in enumerate(raw):
+        if instr.opname in SPLIT_313:
+            pieces = [(name, arg(instr)) for name, arg in SPLIT_313[instr.opname]]
+        elif instr.opname == "LOAD_CONST" and k + 1 < len(raw) and raw[k + 1].opname == "CALL_KW":
+            pieces = [("KW_NAMES", instr.arg)]
+        elif instr.opname == "MAKE_FUNCTION":
+            flags, j = 0, k + 1
+            while j < len(raw) and raw[j].opname == "SET_FUNCTION_ATTRIBUTE":
+                flags, j = flags | raw[j].arg, j + 1
+            pieces = [("MAKE_FUNCTION", flags)]
+        else:
+            pieces = [(expected_opname(instr), instr.arg)]
+        names = instr.argval if isinstance(instr.argval, tuple) and "_FAST_" in instr.opname else (instr.argval,)
+        for (name, arg), argval in zip(pieces, names * len(pieces) if len(names) == 1 else names):
+            if name == "LOAD_FAST" and argval in cells:  # 3.13 assembles LOAD_CLOSURE as LOAD_FAST
+                name = "LOAD_CLOSURE"
+            reading.append((instr, name, arg))
+    return reading
+
+
 # ---------------------------------------------------------------- tests
 
 
 def test_instructions_match_dis():
     for code in all_codes():
         bc = bytecode.read(code)
-        ours, theirs = bc.instructions, real_dis(code)
-        check(len(ours) == len(theirs), bc, f"{len(ours)} instructions, dis has {len(theirs)}")
-        for index, (mine, real) in enumerate(zip(ours, theirs)):
+        ours, theirs = bc.instructions, expected_reading(code)
+        check(len(ours) == len(theirs), bc, f"{len(ours)} instructions, expected {len(theirs)}")
+        for index, (mine, (real, opname, arg)) in enumerate(zip(ours, theirs)):
             where = f"instruction {index} ({real.opname} at {real.offset})"
             check(mine.index == index, bc, f"{where}: index {mine.index}")
-            check(mine.offset == real.offset and mine.arg == real.arg, bc, f"{where}: offset/arg")
-            check(mine.opname == expected_opname(real), bc, f"{where}: opname {mine.opname}")
+            check(mine.offset == real.offset and mine.arg == arg, bc, f"{where}: offset/arg")
+            check(mine.opname == opname, bc, f"{where}: opname {mine.opname}, expected {opname}")
             check(mine.positions == real.positions, bc, f"{where}: positions")
             check(mine.lineno == real.positions.lineno, bc, f"{where}: lineno {mine.lineno}")
 
@@ -362,7 +422,9 @@ def test_instructions_match_dis():
 def test_jump_targets_are_indexes_of_the_landing_instruction():
     for code in all_codes():
         bc = bytecode.read(code)
-        for mine, real in zip(bc.instructions, real_dis(code)):
+        raw, first = raw_at(code), first_index(bc)
+        for mine in bc.instructions:
+            real = raw[mine.offset]
             is_jump = real.opcode in dis.hasjrel or real.opcode in dis.hasjabs
             if not is_jump:
                 check(mine.target is None, bc, f"{mine} has a target")
@@ -370,6 +432,7 @@ def test_jump_targets_are_indexes_of_the_landing_instruction():
             landing = expected_target_offset(code, real)
             check(mine.target is not None, bc, f"{mine} has no target")
             check(bc.instructions[mine.target].offset == landing, bc, f"{mine}: lands at {landing}")
+            check(mine.target == first[landing], bc, f"{mine}: lands inside a raw instruction")
             check(mine.argval == landing, bc, f"{mine}: argval {mine.argval} != {landing}")
 
 
@@ -420,13 +483,16 @@ def test_exception_table_varint_decoding():
 
 
 def test_push_null_matches_dis_argrepr():
+    # dis writes "NULL + name" (3.11, 3.12) or "name + NULL" (3.13, where the NULL lies above the value).
     for code in all_codes():
         bc = bytecode.read(code)
-        for mine, real in zip(bc.instructions, real_dis(code)):
+        raw = raw_at(code)
+        for mine in bc.instructions:
+            real = raw[mine.offset]
             if real.opname == "LOAD_GLOBAL":
-                expected = real.argrepr.startswith("NULL + ")
+                expected = real.argrepr.startswith("NULL + ") or real.argrepr.endswith(" + NULL")
             elif real.opname in ("LOAD_ATTR", "LOAD_SUPER_ATTR"):
-                expected = real.argrepr.startswith("NULL|self + ")
+                expected = real.argrepr.startswith("NULL|self + ") or real.argrepr.endswith(" + NULL|self")
             else:
                 expected = real.opname == "LOAD_METHOD"  # 3.11's own LOAD_METHOD
             check(mine.push_null == expected, bc, f"{mine}: push_null {mine.push_null}")
@@ -436,13 +502,19 @@ def test_push_null_matches_dis_argrepr():
 
 def test_argvals():
     nb_ops = getattr(dis, "_nb_ops", None)
+    conversions = {0: None, 1: str, 2: repr, 3: ascii}
     for code in all_codes():
         bc = bytecode.read(code)
-        for mine, real in zip(bc.instructions, real_dis(code)):
+        raw, first = raw_at(code), first_index(bc)
+        for mine in bc.instructions:
+            real = raw[mine.offset]
             op, arg = mine.opname, mine.arg
             if real.opcode in dis.hasname + dis.haslocal + dis.hasfree:
+                name = real.argval
+                if isinstance(name, tuple):  # a 3.13 pair: the first or second name
+                    name = name[mine.index - first[mine.offset]]
                 check(isinstance(mine.argval, str), bc, f"{mine}: name is not a str")
-                check(mine.argval == real.argval, bc, f"{mine}: name {real.argval!r} expected")
+                check(mine.argval == name, bc, f"{mine}: name {name!r} expected")
             elif op in ("LOAD_CONST", "RETURN_CONST"):
                 check(mine.argval is code.co_consts[arg], bc, f"{mine}: constant")
             elif op == "KW_NAMES":
@@ -456,6 +528,12 @@ def test_argvals():
                 check(mine.argval.startswith("INTRINSIC_"), bc, f"{mine}: intrinsic name")
             elif op in ("IS_OP", "CONTAINS_OP"):
                 check(mine.argval == arg and arg in (0, 1), bc, f"{mine}: negation flag")
+            elif op == "FORMAT_VALUE":  # dis's (conversion, has a spec), on every version
+                check(mine.argval == (conversions[arg & 3], bool(arg & 4)), bc, f"{mine}: conversion/spec")
+            elif op in ("MAKE_FUNCTION", "SWAP"):
+                check(mine.argval == arg, bc, f"{mine}: argval is not the arg")
+            elif op in ("NOP", "POP_TOP", "PUSH_NULL"):
+                check(mine.argval is None and arg is None, bc, f"{mine}: takes no argument")
             elif mine.target is None:
                 check(mine.argval == real.argval, bc, f"{mine}: argval differs from dis")
 
@@ -485,14 +563,26 @@ def test_samples_cover_the_normalizations():
     raw = {(i.opname, PY312 and i.opname == "LOAD_ATTR" and bool(i.arg & 1)) for c in all_codes()
            for i in dis.get_instructions(c)}
     names = {name for name, _ in raw}
-    if PY312:
+    if PY313:
+        wanted = set(SPLIT_313) | {"END_SEND", "CALL_INTRINSIC_1", "CALL_INTRINSIC_2", "RETURN_CONST",
+                                   "LOAD_FAST_AND_CLEAR", "LOAD_SUPER_ATTR", "MAKE_FUNCTION"}
+        assert ("LOAD_ATTR", True) in raw and ("LOAD_ATTR", False) in raw
+        bool_compare = [i for c in all_codes() for i in dis.get_instructions(c)
+                        if i.opname == "COMPARE_OP" and i.arg & 16]
+        assert bool_compare, "no COMPARE_OP with 3.13's bool() bit"
+        closures = [c for c in all_codes() for i in dis.get_instructions(c)
+                    if i.opname == "LOAD_FAST" and i.argval in c.co_cellvars + c.co_freevars]
+        assert closures, "no LOAD_FAST of a cell (3.13's LOAD_CLOSURE)"
+        wanted |= {"EXTENDED_ARG", "SEND", "FOR_ITER", "LOAD_GLOBAL"}
+    elif PY312:
         wanted = {"END_FOR", "END_SEND", "CALL_INTRINSIC_1", "CALL_INTRINSIC_2", "RETURN_CONST",
                   "LOAD_FAST_AND_CLEAR", "BINARY_SLICE", "STORE_SLICE", "LOAD_SUPER_ATTR"}
         assert ("LOAD_ATTR", True) in raw and ("LOAD_ATTR", False) in raw
     else:
         wanted = {"POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_TRUE", "LOAD_METHOD",
                   "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_IF_FALSE_OR_POP", "PRECALL"}
-    wanted |= {"EXTENDED_ARG", "SEND", "FOR_ITER", "LOAD_GLOBAL", "KW_NAMES"}
+    if not PY313:
+        wanted |= {"EXTENDED_ARG", "SEND", "FOR_ITER", "LOAD_GLOBAL", "KW_NAMES"}
     assert wanted <= names, sorted(wanted - names)
 
 
@@ -518,6 +608,10 @@ def test_for_iter_and_send_targets_skip_end_markers():
                 landing = bc.instructions[instr.target].opname
                 check(before not in ("END_FOR", "END_SEND") or PY312, bc, str(instr))
                 check(landing not in ("END_FOR", "END_SEND"), bc, str(instr))
+                if PY313 and instr.opname == "FOR_ITER":  # 3.13's END_FOR, POP_TOP are both skipped
+                    raw = raw_at(fn.__code__)
+                    skipped = [raw[bc.instructions[instr.target - k].offset].opname for k in (2, 1)]
+                    check(skipped == ["END_FOR", "POP_TOP"], bc, f"{instr}: skips {skipped}")
 
 
 def run_traced(fn, *args) -> list[list[int]]:
@@ -528,6 +622,7 @@ def run_traced(fn, *args) -> list[list[int]]:
         if frame.f_code is not code:
             return None
         if event == "call":
+            frame.f_trace = tracer  # 3.13 turns opcode events on for a frame only once it has a tracer
             frame.f_trace_opcodes = True
             runs.append([])
         elif event == "opcode":
@@ -570,9 +665,12 @@ def test_jumps_land_where_cpython_lands():
     taken = dict.fromkeys([fn for fn, *_ in cases], 0)
     for fn, *args in cases:
         bc = bytecode.read(fn.__code__)
+        # CPython runs a raw instruction read as two (3.13) as one: the step after it is past both.
+        last = {instr.offset: instr.index for instr in bc.instructions}
         for run in run_traced(fn, *args):
             indexes = [bc.index_of_offset(offset) for offset in run]
-            for here, there in zip(indexes, indexes[1:]):
+            for first, there in zip(indexes, indexes[1:]):
+                here = last[bc.instructions[first].offset]
                 instr = bc.instructions[here]
                 if there == here + 1 or instr.opname in stop:
                     continue
@@ -595,8 +693,11 @@ def test_jumps_land_where_cpython_lands():
 def test_index_of_offset():
     for code in all_codes():
         bc = bytecode.read(code)
+        first = first_index(bc)
         for instr in bc.instructions:
-            check(bc.index_of_offset(instr.offset) == instr.index, bc, str(instr))
+            check(bc.index_of_offset(instr.offset) == first[instr.offset], bc, str(instr))
+            check(instr.index == first[instr.offset] or bc.instructions[instr.index - 1].offset == instr.offset,
+                  bc, f"{instr}: shares an offset with an instruction that is not just before it")
         raw = list(dis.get_instructions(code, show_caches=True))
         for before, after in zip(raw, raw[1:]):
             if before.opname == "EXTENDED_ARG" and after.opname != "EXTENDED_ARG":
@@ -628,17 +729,29 @@ def test_opnames_cover_everything_produced():
     assert bytecode.version_opnames() is bytecode.version_opnames(sys.version_info)
     assert bytecode.version_opnames((3, 11)) is bytecode.OPNAMES_311
     assert bytecode.version_opnames((3, 12)) is bytecode.OPNAMES_312
+    assert bytecode.version_opnames((3, 13)) is bytecode.OPNAMES_313
+    try:
+        bytecode.version_opnames((3, 14))
+    except ValueError as error:
+        assert "3.11, 3.12 and 3.13" in str(error)
+    else:
+        raise AssertionError("3.14 has opnames")
 
 
 def test_opnames_table_matches_running_dis():
     """OPNAMES for this version == dis's real opcodes, normalized (catches typos in the table)."""
     skip = {"CACHE", "EXTENDED_ARG", "RESERVED", "INTERPRETER_EXIT"}
+    skip |= reader.NOT_EMITTED_313 if PY313 else set()
     real = {name for name, op in dis.opmap.items()
             if op < 256 and name not in skip and not name.startswith("INSTRUMENTED_")}
     normalized = {reader.RENAMES.get(name, name) for name in real}
     normalized |= {"LOAD_METHOD"} if PY312 else set()  # from LOAD_ATTR's method bit
+    if PY313:  # 3.13's own forms are read as 3.12's (LOAD_FAST of a cell as LOAD_CLOSURE, names as KW_NAMES)
+        normalized = {n for raw in normalized for n, _ in SPLIT_313.get(raw, ((raw, None),))}
+        normalized |= {"LOAD_CLOSURE", "KW_NAMES"}
     assert normalized == bytecode.version_opnames(), sorted(normalized ^ bytecode.version_opnames())
-    for table in (bytecode.OPNAMES_311, bytecode.OPNAMES_312):
+    assert bytecode.OPNAMES_313 <= bytecode.OPNAMES_312, "3.13 reads into a form 3.12 does not have"
+    for table in (bytecode.OPNAMES_311, bytecode.OPNAMES_312, bytecode.OPNAMES_313):
         raw_names = {n for n in table if "FORWARD_IF" in n or "BACKWARD_IF" in n or "NO_INT" in n}
         assert not raw_names, raw_names
 

@@ -26,6 +26,7 @@ from ..variables.base import (
     DictVariable,
     GeneratorEntry,
     GeneratorVariable,
+    LiveIteratorVariable,
     GradModeVariable,
     IteratorVariable,
     LazyArgument,
@@ -282,10 +283,21 @@ def _hasattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     return ConstantVariable(has_attr(tx, obj, name))
 
 
+def iterator_of(tx: Tracer, seq: VariableTracker) -> VariableTracker:
+    """``iter(seq)``: an iterator is its own; a user class's ``__iter__`` is called (a generator method stays
+    lazy, stepped one item per ``next`` as eager steps it); anything else is a heap iterator over its items."""
+    if isinstance(seq, (IteratorVariable, GeneratorVariable, LiveIteratorVariable)):
+        return seq
+    made = call_dunder(tx, seq, "__iter__", [])
+    if isinstance(made, (IteratorVariable, GeneratorVariable, LiveIteratorVariable)):
+        return made
+    return tx.new_iterator(tuple(sequence_items(tx, seq if made is None else made)))
+
+
 def _iter(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    if isinstance(args[0], IteratorVariable):
-        return args[0]  # an iterator's iterator is itself
-    return tx.new_iterator(tuple(sequence_items(tx, args[0])))
+    if len(args) != 1 or kwargs:
+        tx.unsupported("unsupported_builtin", "iter() with a sentinel")
+    return iterator_of(tx, args[0])
 
 
 def _bool_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:

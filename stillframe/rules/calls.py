@@ -61,6 +61,7 @@ from ..tensors.effects import TORCH_DENY, runs_for_real
 from ..tensors.ops import call_tensor_op
 # builtin_calls first: it imports the lower rules modules by name, and they reach it as a module object
 from .builtin_calls import (
+    BUILTIN_RULES,
     GRAD_MODE_CLASSES,
     _apply_getter,
     _autocast,
@@ -508,6 +509,8 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
         result = call_dunder(tx, var, "__call__", list(args), kwargs)
         if result is not None:
             return tx.push(result)
+    if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, type) and value in BUILTIN_RULES:
+        return call_builtin(tx, value, args, kwargs)  # a C classmethod with a rule: itertools.chain.from_iterable
     if value is torch.autocast or value is torch.amp.autocast:
         return tx.push(_autocast(tx, args, kwargs))
     if any(value is cls for cls in GRAD_MODE_CLASSES):

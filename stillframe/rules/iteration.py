@@ -1,17 +1,28 @@
 """The builtins that make or consume iterables: ``range``, ``zip``, ``enumerate``, ``reversed``, ``map``,
 ``filter``, ``sorted``, ``all``, ``any``; registered in the builtin table (:data:`builtin_calls.BUILTIN_RULES`).
 
-The iterators they make are heap objects (:meth:`Tracer.new_iterator`) recording which builtin made them, so
-they leave the function as that type. ``all``/``any`` over a generator step it only as far as eager does.
+The iterators they make run no user code ahead of eager. Over sequences the trace already holds (lists,
+tuples, dicts, ranges, tensors), ``zip``, ``enumerate`` and ``reversed`` pull nothing anybody could observe,
+so their items are taken at once: a heap iterator (:meth:`Tracer.new_iterator`) recording which builtin made
+it, so it leaves the function as that type (when the trace is retried with real generators, they are real
+too, since a heap iterator crossing a graph break is no longer of the builtin's type). Everything that calls a function per item or pulls from another
+iterator (``map``, ``filter``, ``zip`` over a generator, the ``itertools`` iterators, ``functools.reduce``)
+is traced as its Python equivalent in :mod:`.polyfills`, one item per ``next``, so every call and every pull
+happens when eager's would; the generator reports the builtin's type. ``all``/``any`` over a generator step it
+only as far as eager does.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import itertools
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..variables.base import (ConstantVariable, GeneratorVariable, RangeVariable, TensorVariable, TupleVariable,
-                              VariableTracker)
-from . import calls
+from ..variables.base import (ConstantVariable, DictVariable, GeneratorVariable, LazyArgument, ListVariable,
+                              NNModuleVariable, RangeVariable, SetVariable, TensorVariable, TupleVariable,
+                              UserFunctionVariable, VariableTracker)
+from . import calls, polyfills
 from .builtin_calls import BUILTIN_RULES, fold
 from .generators import step as step_generator
 from .known import const_value, sequence_items
@@ -25,12 +36,41 @@ def _range(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     return RangeVariable(range(*[const_value(tx, a) for a in args]))
 
 
+#: Iterables whose items the trace holds: iterating them runs no code anybody could observe.
+_HELD = (ListVariable, TupleVariable, DictVariable, SetVariable, RangeVariable, ConstantVariable, TensorVariable,
+         NNModuleVariable, LazyArgument)
+
+
+def lazily(made_by: type, polyfill: Callable) -> Callable:
+    """The rule for a builtin iterator ``made_by``: a generator running ``polyfill`` (traced, one item per
+    ``next``) that reports ``made_by`` as its type. Where generators must be real (the trace is retried after a
+    graph break found one suspended), the builtin runs for real instead."""
+
+    def rule(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+        if not tx.lazy_generators:
+            tx.unsupported("suspended_generator", f"{made_by.__name__}() runs for real: a graph break happened "
+                           "while an iterator it made was suspended")
+        made = calls.call_sync(tx, UserFunctionVariable(polyfill), args, kwargs)
+        return dataclasses.replace(made, made_by=made_by) if isinstance(made, GeneratorVariable) else made
+
+    return rule
+
+
+_lazy_zip = lazily(zip, polyfills.zip_)
+_lazy_enumerate = lazily(enumerate, polyfills.enumerate_)
+
+
 def _zip(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    if kwargs or not tx.lazy_generators or not all(isinstance(a, _HELD) for a in args):
+        return _lazy_zip(tx, args, kwargs)
     seqs = [sequence_items(tx, a) for a in args]
     return tx.new_iterator(tuple(TupleVariable(t) for t in zip(*seqs)), "zip")
 
 
 def _enumerate(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    if not args or not tx.lazy_generators or not isinstance(args[0], _HELD) or \
+            (len(args) > 1 and not isinstance(args[1], ConstantVariable)):
+        return _lazy_enumerate(tx, args, kwargs)
     start = const_value(tx, args[1]) if len(args) > 1 else const_value(tx, kwargs.get("start", ConstantVariable(0)))
     return tx.new_iterator(tuple(TupleVariable((ConstantVariable(i + start), v))
                                   for i, v in enumerate(sequence_items(tx, args[0]))), "enumerate")
@@ -70,24 +110,6 @@ def _sorted(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     return tx.new_list(tuple(items[i] for i in order))
 
 
-def _map(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    fn, seqs = args[0], [sequence_items(tx, a) for a in args[1:]]
-    return tx.new_iterator(tuple(calls.call_sync(tx, fn, list(items), {}) for items in zip(*seqs)), "map")
-
-
-def _filter(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    fn, items = args[0], sequence_items(tx, args[1])
-    kept = []
-    for item in items:
-        if isinstance(fn, ConstantVariable) and fn.value is None:
-            keep = truthiness(tx, item)
-        else:
-            keep = truthiness(tx, calls.call_sync(tx, fn, [item], {}))
-        if keep:
-            kept.append(item)
-    return tx.new_iterator(tuple(kept), "filter")
-
-
 def _minmax(fn: Any) -> Callable:
     def rule(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
         if len(args) == 1:
@@ -111,10 +133,28 @@ BUILTIN_RULES.update({
     all: _all_any(all),
     any: _all_any(any),
     sorted: _sorted,
-    map: _map,
-    filter: _filter,
+    map: lazily(map, polyfills.map_),
+    filter: lazily(filter, polyfills.filter_),
     range: _range,
     zip: _zip,
     enumerate: _enumerate,
     reversed: _reversed,
+    itertools.chain: lazily(itertools.chain, polyfills.chain),
+    itertools.chain.from_iterable: lazily(itertools.chain, polyfills.chain_from_iterable),
+    itertools.islice: lazily(itertools.islice, polyfills.islice),
+    itertools.count: lazily(itertools.count, polyfills.count),
+    itertools.repeat: lazily(itertools.repeat, polyfills.repeat),
+    itertools.cycle: lazily(itertools.cycle, polyfills.cycle),
+    itertools.accumulate: lazily(itertools.accumulate, polyfills.accumulate),
+    itertools.product: lazily(itertools.product, polyfills.product),
+    itertools.combinations: lazily(itertools.combinations, polyfills.combinations),
+    itertools.permutations: lazily(itertools.permutations, polyfills.permutations),
+    itertools.zip_longest: lazily(itertools.zip_longest, polyfills.zip_longest),
+    itertools.pairwise: lazily(itertools.pairwise, polyfills.pairwise),
+    itertools.starmap: lazily(itertools.starmap, polyfills.starmap),
+    itertools.takewhile: lazily(itertools.takewhile, polyfills.takewhile),
+    itertools.dropwhile: lazily(itertools.dropwhile, polyfills.dropwhile),
+    itertools.filterfalse: lazily(itertools.filterfalse, polyfills.filterfalse),
+    itertools.compress: lazily(itertools.compress, polyfills.compress),
+    functools.reduce: lazily(functools.reduce, polyfills.reduce),
 })

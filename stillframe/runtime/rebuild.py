@@ -17,6 +17,7 @@ replay them on the real objects. The result is one generated function::
 from __future__ import annotations
 
 import functools
+import itertools
 import types
 from typing import Any, Callable
 
@@ -298,9 +299,20 @@ def _rebuild_object(cg: StateCodegen, var: ObjectVariable) -> str:
         + cg._dict_part(name, entry)) or "pass")
 
 
+#: An exhausted iterator of each type a :mod:`~stillframe.rules.polyfills` generator stands for: its arguments.
+_EXHAUSTED = {map: (None, ()), filter: (None, ()), zip: (), enumerate: ((),), itertools.chain: (),
+              itertools.islice: ((), 0), itertools.repeat: (None, 0), itertools.cycle: ((),),
+              itertools.accumulate: ((),), itertools.product: ((),), itertools.combinations: ((), 1),
+              itertools.permutations: ((), 1), itertools.zip_longest: (), itertools.pairwise: ((),),
+              itertools.starmap: (None, ()), itertools.takewhile: (None, ()), itertools.dropwhile: (None, ()),
+              itertools.filterfalse: (None, ()), itertools.compress: ((), ())}
+
+
 @REBUILD.rule(GeneratorVariable)
 def _rebuild_generator(cg: StateCodegen, var: GeneratorVariable) -> str:
     if cg.tracer.heap(var.oid).frame is None:  # finished: nothing more to yield
+        if var.made_by in _EXHAUSTED:  # an exhausted iterator of the builtin's type
+            return f"{cg.gen.const(var.made_by)}{_EXHAUSTED[var.made_by]!r}"
         return "iter(())"
     cg.tracer.unsupported("suspended_generator", "a generator suspended mid-way cannot be rebuilt at a graph break")
 
@@ -325,19 +337,10 @@ def _rebuild_iterator(cg: StateCodegen, var: IteratorVariable) -> str:
     """Made once: every reference is the same iterator. At a graph break it is a ``ResumableIterator`` (the resumed
     trace reads its position); where the function returns, the type the builtin that made it gives."""
     entry = cg.tracer.heap(var.oid)
-    rest = entry.rest
-    create = f"{cg.gen.const(standins.ResumableIterator)}([{cg._items(rest)}])"
-    if cg.final and entry.kind == "map":
-        create = f"map({cg.gen.const(standins.same)}, [{cg._items(rest)}])"
-    elif cg.final and entry.kind == "filter":
-        create = f"filter({cg.gen.const(standins.kept)}, [{cg._items(rest)}])"
-    elif cg.final and entry.kind == "zip" and all(isinstance(v, TupleVariable) for v in rest):
-        width = len(rest[0].items) if rest else 0
-        columns = [[v.items[i] for v in rest] for i in range(width)]
-        create = f"zip({''.join(f'[{cg._items(tuple(c))}], ' for c in columns)})"
-    elif cg.final and entry.kind == "enumerate" and all(isinstance(v, TupleVariable) for v in rest):
-        start = cg.expr(rest[0].items[0]) if rest else "0"
-        create = f"enumerate([{cg._items(tuple(v.items[1] for v in rest))}], {start})"
+    if cg.final:
+        create = f"{cg.gen.const(standins.as_builtin)}({entry.kind!r}, [{cg._items(entry.rest)}])"
+    else:
+        create = f"{cg.gen.const(standins.ResumableIterator)}([{cg._items(entry.rest)}], 0, {entry.kind!r})"
     return cg._once(("iterator", var.oid), create, lambda name: "pass")
 
 
@@ -346,9 +349,12 @@ def _rebuild_live_iterator(cg: StateCodegen, var: LiveIteratorVariable) -> str:
     """A new iterator over what is left (so one plan serves every iteration of a loop), made once for the live
     iterator: a local and the loop's stack slot that held it still share it."""
     index = live_iterator_index(cg.tracer, var)
-    return cg._once(("live_iter", var.obj_id),
-                    f"{cg.gen.const(standins.ResumableIterator)}({cg.gen.ref(var.items_source)}[{index}:])",
-                    lambda name: "pass")
+    rest = f"{cg.gen.ref(var.items_source)}[{index}:]"
+    if cg.final:
+        create = f"{cg.gen.const(standins.as_builtin)}({var.kind!r}, {rest})"
+    else:
+        create = f"{cg.gen.const(standins.ResumableIterator)}({rest}, 0, {var.kind!r})"
+    return cg._once(("live_iter", var.obj_id), create, lambda name: "pass")
 
 
 @REBUILD.rule(CellVariable)

@@ -17,6 +17,7 @@ two names bound to the same list or tensor see the same contents::
 
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,9 +162,10 @@ class LiveIteratorVariable(VariableTracker):
     values: tuple
     index: int = 0
     obj_id: int = 0  # id() of the live iterator: every reference to it is rebuilt as one new iterator
+    kind: str | None = None  # the builtin that made it (IteratorEntry.kind)
 
     def python_type(self) -> type:
-        return type(iter(()))
+        return {"zip": zip, "enumerate": enumerate}.get(self.kind) or type(iter(()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,8 +198,6 @@ class NestedFunctionVariable(VariableTracker):
     attrs: int | None = None  # heap id of a DictEntry: attributes the trace set (functools.wraps, f.x = ...)
 
     def python_type(self) -> type:
-        import types
-
         return types.FunctionType
 
 
@@ -224,8 +224,6 @@ class UserMethodVariable(VariableTracker):
     source: Source | None = None
 
     def python_type(self) -> type:
-        import types
-
         return types.MethodType
 
 
@@ -248,8 +246,6 @@ class TensorMethodVariable(VariableTracker):
     self_var: TensorVariable
 
     def python_type(self) -> type:
-        import types
-
         return types.BuiltinMethodType
 
 
@@ -317,8 +313,6 @@ class ContextExitVariable(VariableTracker):
     restore: bool
 
     def python_type(self) -> type:
-        import types
-
         return types.MethodType
 
 
@@ -347,8 +341,6 @@ class AutocastExitVariable(VariableTracker):
     source: Source | None = None
 
     def python_type(self) -> type:
-        import types
-
         return types.MethodType
 
 
@@ -437,14 +429,15 @@ class IteratorEntry:
 
 @dataclass(frozen=True, slots=True)
 class GeneratorVariable(VariableTracker):
-    """A generator object made in the trace (calling a generator function); its state is ``heap[oid]``."""
+    """A generator object made in the trace (calling a generator function); its state is ``heap[oid]``.
+    ``made_by``: the builtin iterator type it stands for (``map``, ``itertools.chain`` ...) when it runs one of
+    :mod:`stillframe.rules.polyfills`, reported as its type; ``None`` for the user's own generators."""
 
     oid: int
+    made_by: type | None = None
 
     def python_type(self) -> type:
-        import types
-
-        return types.GeneratorType
+        return self.made_by or types.GeneratorType
 
 
 @dataclass(frozen=True, slots=True)

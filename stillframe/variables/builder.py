@@ -20,6 +20,7 @@ import builtins
 import enum
 import numbers
 import functools
+import itertools
 import math
 import operator
 import types
@@ -165,7 +166,9 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
     return PythonObjectVariable(value, source)
 
 
-_BUILTIN_IDS = {id(v) for v in vars(builtins).values() if callable(v)}
+#: Builtins, and the C iterators and functions of the standard library that stillframe has rules for.
+_BUILTIN_IDS = {id(v) for v in (*vars(builtins).values(), *vars(itertools).values(),
+                                functools.reduce) if callable(v)}
 _NEVER_LIVE_MARKERS = frozenset({int, float, bool, str, bytes, type(None), tuple, list, dict, type,
                                  types.FunctionType, types.ModuleType})
 
@@ -179,7 +182,9 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
     if isinstance(value, standins.ResumableIterator):
         _guard(tx, source, "TYPE", standins.ResumableIterator)
         _guard(tx, AttrSource(source, "index"), "EQUALS", value.index)
-        return LiveIteratorVariable(AttrSource(source, "items"), tuple(value.items), value.index, id(value))
+        _guard(tx, AttrSource(source, "kind"), "EQUALS", value.kind)
+        return LiveIteratorVariable(AttrSource(source, "items"), tuple(value.items), value.index, id(value),
+                                    value.kind)
     if isinstance(value, standins.AutocastExit):
         _guard(tx, source, "TYPE", standins.AutocastExit)
         return AutocastExitVariable(None, value.args, source)

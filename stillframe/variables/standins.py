@@ -24,13 +24,16 @@ NULL = _Null()
 
 
 class ResumableIterator:
-    """An iterator over a fixed list of values at position ``index`` (what ``FOR_ITER`` loops over)."""
+    """An iterator over a fixed list of values at position ``index`` (what ``FOR_ITER`` loops over); ``kind``:
+    the builtin that made it (``"zip"``, ``"enumerate"``) or ``None``, so it leaves the function as that type
+    (:func:`as_builtin`)."""
 
-    __slots__ = ("items", "index")
+    __slots__ = ("items", "index", "kind")
 
-    def __init__(self, items: list, index: int = 0):
+    def __init__(self, items: list, index: int = 0, kind: str | None = None):
         self.items = items
         self.index = index
+        self.kind = kind
 
     def __iter__(self) -> "ResumableIterator":
         return self
@@ -42,14 +45,14 @@ class ResumableIterator:
         return self.items[self.index - 1]
 
 
-def same(value: Any) -> Any:
-    """The function a rebuilt ``map`` applies: its items are already the mapped values."""
-    return value
-
-
-def kept(value: Any) -> bool:
-    """The predicate a rebuilt ``filter`` applies: its items are already the kept ones."""
-    return True
+def as_builtin(kind: str | None, rest: list) -> Any:
+    """An iterator of the type the builtin ``kind`` makes, yielding ``rest`` (the items a heap iterator made by it
+    has left: tuples for ``zip``, ``(index, item)`` pairs for ``enumerate``); a ``ResumableIterator`` otherwise."""
+    if kind == "zip" and all(type(v) is tuple for v in rest):
+        return zip(*zip(*rest)) if rest else zip()
+    if kind == "enumerate" and all(type(v) is tuple and len(v) == 2 for v in rest):
+        return enumerate([v for _, v in rest], rest[0][0] if rest else 0)
+    return ResumableIterator(rest, 0, kind)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from ...variables.base import (
     SliceVariable,
     TupleVariable,
 )
-from ...rules.builtin_calls import _len
+from ...rules.builtin_calls import _len, iterator_of
 from ...rules.known import const_value, sequence_items
 from ...rules.generators import step as step_generator
 from ..interpreter import handler
@@ -174,14 +174,7 @@ def UNPACK_SEQUENCE(tx, inst):
 
 @handler("GET_ITER")
 def GET_ITER(tx, inst):
-    seq = tx.pop()
-    if isinstance(seq, (IteratorVariable, LiveIteratorVariable)):
-        tx.push(seq)
-        return
-    if isinstance(seq, GeneratorVariable):  # iter(gen) is gen: FOR_ITER steps it, one item per iteration
-        tx.push(seq)
-        return
-    tx.push(tx.new_iterator(tuple(sequence_items(tx, seq))))
+    tx.push(iterator_of(tx, tx.pop()))  # iter(gen) is gen: FOR_ITER steps it, one item per iteration
 
 
 @handler("FOR_ITER")

@@ -1,0 +1,161 @@
+"""Iterators that call user code or pull from other iterators run one item at a time, as eager's do (issue 11:
+``map`` and ``zip`` were evaluated whole where they were made, so a ``map`` function's effects, or a generator
+zipped with a list, ran ahead of the loop body; ``iter(gen)`` drained the generator). The ``itertools``
+iterators and ``functools.reduce`` are traced the same way (issue 16: each was a graph break)."""
+
+import functools
+import itertools
+import operator
+
+import pytest
+import torch
+
+import stillframe
+from stillframe.check.parity import assert_parity
+
+
+def one_graph(report):
+    assert report.warnings == []
+    assert all(e.graph_break is None for e in report.compiled.cache_entries())
+
+
+def map_effects_interleave_with_the_body(x):
+    log = []
+    for v in map(lambda i: (log.append(("f", i)), i)[1], [1, 2]):
+        log.append(("body", v))
+    for v in filter(lambda i: (log.append(("p", i)), i % 2)[1], [1, 2, 3]):
+        log.append(("kept", v))
+    return x + len(log), log
+
+
+def zip_pulls_a_generator_one_item_at_a_time(x):
+    log = []
+
+    def gen():
+        for i in range(3):
+            log.append(("gen", i))
+            yield i
+
+    for a, b in zip(gen(), [10, 20]):
+        log.append(("body", a + b))
+    for i, v in enumerate(gen(), 1):
+        log.append(("enum", i, v))
+    return x * len(log), log
+
+
+def zip_leaves_the_rest_of_an_iterator(x):
+    it = iter([1, 2, 3, 4])
+    pairs = list(zip(it, "ab"))
+    return x + next(it), pairs, list(it)
+
+
+def iter_of_a_generator_is_the_generator(x):
+    g = (i * 2 for i in range(4))
+    it = iter(g)
+    first = next(g)
+    return x + first, it is g, list(it)
+
+
+class Walk:
+    def __init__(self, log):
+        self.log = log
+
+    def __iter__(self):
+        for i in range(3):
+            self.log.append(("iter", i))
+            yield i
+
+
+def user_iter_generator_is_lazy(x):
+    log = []
+    for i in Walk(log):
+        log.append(("body", i))
+        if i == 1:
+            break
+    return x + i, log
+
+
+@pytest.mark.parametrize("fn", [map_effects_interleave_with_the_body, zip_pulls_a_generator_one_item_at_a_time,
+                                zip_leaves_the_rest_of_an_iterator, iter_of_a_generator_is_the_generator,
+                                user_iter_generator_is_lazy])
+def test_effects_happen_in_eager_order(fn):
+    one_graph(assert_parity(fn, lambda: (torch.ones(2),), calls=2, fullgraph=True))
+
+
+def itertools_iterators(x):
+    evens = lambda v: v % 2 == 0  # noqa: E731
+    return (
+        [x + a for a in itertools.chain([1, 2], (3,), (i for i in range(2)))],
+        list(itertools.chain.from_iterable([[1], [2, 3]])),
+        list(itertools.islice(range(10), 2, 8, 3)), list(itertools.islice(iter(range(5)), 2)),
+        [x * a for a, _ in zip(itertools.count(3, 2), range(3))],
+        list(itertools.repeat(x, 2)), list(itertools.islice(itertools.cycle("ab"), 5)),
+        list(itertools.accumulate([1, 2, 3])), list(itertools.accumulate([1, 2, 3], operator.mul, initial=2)),
+        list(itertools.product([1, 2], "ab")), list(itertools.product([0, 1], repeat=2)),
+        list(itertools.combinations(range(4), 2)), list(itertools.permutations(range(3), 2)),
+        list(itertools.zip_longest([1, 2, 3], "a", fillvalue=0)), list(itertools.pairwise([1, 2, 4])),
+        list(itertools.starmap(operator.add, [(x, 1), (x, 2)])),
+        list(itertools.takewhile(lambda v: v < 3, [1, 2, 3, 1])), list(itertools.dropwhile(evens, [0, 2, 3, 4])),
+        list(itertools.filterfalse(evens, range(5))), list(itertools.compress("abcd", [1, 0, 1, 1])),
+        functools.reduce(operator.add, [x, x, x]), functools.reduce(lambda a, b: a * b, [2, 3], x),
+    )
+
+
+def test_itertools_and_reduce_are_traced():
+    one_graph(assert_parity(itertools_iterators, lambda: (torch.ones(2),), calls=2, fullgraph=True))
+
+
+def infinite_count_with_break(x):
+    for i in itertools.count():
+        x = x + i
+        if i >= 3:
+            break
+    return x
+
+
+def test_an_infinite_iterator_is_pulled_only_as_far_as_eager():
+    one_graph(assert_parity(infinite_count_with_break, lambda: (torch.ones(2),), calls=2, fullgraph=True))
+
+
+def types_inside(x):
+    made = [map(abs, [1]), filter(None, [1]), zip(iter([1])), enumerate(iter([1])), itertools.chain(),
+            itertools.islice([], 1), itertools.product([1])]
+    return x + 1, [type(m).__name__ for m in made], isinstance(made[0], map)
+
+
+def exhausted_and_returned(x):
+    m = map(abs, [-1])
+    c = itertools.chain([1])
+    list(m), list(c)
+    return x + 1, m, c
+
+
+def test_their_types_inside_the_trace_and_when_returned():
+    one_graph(assert_parity(types_inside, lambda: (torch.ones(2),), calls=2, fullgraph=True))
+    compiled = stillframe.compile(exhausted_and_returned, backend="eager")
+    for _ in range(2):
+        got, expected = compiled(torch.ones(2)), exhausted_and_returned(torch.ones(2))
+        torch.testing.assert_close(got[0], expected[0])
+        assert [type(v) for v in got[1:]] == [type(v) for v in expected[1:]] == [map, itertools.chain]
+        assert [list(v) for v in got[1:]] == [list(v) for v in expected[1:]] == [[], []]
+
+
+def reduce_of_nothing(x):
+    return functools.reduce(operator.add, [])
+
+
+def zip_shorter(x):
+    return list(zip([1, 2], [1], strict=True))
+
+
+def zip_longer(x):
+    return list(zip([1], [1, 2], [1], strict=True))
+
+
+def negative_islice(x):
+    return list(itertools.islice([1], -1))
+
+
+@pytest.mark.parametrize("fn", [reduce_of_nothing, zip_shorter, zip_longer, negative_islice])
+def test_errors_are_pythons(fn):
+    assert_parity(fn, lambda: (torch.ones(2),), calls=2)

@@ -197,7 +197,20 @@ def _range_getattr(tx: Any, obj: RangeVariable, name: str) -> VariableTracker:
     tx.user_error(AttributeError(f"'range' object has no attribute '{name}'"))
 
 
-GETATTR.refuse("a partial's func/args/keywords are not modelled as attributes", PartialVariable)
+#: The attributes of a partial made in the trace: read from what it was made with.
+_PARTIAL_FIELDS = {"func": lambda tx, p: p.fn, "args": lambda tx, p: TupleVariable(p.args),
+                   "keywords": lambda tx, p: tx.new_dict(tuple(p.kwargs))}
+
+
+@GETATTR.rule(PartialVariable)
+def _partial_getattr(tx: Any, obj: PartialVariable, name: str) -> VariableTracker:
+    if name in _PARTIAL_FIELDS:
+        return _PARTIAL_FIELDS[name](tx, obj)
+    if hasattr(functools.partial, name):
+        return _attribute_refused(tx, obj, "a partial's methods are not traced", name)
+    tx.user_error(AttributeError(f"'functools.partial' object has no attribute '{name}'"))
+
+
 GETATTR.refuse("a bound method's __self__/__func__ are not modelled as attributes", UserMethodVariable)
 GETATTR.refuse("the attributes of a method or function of a container, tensor or torch are not modelled",
                ContainerMethodVariable, TensorMethodVariable, TorchFunctionVariable)
@@ -236,7 +249,7 @@ def instance_attr(tx: Any, obj: Any, name: str) -> VariableTracker:
         return ContainerMethodVariable(DictVariable(entry.storage), name)  # self.keys() of a dict subclass
     if found is MISSING:
         if hasattr(entry.cls, "__getattr__"):
-            tx.unsupported("unsupported_attribute", f"{entry.cls.__name__} defines __getattr__")
+            return _class_getattr(tx, obj, entry.cls, name)
         tx.user_error(AttributeError(f"'{entry.cls.__name__}' object has no attribute '{name}'"))
     return _bind_found(tx, obj, None, name, ("class", found), None)
 
@@ -359,6 +372,8 @@ def has_attr(tx: Any, obj: VariableTracker, name: str) -> bool:
         return hasattr(torch.Tensor, name) or _tensor_instance_attr(tx, obj, name) is not MISSING
     if isinstance(obj, ConstantVariable):
         return hasattr(obj.value, name)
+    if isinstance(obj, PartialVariable):  # no instance attributes: setattr on a traced partial is refused
+        return name in _PARTIAL_FIELDS or hasattr(functools.partial, name)
     tx.unsupported("unsupported_attribute", f"hasattr() on a {obj.python_type().__name__} value")
 
 
@@ -525,11 +540,20 @@ def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> Va
         # per attribute (a transformers config is read dozens of times)
         src = GetItemSource(AttrSource(var.source, "__dict__"), name)
     if found is MISSING:
-        if hasattr(type(value), "__getattr__"):
-            tx.unsupported("unsupported_attribute", f"{type(value).__name__} defines __getattr__")
         guard_not_shadowed(tx, var, value, name)
+        if hasattr(type(value), "__getattr__"):
+            return _class_getattr(tx, var, type(value), name)
         tx.user_error(AttributeError(f"'{type(value).__name__}' object has no attribute '{name}'"))
     return _bind_found(tx, var, value, name, found, src)
+
+
+def _class_getattr(tx: Any, var: VariableTracker, cls: type, name: str) -> VariableTracker:
+    """``cls.__getattr__(obj, name)``, traced, as ``object.__getattribute__`` calls it when ordinary lookup finds
+    nothing (its reads are guarded as it makes them)."""
+    hook = cls.__getattr__
+    if not isinstance(hook, types.FunctionType):
+        tx.unsupported("unsupported_attribute", f"{cls.__name__} defines __getattr__ in C")
+    return calls.call_sync(tx, UserMethodVariable(hook, var), [ConstantVariable(name)], {})
 
 
 def guard_not_shadowed(tx: Any, var: VariableTracker, obj: Any, name: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import builtins
 import copy
 import functools
 import inspect
@@ -501,6 +502,19 @@ def _type_error(tx: Tracer, message: str) -> None:
     tx.user_error(TypeError(message))
 
 
+def _size(tx: Tracer, args: list) -> TupleVariable:
+    """``torch.Size(sizes)``: a tuple of ints typed ``torch.Size``, with torch's TypeError for anything else."""
+    items = tuple(sequence_items(tx, args[0])) if args else ()
+    for item in items:
+        value = item.value if isinstance(item, ConstantVariable) else None
+        if not isinstance(value, int):
+            if isinstance(item, ConstantVariable):
+                tx.user_error(TypeError(f"torch.Size() takes an iterable of 'int' (item {items.index(item)} is "
+                                        f"'{type(value).__name__}')"))
+            tx.unsupported("unsupported_call", f"torch.Size() of a {item.python_type().__name__}")
+    return TupleVariable(tuple(ConstantVariable(int(item.value)) for item in items), torch.Size)
+
+
 def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs: dict) -> None:
     value = var.value
     if isinstance(value, functools.partial) and value.func is module_iterator:
@@ -511,6 +525,10 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
             return tx.push(result)
     if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, type) and value in BUILTIN_RULES:
         return call_builtin(tx, value, args, kwargs)  # a C classmethod with a rule: itertools.chain.from_iterable
+    if isinstance(value, type) and value.__module__ == "builtins" and getattr(builtins, value.__name__, None) is value:
+        return call_builtin(tx, value, args, kwargs)  # a builtin type reached as a value: type(3)(4)
+    if value is torch.Size and len(args) <= 1 and not kwargs:
+        return tx.push(_size(tx, args))
     if value is torch.autocast or value is torch.amp.autocast:
         return tx.push(_autocast(tx, args, kwargs))
     if any(value is cls for cls in GRAD_MODE_CLASSES):

@@ -17,6 +17,7 @@ two names bound to the same list or tensor see the same contents::
 
 from __future__ import annotations
 
+import functools
 import types
 from dataclasses import dataclass
 from typing import Any
@@ -210,8 +211,6 @@ class PartialVariable(VariableTracker):
     kwargs: tuple
 
     def python_type(self) -> type:
-        import functools
-
         return functools.partial
 
 

@@ -199,3 +199,70 @@ def partials_across_a_break(x):
 def test_partials_with_keywords_only_or_arguments_only_cross_a_break():
     report = assert_parity(partials_across_a_break, lambda: (torch.ones(2),), calls=2)
     assert report.warnings == []
+
+
+class Lookup:
+    """Attributes it does not have come from ``table`` through ``__getattr__``."""
+
+    def __init__(self):
+        self.table = {"w": 3}
+
+    def __getattr__(self, name):
+        if name in self.table:
+            return self.table[name]
+        raise AttributeError(name)
+
+
+LOOKUP = Lookup()
+
+
+def through_getattr(x):
+    made = Lookup()
+    made.table["v"] = 2
+    return x * LOOKUP.w + made.v + hasattr(LOOKUP, "missing") + getattr(made, "nope", 10), LOOKUP.table is not None
+
+
+def lookup_args(i):
+    LOOKUP.table["w"] = 3 + i  # read through __getattr__: a changed value must be seen
+    LOOKUP.__dict__.pop("missing", None)
+    if i == 2:
+        LOOKUP.missing = 1  # an instance attribute now answers first
+    return (torch.ones(2),)
+
+
+def test_a_class_getattr_answers_what_ordinary_lookup_does_not_find():
+    report = assert_parity(through_getattr, lookup_args, calls=4, fullgraph=True)
+    assert report.warnings == []
+
+
+def partial_attributes(x):
+    p = functools.partial(torch.add, alpha=2)
+    q = functools.partial(max, 3)
+    return (p(x, x), hasattr(p, "func"), hasattr(p, "nope"), hasattr(p, "__call__"), p.func is torch.add,
+            p.keywords, q.args, q.func(1, 2))
+
+
+def partial_missing_attribute(x):
+    return functools.partial(max, 3).nope
+
+
+def test_a_partial_made_in_the_trace_has_its_attributes():
+    report = assert_parity(partial_attributes, lambda: (torch.ones(2),), calls=2, fullgraph=True)
+    assert report.warnings == []
+    assert_parity(partial_missing_attribute, lambda: (torch.ones(2),), calls=2)
+
+
+def sizes_and_builtin_types(x):
+    shape = torch.Size([2, 1])
+    return (x.reshape(shape), shape, torch.Size(), torch.Size((1, True)), x.shape == torch.Size([2]),
+            type(3)(4.5), type("a")(7), type(x.shape) is torch.Size)
+
+
+def size_of_strings(x):
+    return torch.Size([1, "a"])
+
+
+def test_torch_size_and_builtin_types_reached_as_values_are_called():
+    report = assert_parity(sizes_and_builtin_types, lambda: (torch.ones(2),), calls=2, fullgraph=True)
+    assert report.warnings == []
+    assert_parity(size_of_strings, lambda: (torch.ones(2),), calls=2)

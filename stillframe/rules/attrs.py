@@ -246,7 +246,7 @@ def instance_attr(tx: Any, obj: Any, name: str) -> VariableTracker:
         return view
     found = _static_lookup_type(entry.cls, name)
     if entry.storage is not None and _defined_by_dict_base(entry.cls, name):
-        return ContainerMethodVariable(DictVariable(entry.storage), name)  # self.keys() of a dict subclass
+        return ContainerMethodVariable(DictVariable(entry.storage), name, obj)  # self.keys() of a dict subclass
     if found is MISSING:
         if hasattr(entry.cls, "__getattr__"):
             return _class_getattr(tx, obj, entry.cls, name)

@@ -446,9 +446,14 @@ def construct(tx: Tracer, cls: type, args: list, kwargs: dict) -> VariableTracke
     obj = new_object(tx, cls)
     init = cls.__init__
     base_init = dict_base(cls).__init__ if dict_base(cls) is not None else None
-    if init is object.__init__ or (init is base_init and not args):
-        if init is base_init and kwargs:  # dict.__init__(**kwargs) stores through the class's __setitem__
-            tx.unsupported("unsupported_call", f"constructing {cls.__qualname__} with dict.__init__ keywords")
+    if init is base_init and (args or kwargs):  # dict.__init__(pairs, **kwargs): dict.update's rule
+        if cls.__setitem__ is not dict_base(cls).__setitem__:  # it stores through the class's own __setitem__
+            tx.unsupported("unsupported_call", f"constructing {cls.__qualname__} with dict.__init__ arguments")
+        if len(args) > 1:
+            tx.user_error(TypeError(f"{cls.__name__} expected at most 1 argument, got {len(args)}"))
+        call_container_method(tx, ContainerMethodVariable(storage_of(tx, obj), "update"), list(args), kwargs)
+        return obj
+    if init is object.__init__ or init is base_init:
         if args or kwargs:
             tx.user_error(TypeError(f"{cls.__name__}() takes no arguments"))
         return obj

@@ -23,6 +23,7 @@ from ..variables.base import (ConstantVariable, DictVariable, GeneratorVariable,
                               NNModuleVariable, RangeVariable, SetVariable, TensorVariable, TupleVariable,
                               UserFunctionVariable, VariableTracker)
 from . import calls, polyfills
+from .objects import sort_keys
 from .builtin_calls import BUILTIN_RULES, fold
 from .generators import step as step_generator
 from .known import const_value, sequence_items
@@ -95,16 +96,9 @@ def _all_any(fn: Any) -> Callable:
     return rule
 
 
-def _sort_keys(tx: Tracer, items: tuple, key: VariableTracker | None) -> list:
-    """The Python sort key of each item: the item itself, or ``key(item)`` traced (both must be constants)."""
-    if key is None or (isinstance(key, ConstantVariable) and key.value is None):
-        return [const_value(tx, v) for v in items]
-    return [const_value(tx, calls.call_sync(tx, key, [v], {})) for v in items]
-
-
 def _sorted(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     items = tuple(sequence_items(tx, args[0]))
-    keys = _sort_keys(tx, items, kwargs.get("key"))
+    keys = sort_keys(tx, items, kwargs.get("key"))
     reverse = bool(const_value(tx, kwargs.get("reverse", ConstantVariable(False))))
     order = sorted(range(len(items)), key=lambda i: keys[i], reverse=reverse)
     return tx.new_list(tuple(items[i] for i in order))
@@ -115,7 +109,7 @@ def _minmax(fn: Any) -> Callable:
         if len(args) == 1:
             args = list(sequence_items(tx, args[0]))
         if "key" in kwargs:
-            keys = _sort_keys(tx, tuple(args), kwargs["key"])
+            keys = sort_keys(tx, tuple(args), kwargs["key"])
             if not args:
                 return kwargs["default"] if "default" in kwargs else fold(tx, fn, [TupleVariable(())], {})
             best = fn(range(len(args)), key=lambda i: keys[i])

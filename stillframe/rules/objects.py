@@ -171,6 +171,34 @@ def new_object(tx: Any, cls: type) -> ObjectVariable:
 
 
 # ------------------------------------------------------------- container methods
+def sort_keys(tx: Any, items: tuple, key: VariableTracker | None) -> list:
+    """The Python sort key of each item: the item itself, or ``key(item)`` traced (both must be constants)."""
+    if key is None or (isinstance(key, ConstantVariable) and key.value is None):
+        return [known.const_value(tx, v) for v in items]
+    return [known.const_value(tx, calls.call_sync(tx, key, [v], {})) for v in items]
+
+
+def _reorder(tx: Any, obj: DictVariable, entry: DictEntry, name: str, args: list, kwargs: dict) -> VariableTracker:
+    """``od.move_to_end(key, last=True)`` and ``popitem(last=True)``: the item moves to (or leaves) one end."""
+    last = bool(known.const_value(tx, kwargs.get("last", args[-1] if args[1 if name == "move_to_end" else 0:]
+                                                else ConstantVariable(True))))
+    items = list(entry.items)
+    if name == "popitem":
+        if not items:
+            tx.user_error(KeyError("popitem(): dictionary is empty"))  # dict's (OrderedDict: no "popitem(): ")
+        key, value = items.pop(-1 if last else 0)
+        tx.set_dict_entry(obj, DictEntry(tuple(items), entry.source))
+        return TupleVariable((ConstantVariable(key), value))
+    key = known.const_value(tx, args[0])
+    index = next((i for i, (k, _) in enumerate(items) if type(k) is type(key) and k == key), None)
+    if index is None:
+        tx.user_error(KeyError(key))
+    item = items.pop(index)
+    items.insert(len(items) if last else 0, item)
+    tx.set_dict_entry(obj, DictEntry(tuple(items), entry.source))
+    return ConstantVariable(None)
+
+
 def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, kwargs: dict) -> VariableTracker:
     """Rules for the methods of traced lists, dicts and tuples; mutations bind new heap entries."""
     obj, name = method.obj, method.name
@@ -209,12 +237,11 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
         elif name == "reverse":
             items.reverse()
         elif name == "sort":
-            key = kwargs.get("key")
-            if key is not None:
-                tx.unsupported("unsupported_call", "list.sort with a key function")
-            values = sorted((known.const_value(tx, v) for v in items),
-                            reverse=bool(known.const_value(tx, kwargs.get("reverse", ConstantVariable(False)))))
-            items = [ConstantVariable(v) for v in values]
+            if args:
+                tx.user_error(TypeError("sort() takes no positional arguments"))
+            keys = sort_keys(tx, tuple(items), kwargs.get("key"))
+            reverse = bool(known.const_value(tx, kwargs.get("reverse", ConstantVariable(False))))
+            items = [items[i] for i in sorted(range(len(items)), key=lambda i: keys[i], reverse=reverse)]
         elif name == "copy":
             return tx.new_list(tuple(items))
         elif name == "index":
@@ -278,6 +305,8 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
         if name == "clear":
             tx.set_dict_entry(obj, DictEntry((), entry.source))
             return ConstantVariable(None)
+        if name in ("move_to_end", "popitem"):  # OrderedDict's (popitem also dict's, which takes no argument)
+            return _reorder(tx, obj, entry, name, args, kwargs)
         if name == "copy":
             return tx.new_dict(entry.items)
         if name in ("__len__", "__iter__", "__setitem__", "__delitem__"):

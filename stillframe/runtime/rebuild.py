@@ -388,7 +388,7 @@ def _rebuild_tensor_method(cg: StateCodegen, var: TensorMethodVariable) -> str:
 
 @REBUILD.rule(ContainerMethodVariable)
 def _rebuild_container_method(cg: StateCodegen, var: ContainerMethodVariable) -> str:
-    return f"getattr({cg.expr(var.obj)}, {var.name!r})"
+    return f"getattr({cg.expr(var.obj if var.owner is None else var.owner)}, {var.name!r})"
 
 
 @REBUILD.rule(ContextExitVariable)

@@ -67,10 +67,13 @@ class SuperVariable(VariableTracker):
 
 @dataclass(frozen=True, slots=True)
 class ContainerMethodVariable(VariableTracker):
-    """A bound method of a traced list, dict or tuple (``xs.append``, ``d.items``)."""
+    """A bound method of a traced list, dict or tuple (``xs.append``, ``d.items``). ``owner``: for a C method
+    of a dict subclass's instance (``od.move_to_end``), that instance (``obj`` is its dict part): the method is
+    rebuilt bound to it."""
 
     obj: VariableTracker
     name: str
+    owner: VariableTracker | None = None
 
     def python_type(self) -> type:
         return types.BuiltinMethodType

@@ -6,6 +6,7 @@ Each test changes the live objects between calls (``make_args`` receives the cal
 the first call must notice the change on a later one, exactly as eager does.
 """
 
+import collections
 import functools
 
 import torch
@@ -266,3 +267,26 @@ def test_torch_size_and_builtin_types_reached_as_values_are_called():
     report = assert_parity(sizes_and_builtin_types, lambda: (torch.ones(2),), calls=2, fullgraph=True)
     assert report.warnings == []
     assert_parity(size_of_strings, lambda: (torch.ones(2),), calls=2)
+
+
+def ordered_dict_and_sort_with_key(x):
+    d = collections.OrderedDict(a=1, b=2, c=3)
+    d.move_to_end("a")
+    d.move_to_end("c", last=False)
+    first = d.popitem(last=False)
+    plain = {"p": x, "q": 2}
+    pairs = [(2, x), (1, x * 2), (2, x * 3)]
+    pairs.sort(key=lambda t: t[0])
+    words = ["bb", "a", "ccc"]
+    words.sort(key=len, reverse=True)
+    return list(d.items()), first, plain.popitem(), pairs, words
+
+
+def move_missing(x):
+    collections.OrderedDict(a=1).move_to_end("z")
+
+
+def test_ordered_dict_reordering_and_sort_with_a_key():
+    report = assert_parity(ordered_dict_and_sort_with_key, lambda: (torch.ones(2),), calls=2, fullgraph=True)
+    assert report.warnings == []
+    assert_parity(move_missing, lambda: (torch.ones(2),), calls=2)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import abc
+import collections
+import contextlib
 import enum
 import operator
 import types
@@ -58,9 +60,11 @@ from .generators import resume
 from .objects import (
     call_container_method,
     delete_attr,
+    MISSING,
     new_object,
     object_setattr,
     store_attr,
+    update_pairs,
 )
 from .operators import binary_op
 from .truthiness import truthiness
@@ -90,6 +94,22 @@ def python_type_of(tx: Tracer, var: VariableTracker) -> type:
     return var.python_type()
 
 
+def _missing(tx: Tracer, obj: VariableTracker, cls: type, storage: DictVariable,
+             key: VariableTracker) -> VariableTracker:
+    """``d[key]`` of a key a dict subclass lacks: ``dict.__getitem__`` calls the class's ``__missing__`` (a Python
+    one is traced; ``defaultdict``'s stores and returns ``default_factory()``, or raises ``KeyError``)."""
+    if isinstance(cls.__missing__, types.FunctionType):
+        return calls.call_sync(tx, UserMethodVariable(cls.__missing__, obj), [key], {})
+    if cls.__missing__ is not collections.defaultdict.__missing__:
+        tx.unsupported("unsupported_call", f"{cls.__name__}.__missing__ is not Python")
+    factory = getattr_var(tx, obj, "default_factory")
+    if isinstance(factory, ConstantVariable) and factory.value is None:
+        tx.user_error(KeyError(const_value(tx, key)))
+    value = calls.call_sync(tx, factory, [], {})
+    call_container_method(tx, ContainerMethodVariable(storage, "__setitem__"), [key, value], {})
+    return value
+
+
 def call_dunder(tx: Tracer, obj: VariableTracker, name: str, args: list,
                 kwargs: dict | None = None) -> VariableTracker | None:
     """Call ``type(obj).<name>`` when it is a Python function (a user class's ``__len__``, ``__add__`` ...).
@@ -100,6 +120,9 @@ def call_dunder(tx: Tracer, obj: VariableTracker, name: str, args: list,
         return None
     cls = python_type_of(tx, obj)
     storage = storage_of(tx, obj)
+    if storage is not None and name == "__getitem__" and hasattr(cls, "__missing__") and \
+            tx.dict_lookup(storage, const_value(tx, args[0]), MISSING) is MISSING:
+        return _missing(tx, obj, cls, storage, args[0])
     if storage is not None and _defined_by_dict_base(cls, name):  # len(out), out[k], iter(out) of a dict subclass
         return call_container_method(tx, ContainerMethodVariable(storage, name), list(args), kwargs or {})
     if cls.__module__ == "builtins" or cls.__module__.startswith("torch."):
@@ -239,15 +262,7 @@ def _list_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 
 def _dict_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    items: list = []
-    if args:
-        src = args[0]
-        if isinstance(src, DictVariable):
-            items = list(tx.dict_entry(src).items)
-        else:
-            for pair in sequence_items(tx, src):
-                k, v = sequence_items(tx, pair)
-                items.append((const_value(tx, k), v))
+    items = list(update_pairs(tx, args[0])) if args else []
     items.extend(kwargs.items())
     entry = DictEntry(())
     for k, v in items:
@@ -432,8 +447,6 @@ def construct(tx: Tracer, cls: type, args: list, kwargs: dict) -> VariableTracke
             fold(tx, cls, args, kwargs)  # raises eager's TypeError
         items = tuple(values[f] if f in values else wrap(tx, defaults[f], None) for f in fields)
         return TupleVariable(items, cls)
-    import contextlib
-
     if issubclass(cls, contextlib._GeneratorContextManagerBase) and not tx.lazy_generators:
         # its generator must run lazily, step by step with the `with` body: made and driven for real
         tx.unsupported("generator_context_manager", f"{cls.__name__}: a @contextmanager generator runs for real",
@@ -445,6 +458,13 @@ def construct(tx: Tracer, cls: type, args: list, kwargs: dict) -> VariableTracke
         tx.unsupported("unsupported_call", f"constructing {cls.__qualname__} (custom __new__ or metaclass)")
     obj = new_object(tx, cls)
     init = cls.__init__
+    if init is collections.defaultdict.__init__:  # defaultdict(default_factory=None, /, *dict_args, **kwargs)
+        factory = args[0] if args else ConstantVariable(None)
+        if not (isinstance(factory, ConstantVariable) and factory.value is None) and \
+                not _callable(tx, [factory], {}).value:
+            tx.user_error(TypeError("first argument must be callable or None"))
+        store_attr(tx, obj, "default_factory", factory)
+        args, init = args[1:], dict.__init__
     base_init = dict_base(cls).__init__ if dict_base(cls) is not None else None
     if init is base_init and (args or kwargs):  # dict.__init__(pairs, **kwargs): dict.update's rule
         if cls.__setitem__ is not dict_base(cls).__setitem__:  # it stores through the class's own __setitem__

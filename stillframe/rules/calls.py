@@ -523,8 +523,9 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
         result = call_dunder(tx, var, "__call__", list(args), kwargs)
         if result is not None:
             return tx.push(result)
-    if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, type) and value in BUILTIN_RULES:
-        return call_builtin(tx, value, args, kwargs)  # a C classmethod with a rule: itertools.chain.from_iterable
+    if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, (type, types.ModuleType)) and \
+            value in BUILTIN_RULES:  # a C classmethod or module function with a rule: itertools.chain.from_iterable
+        return call_builtin(tx, value, args, kwargs)
     if isinstance(value, type) and value.__module__ == "builtins" and getattr(builtins, value.__name__, None) is value:
         return call_builtin(tx, value, args, kwargs)  # a builtin type reached as a value: type(3)(4)
     if value is torch.Size and len(args) <= 1 and not kwargs:

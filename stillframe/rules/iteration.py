@@ -14,6 +14,7 @@ only as far as eager does.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import itertools
@@ -55,6 +56,11 @@ def lazily(made_by: type, polyfill: Callable) -> Callable:
         return dataclasses.replace(made, made_by=made_by) if isinstance(made, GeneratorVariable) else made
 
     return rule
+
+
+def as_python(polyfill: Callable) -> Callable:
+    """The rule for a C function that consumes iterables: ``polyfill``, its Python equivalent, traced."""
+    return lambda tx, args, kwargs: calls.call_sync(tx, UserFunctionVariable(polyfill), args, kwargs)
 
 
 _lazy_zip = lazily(zip, polyfills.zip_)
@@ -150,5 +156,6 @@ BUILTIN_RULES.update({
     itertools.dropwhile: lazily(itertools.dropwhile, polyfills.dropwhile),
     itertools.filterfalse: lazily(itertools.filterfalse, polyfills.filterfalse),
     itertools.compress: lazily(itertools.compress, polyfills.compress),
-    functools.reduce: lazily(functools.reduce, polyfills.reduce),
+    functools.reduce: as_python(polyfills.reduce),
+    collections._count_elements: as_python(polyfills.count_elements),
 })

@@ -45,6 +45,7 @@ from ..variables.objects import DELETED
 from ..variables.objects import ObjectEntry
 from ..variables.objects import ObjectVariable
 from ..variables.objects import dict_base
+from ..variables.objects import storage_of
 
 
 def record_side_effect(tx: Any, key: tuple, payload: Any) -> None:
@@ -295,8 +296,8 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
             tx.set_dict_entry(obj, DictEntry(tuple((k, v) for k, v in entry.items if not (
                 type(k) is type(key) and k == key)), entry.source))
             return found
-        if name == "update":
-            for k, v in (_update_pairs(tx, args[0]) if args else ()):
+        if name in ("update", "__init__"):  # dict.__init__(self, pairs, **kw) adds as update does
+            for k, v in (update_pairs(tx, args[0]) if args else ()):
                 entry = entry.set(k, v)
             for k, v in kwargs.items():
                 entry = entry.set(k, v)
@@ -360,12 +361,16 @@ def _set_method(tx: Any, obj: SetVariable, name: str, args: list, kwargs: dict) 
     return ConstantVariable(result) if is_constant(result) or result is None else wrap(tx, result, None)
 
 
-def _update_pairs(tx: Any, other: VariableTracker) -> tuple:
+def update_pairs(tx: Any, other: VariableTracker) -> tuple:
     """The ``(key, value)`` pairs ``dict.update(other)`` adds: a dict's items, else each element of an iterable
     of pairs (with Python's errors for an element that is not a pair)."""
     if isinstance(other, DictVariable):
         return tx.dict_entry(other).items
-    if hasattr(other.python_type(), "keys"):  # another mapping: Python reads it through keys() and [key]
+    storage = storage_of(tx, other)
+    cls = other.python_type()
+    if storage is not None and all(getattr(cls, m) is getattr(dict_base(cls), m) for m in ("keys", "__getitem__")):
+        return tx.dict_entry(storage).items  # a dict subclass read as a mapping through dict's own methods
+    if hasattr(cls, "keys"):  # another mapping: Python reads it through keys() and [key]
         tx.unsupported("unsupported_call", f"dict.update with a {other.python_type().__name__}")
     pairs = []
     for i, element in enumerate(known.sequence_items(tx, other)):

@@ -279,3 +279,9 @@ def reduce(function, iterable, *initial):
     for item in it:
         value = function(value, item)
     return value
+
+
+def count_elements(mapping, iterable):
+    """``collections._count_elements``: what ``Counter.update`` counts with."""
+    for element in iterable:
+        mapping[element] = mapping.get(element, 0) + 1

@@ -11,6 +11,7 @@ import functools
 
 import torch
 
+import stillframe
 from stillframe.check.parity import assert_parity
 from stillframe.rules.disable import disable
 
@@ -290,3 +291,53 @@ def test_ordered_dict_reordering_and_sort_with_a_key():
     report = assert_parity(ordered_dict_and_sort_with_key, lambda: (torch.ones(2),), calls=2, fullgraph=True)
     assert report.warnings == []
     assert_parity(move_missing, lambda: (torch.ones(2),), calls=2)
+
+
+class Defaulting(dict):
+    def __missing__(self, key):
+        return len(key)
+
+
+def defaultdict_counter_and_missing(x):
+    groups = collections.defaultdict(list)
+    for i, name in enumerate(["a", "b", "a"]):
+        groups[name].append(x * i)
+    plain = collections.defaultdict(None, {"k": 1})
+    counts = collections.Counter("abca")
+    counts.update(["b"])
+    return (dict(groups), groups.default_factory is list, "c" in groups, groups.get("z"), plain["k"],
+            counts["a"], counts["zz"], counts.most_common(), sorted(counts.elements()), Defaulting(a=1)["abc"],
+            type(groups).__name__, type(counts).__name__)
+
+
+def defaultdict_without_factory(x):
+    return collections.defaultdict(None)["k"]
+
+
+def defaultdict_of_a_non_callable(x):
+    return collections.defaultdict(3)
+
+
+def dict_of_bad_pairs(x):
+    return dict([(1, 2), (3,)])
+
+
+def test_defaultdict_counter_and_a_python_missing():
+    report = assert_parity(defaultdict_counter_and_missing, lambda: (torch.ones(2),), calls=2, fullgraph=True)
+    assert report.warnings == []
+    for fn in (defaultdict_without_factory, defaultdict_of_a_non_callable, dict_of_bad_pairs):
+        assert_parity(fn, lambda: (torch.ones(2),), calls=2)
+
+
+def returned_defaultdict(x):
+    d = collections.defaultdict(list)
+    d["a"].append(1)
+    return x + 1, d
+
+
+def test_a_defaultdict_made_in_the_trace_is_returned_as_one():
+    compiled = stillframe.compile(returned_defaultdict, backend="eager")
+    for _ in range(2):
+        got, expected = compiled(torch.ones(2))[1], returned_defaultdict(torch.ones(2))[1]
+        assert type(got) is type(expected) and got == expected and got.default_factory is list
+        assert got["new"] == [] and "new" in got

@@ -36,6 +36,7 @@ from ..trace.state import make_frame
 from ..variables.base import AutocastExitVariable, LazyArgument
 from ..variables.builder import is_lazy_scalar, wrap
 from ..rules.attrs import EMPTY_CELLS
+from ..rules.generators import refuse_unclosed
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace.interpreter import Tracer
 from . import live
@@ -150,6 +151,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     log.event("bytecode", "tracing %s from instruction %d:\n%s", top.code.code.co_qualname, top.ip, top.code.format())
     try:
         result = tracer.run()
+        refuse_unclosed(tracer)
         codegen = StateCodegen(tracer)
         if result is not None:
             if tracer.state.autocast and len(tracer.state.autocast) != int(torch.is_autocast_enabled("cpu")):

@@ -33,7 +33,7 @@ from .config import config
 from .errors import InternalError, StillframeWarning, Unsupported, UserError
 from .guards.guard import identity_checked
 from .runtime import live
-from .rules.disable import disable, is_disabled  # noqa: F401  (public: stillframe.disable)
+from .rules.disable import ORIGINAL, disable, is_disabled  # noqa: F401  (public: stillframe.disable)
 from .runtime.compiler import compile_frame, compile_retrying, eager_entry, start_resume
 from .runtime.entry import CacheEntry, watch
 from .diagnostics import log
@@ -111,6 +111,8 @@ class CompiledFunction:
         self._bind = _make_binder(self._func)
         self._method_self = fn.__self__ if isinstance(fn, types.MethodType) else None
         functools.update_wrapper(self, self._func)
+        if not disable:  # compiled code calling this wrapper inlines the function instead (rules/disable.py)
+            setattr(self, ORIGINAL, fn)
         _LIVE.add(self)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -317,6 +319,9 @@ class CompiledModule(torch.nn.Module):
     @property
     def original_module(self) -> torch.nn.Module:
         return self._orig_mod
+
+    #: compiled code calling this module calls the original module instead (rules/disable.py)
+    __stillframe_original__ = original_module
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         module = self._orig_mod

@@ -51,6 +51,7 @@ from ..variables.objects import ContainerMethodVariable, DICT_BASES, ObjectVaria
 from ..tensors.ops import call_tensor_op
 from . import builtin_calls, calls, known
 from .protocol import Protocol
+from .disable import compiled_original
 from .objects import MISSING, _static_lookup, _static_lookup_type, function_attr_key, pending_attr
 
 
@@ -588,6 +589,9 @@ def _bind_found(tx: Any, var: VariableTracker, obj: Any, name: str, found: tuple
         return UserMethodVariable(attr.__func__, PythonObjectVariable(type(obj)))
     if isinstance(attr, types.FunctionType):
         return UserMethodVariable(attr, var)
+    wrapped = compiled_original(attr)
+    if wrapped is not None and isinstance(wrapped[1], types.FunctionType):  # a compiled method: inlined
+        return UserMethodVariable(wrapped[1], var)
     if hasattr(type(attr), "__get__") and not isinstance(attr, (int, float, str, bool, tuple, type(None))):
         if hasattr(type(attr), "__set__"):  # slots members and other data descriptors: read the live value
             return wrap(tx, getattr(obj, name), src)

@@ -83,7 +83,7 @@ from .attrs import (
 )
 from .containers import subscript
 from .context import exit_autocast, set_grad_mode
-from .disable import is_disabled
+from .disable import compiled_original, is_disabled
 from .protocol import Protocol
 from .generators import drain, make_generator
 from .objects import (
@@ -159,6 +159,11 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     if target is not None and is_disabled(target):
         tx.unsupported("disabled", f"{getattr(target, '__qualname__', target)} is marked @stillframe.disable",
                        ("it runs for real; tracing resumes after it",))
+    wrapped = compiled_original(fn.module if isinstance(fn, NNModuleVariable) else target)
+    if wrapped is not None:
+        attr, original = wrapped
+        source = getattr(fn, "source", None)
+        return call(tx, wrap(tx, original, AttrSource(source, attr) if source else None), args, kwargs)
     module = getattr(target, "__module__", None) or ""
     stateful = runs_for_real(target) if target is not None else None
     if stateful is not None:

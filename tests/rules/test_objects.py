@@ -811,3 +811,14 @@ def test_attribute_of_object_held_in_a_global_is_guarded():
         assert len(graphs) == 3
     finally:
         del module.HELD
+
+
+def imports_by_call(x):
+    math = __import__("math")
+    nn_functional = __import__("torch.nn.functional", fromlist=["relu"])
+    top = __import__("torch.nn")  # no fromlist: the top package, as Python's import gives
+    return nn_functional.relu(x) + math.pi, top is torch
+
+
+def test_import_builtin_is_traced():
+    assert_parity(imports_by_call, lambda: (torch.randn(3),), calls=2, fullgraph=True)

@@ -417,8 +417,10 @@ def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
         import builtins
 
         return call_tensor_op(tx, "call_function", builtins.getattr, (var, ConstantVariable(name)), {})
-    if name in ("grad", "data", "_base"):
-        tx.unsupported("unsupported_attribute", f"reading .{name} of a tensor inside a compiled function")
+    if name in ("grad", "data"):
+        return _live_tensor_attr(tx, var, name)
+    if name == "_base":
+        tx.unsupported("unsupported_attribute", "reading ._base of a tensor inside a compiled function")
     attr = getattr(torch.Tensor, name, MISSING)
     if attr is MISSING:
         own = _tensor_instance_attr(tx, var, name)
@@ -431,6 +433,23 @@ def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
     if is_constant(value):
         return ConstantVariable(value)
     tx.unsupported("unsupported_attribute", f"reading .{name} of a tensor")
+
+
+def _live_tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
+    """``.grad`` / ``.data`` of a tensor that entered the trace from outside, untouched so far: the live attribute,
+    read through its own source and guarded like any input (``.grad`` is ``None`` or a tensor of this shape;
+    ``.data`` shares the storage, does not require grad and has its own version counter, as eager's). Within one
+    trace nothing else can change them: a backward, an optimizer step or a ``.grad =`` breaks the graph, and the
+    segment after the break reads them again. ``.data`` of a tensor already written in the trace would give
+    the storage's old values to the graph, so that breaks; so does either attribute of a tensor made in the trace
+    (its ``.grad`` could only come from a backward, which breaks)."""
+    entry = tx.tensor(var)
+    live = tx.input_values.get(var.tid)
+    if entry.source is None or live is None:
+        tx.unsupported("unsupported_attribute", f"reading .{name} of a tensor made inside the compiled function")
+    if name == "data" and entry.meta.version != 0:
+        tx.unsupported("unsupported_attribute", "reading .data of a tensor written earlier in the trace")
+    return wrap(tx, getattr(live, name), AttrSource(entry.source, name))
 
 
 MODULE_ITERATORS = {"modules", "named_modules", "children", "named_children", "parameters", "named_parameters",

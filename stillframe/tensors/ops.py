@@ -23,7 +23,7 @@ import torch
 from .. import compat
 import torch.nn.functional as F
 from ..errors import InternalError
-from ..guards.source import LiftedSource
+from ..guards.source import AttrSource, LiftedSource
 from .effects import is_pure_query, known_effect, no_rule
 from .meta import fresh_base, fresh_view
 from ..variables.base import (
@@ -169,6 +169,7 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     roots: list[int] = []
     views: list[int] = []
     if mutated:
+        _refuse_write_beside_data(tx, mutated)
         roots, views = tx.alias_group({v.tid for v in mutated})
         with tx.fake_mode:
             for tid in roots:
@@ -276,6 +277,21 @@ def _fakes_in(obj: Any) -> list:
 
 def _contains_tensor(obj: Any) -> bool:
     return bool(_fakes_in(obj))
+
+
+def _refuse_write_beside_data(tx: Any, mutated: list) -> None:
+    """An in-place write to storage that a ``.data`` input of the graph shares (the ``.data`` tensor itself, or the
+    tensor it was read from) runs for real: the two are separate graph inputs that alias without being views of
+    each other, which the backends cannot functionalize (AOTAutograd refuses such input mutations)."""
+    data_inputs = [t for source, t in tx.state.inputs if isinstance(source, AttrSource) and source.attr == "data"]
+    if not data_inputs:
+        return
+    shared = {tx.input_values[t].untyped_storage().data_ptr() for t in data_inputs if t in tx.input_values}
+    for var in mutated:
+        live = tx.input_values.get(var.tid)
+        if live is not None and live.untyped_storage().data_ptr() in shared:
+            tx.unsupported("unsupported_attribute", "an in-place write to a tensor whose .data the graph also reads",
+                           RUNS_FOR_REAL)
 
 
 def to_fake(tx: Any, var: VariableTracker, fresh: dict | None = None) -> Any:

@@ -111,6 +111,8 @@ class CompiledFunction:
         self._bind = _make_binder(self._func)
         self._method_self = fn.__self__ if isinstance(fn, types.MethodType) else None
         functools.update_wrapper(self, self._func)
+        # as torch.compile's wrapper: torch.compiler.disable(compiled) and torch.compile(compiled) unwrap to fn
+        self._torchdynamo_orig_callable, self._torchdynamo_wrapper_id = fn, id(self)
         _LIVE.add(self)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -388,7 +390,8 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None 
         return lambda m: compile(m, **kwargs)
     if isinstance(model, torch.nn.Module):
         return CompiledModule(model, **kwargs)
-    return CompiledFunction(model, **kwargs)
+    # torch.compile(torch.compiler.disable(f)) compiles f: the wrappers of disable and compile are looked through
+    return CompiledFunction(compat.innermost_fn(model), **kwargs)
 
 
 def is_compiled(obj: Any) -> bool:

@@ -99,3 +99,23 @@ def tensor_guards(examples: list) -> Any:
         return guards if guards.check(*examples) else None
     except Exception:  # an API change: fall back to the Python checks
         return None
+
+
+def torch_disabled(fn: Any) -> bool:
+    """Whether ``fn`` is marked never to be compiled by ``torch.compiler.disable``, ``torch._dynamo.disable``
+    (either ``recursive=``) or ``torch._dynamo.skip``: each sets ``_torchdynamo_disable`` on what it returns."""
+    try:
+        return getattr(fn, "_torchdynamo_disable", False) is True
+    except Exception:  # an object whose __getattr__ raises something else
+        return False
+
+
+def innermost_fn(fn: Any) -> Any:
+    """What ``torch.compile`` compiles when given ``fn``: the function inside the wrappers that
+    ``torch.compile`` and ``torch.compiler.disable`` put around it (torch's ``innermost_fn``: followed
+    through ``_torchdynamo_orig_callable`` only where ``_torchdynamo_wrapper_id`` is the wrapper's own id,
+    so a bound method or a ``functools.wraps`` copy is not unwrapped)."""
+    while (hasattr(fn, "_torchdynamo_orig_callable")
+           and getattr(fn, "_torchdynamo_wrapper_id", None) == id(fn) and not isinstance(fn, torch.nn.Module)):
+        fn = fn._torchdynamo_orig_callable
+    return fn

@@ -11,7 +11,9 @@ tensors' data-dependence errors, and ``torch._utils.is_compiling``. A test
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import contextlib
+import importlib
+from typing import Any, Callable, Iterator
 
 import torch
 from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException, FakeTensorMode
@@ -119,3 +121,31 @@ def innermost_fn(fn: Any) -> Any:
            and getattr(fn, "_torchdynamo_wrapper_id", None) == id(fn) and not isinstance(fn, torch.nn.Module)):
         fn = fn._torchdynamo_orig_callable
     return fn
+
+
+def compile_lock() -> Any:
+    """The process-wide lock torch.compile holds while it traces a frame and runs the backend
+    (``torch._dynamo.convert_frame.compile_lock``, a reentrant lock). stillframe holds the same one, so its
+    traces, torch.compile's and ``torch._dynamo.reset()`` never run at once (backends keep global state)."""
+    return importlib.import_module("torch._dynamo.convert_frame").compile_lock
+
+
+@contextlib.contextmanager
+def global_state_kept() -> Iterator[None]:
+    """Leave the process's global torch state as it was found, however the block ends: torch.fx's global
+    tracing flag (a backend's FX trace interrupted by an exception, or raced by another thread, leaves it
+    set, and every later ``torch.compile`` call raises), grad mode, the default dtype and CPU autocast."""
+    fx = importlib.import_module("torch.fx._symbolic_trace")
+    saved = (fx._is_fx_tracing_flag, torch.is_grad_enabled(), torch.get_default_dtype(),
+             torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"))
+    try:
+        yield
+    finally:
+        fx._is_fx_tracing_flag = saved[0]
+        if torch.is_grad_enabled() != saved[1]:
+            set_grad_enabled(saved[1])
+        if torch.get_default_dtype() != saved[2]:
+            torch.set_default_dtype(saved[2])
+        if (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")) != saved[3:]:
+            torch.set_autocast_enabled("cpu", saved[3])
+            torch.set_autocast_dtype("cpu", saved[4])

@@ -81,7 +81,11 @@ def _make_binder(fn: types.FunctionType) -> Callable[..., dict]:
     text = f"def ___bind({', '.join(params)}):\n    return {{{body}}}\n"
     ns = dict(defaults)
     exec(builtins.compile(text, "<stillframe bind>", "exec"), ns)
-    return ns.pop("___bind")  # popped: no cycle through its globals keeps a default value alive
+    bind = ns.pop("___bind")  # popped: no cycle through its globals keeps a default value alive
+    # named as fn: a call with the wrong arguments raises Python's TypeError naming the user's function
+    bind.__code__ = bind.__code__.replace(co_name=fn.__name__, co_qualname=fn.__qualname__)
+    bind.__name__, bind.__qualname__ = fn.__name__, fn.__qualname__
+    return bind
 
 
 class CompiledFunction:
@@ -189,13 +193,15 @@ class CompiledFunction:
                 return entry
             except UserError as traced:
                 return traced
-            except Exception as e:  # a fault of ours: never surfaces as a crash (DESIGN invariant 8)
+            except Exception as e:  # ours never surfaces as a crash (DESIGN invariant 8); a backend's may
+                if compat.is_backend_compiler_failed(e) and (self._fullgraph or not config.suppress_errors):
+                    raise
                 if self._fullgraph:
                     raise InternalError(f"stillframe failed while tracing {fn.__qualname__}: "
                                         f"{type(e).__name__}: {e}") from e
                 counters["fallbacks"] += 1
-                self._warn_once(repr(e), f"stillframe: running {fn.__qualname__} eagerly after an internal error "
-                                f"({type(e).__name__}: {e}) at {_where(fn)}")
+                self._warn_once(repr(e), f"stillframe: running {fn.__qualname__} eagerly after {_fault(e)} at "
+                                f"{_where(fn)}")
                 return self._internal_error_entry(fn.__code__, entries, e, L, G, fn)
             self._add_entry(fn.__code__, entries, outcome.entry, L, G, fn)
             counters["graphs"] += outcome.entry.compiled is not None
@@ -282,6 +288,8 @@ class CompiledFunction:
                     outcome = self._timed(time.perf_counter(), compile_retrying, lambda: start_resume(cont, L), L,
                                           G, None, self._backend, False, self._func)
             except Exception as e:  # Unsupported with no real step to fall back on, or a fault of ours
+                if compat.is_backend_compiler_failed(e) and not config.suppress_errors:
+                    raise
                 counters["fallbacks"] += 1
                 self._warn_once(str(e), f"stillframe: running part of {self._func.__qualname__} instruction by "
                                 f"instruction: {e}")
@@ -338,6 +346,14 @@ def _lookup(entries: list[CacheEntry], L: dict, G: dict, F: Any) -> CacheEntry |
             counters["cache_hits"] += 1
             return entry
     return None
+
+
+def _fault(e: Exception) -> str:
+    """How a warning names a failure that made code run eagerly: the backend's (suppressed by
+    ``config.suppress_errors``), or ours."""
+    if compat.is_backend_compiler_failed(e):
+        return f"the backend failed (config.suppress_errors is set): {e}"
+    return f"an internal error ({type(e).__name__}: {e})"
 
 
 def _tracer_of(e: Unsupported) -> Any:

@@ -13,10 +13,17 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import types
 from typing import Any, Callable, Iterator
 
 import torch
-from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException, FakeTensorMode
+from torch._subclasses.fake_tensor import (
+    DataDependentOutputException,
+    DynamicOutputShapeException,
+    FakeTensorMode,
+    UnsupportedFakeTensorException,
+    UnsupportedOperatorException,
+)
 
 #: ``torch.set_grad_enabled`` without the context-manager object: what graphs record and plans call.
 set_grad_enabled: Callable[[bool], None] = torch._C._set_grad_enabled
@@ -149,3 +156,23 @@ def global_state_kept() -> Iterator[None]:
         if (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")) != saved[3:]:
             torch.set_autocast_enabled("cpu", saved[3])
             torch.set_autocast_dtype("cpu", saved[4])
+
+
+#: What a backend may raise that torch.compile turns into a graph break with a warning, not an error: fake
+#: tensors' refusals (stillframe runs that graph's code eagerly, with a StillframeWarning).
+BACKEND_FALLBACK_ERRORS = (*DATA_DEPENDENT_ERRORS, UnsupportedOperatorException, UnsupportedFakeTensorException)
+
+
+def backend_compiler_failed(backend: Any, error: Exception) -> Exception:
+    """torch.compile's error for a backend that raised ``error`` (or returned no callable):
+    ``torch._dynamo.exc.BackendCompilerFailed`` (a ``RuntimeError``), whose message names the backend as
+    torch.compile's does (``backend='my_backend' raised:\nRuntimeError: boom``) and whose
+    ``inner_exception`` is ``error``."""
+    exc = importlib.import_module("torch._dynamo.exc")
+    name = getattr(backend, "compiler_name", None) or getattr(backend, "__name__", None) or "?"
+    return exc.BackendCompilerFailed(types.SimpleNamespace(__name__=name), error, None)
+
+
+def is_backend_compiler_failed(error: BaseException) -> bool:
+    exc = importlib.import_module("torch._dynamo.exc")
+    return isinstance(error, exc.BackendCompilerFailed)

@@ -48,6 +48,7 @@ def reset() -> None:
         compiled._cache.clear()
         compiled._warned.clear()
         compiled._events.clear()
+        compiled._faults.clear()
         compiled.trace_seconds = compiled.compile_seconds = 0.0
     counters.clear()
 
@@ -80,7 +81,11 @@ def _make_binder(fn: types.FunctionType) -> Callable[..., dict]:
     text = f"def ___bind({', '.join(params)}):\n    return {{{body}}}\n"
     ns = dict(defaults)
     exec(builtins.compile(text, "<stillframe bind>", "exec"), ns)
-    return ns.pop("___bind")  # popped: no cycle through its globals keeps a default value alive
+    bind = ns.pop("___bind")  # popped: no cycle through its globals keeps a default value alive
+    # named as fn: a call with the wrong arguments raises Python's TypeError naming the user's function
+    bind.__code__ = bind.__code__.replace(co_name=fn.__name__, co_qualname=fn.__qualname__)
+    bind.__name__, bind.__qualname__ = fn.__name__, fn.__qualname__
+    return bind
 
 
 class CompiledFunction:
@@ -107,12 +112,15 @@ class CompiledFunction:
         self._cache: dict[Any, list[CacheEntry]] = {}
         self._warned: set = set()
         self._events: list[dict] = []
+        self._faults: dict[Any, int] = {}  # internal errors met while tracing, by cache key
         self.trace_seconds = self.compile_seconds = 0.0
         self._bind = _make_binder(self._func)
         self._method_self = fn.__self__ if isinstance(fn, types.MethodType) else None
         functools.update_wrapper(self, self._func)
         if not disable:  # compiled code calling this wrapper inlines the function instead (rules/disable.py)
             setattr(self, ORIGINAL, fn)
+        # as torch.compile's wrapper: torch.compiler.disable(compiled) and torch.compile(compiled) unwrap to fn
+        self._torchdynamo_orig_callable, self._torchdynamo_wrapper_id = fn, id(self)
         _LIVE.add(self)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -139,20 +147,15 @@ class CompiledFunction:
         G = fn.__globals__
         entries = self._cache.get(fn.__code__)
         if entries is None:
-            entries = self._cache[fn.__code__] = []
-        for entry in entries:
-            if entry.check(L, G, fn):
-                counters["cache_hits"] += 1
-                if entry.eager:
-                    return fn(*args, **kwargs)
-                return self._finish(entry.run(L, G, fn), G)
-        if len(entries) >= config.cache_size_limit:
-            self._warn_once("cache_size_limit", f"stillframe: {fn.__qualname__} ({_where(fn)}) hit "
-                            f"config.cache_size_limit ({config.cache_size_limit}) cache entries; running it "
-                            "eagerly from now on. Inputs that change shape, dtype or Python values on every call "
-                            "cause this.")
+            entries = self._cache.setdefault(fn.__code__, [])
+        entry = _lookup(entries, L, G, fn)
+        if entry is None:
+            entry = self._miss(fn, L, G, entries)
+        if isinstance(entry, UserError):
+            return self._eager_after_user_error(fn, args, kwargs, entry)
+        if entry is None or entry.eager:
             return fn(*args, **kwargs)
-        return self._miss(fn, args, kwargs, L, G, entries)
+        return self._finish(entry.run(L, G, fn), G)
 
     def _record_recompile(self, where: str, entries: list[CacheEntry], L: dict, G: dict, F: Any) -> None:
         """Note why a code point that already has plans is traced again (the first failing guard of the newest)."""
@@ -163,44 +166,75 @@ class CompiledFunction:
         counters["recompiles"] += 1
         log.event("recompiles", "recompiling %s at %s: guard failed: %s", self._func.__qualname__, where, reason)
 
-    def _miss(self, fn: types.FunctionType, args: tuple, kwargs: dict, L: dict, G: dict,
-              entries: list[CacheEntry]) -> Any:
-        counters["traces"] += 1
-        self._record_recompile(_where(fn), entries, L, G, fn)
-        try:
-            outcome = self._timed(time.perf_counter(), compile_frame, fn, L, G, fn, self._backend, self._fullgraph)
-        except Unsupported as e:
-            if self._fullgraph:
-                raise Unsupported(e.graph_break) from None
-            tracer = _tracer_of(e)
-            self._add_entry(fn.__code__, entries, eager_entry(tracer, str(e)), L, G, fn)
-            counters["fallbacks"] += 1
-            self._warn_once(str(e), f"stillframe: running {fn.__qualname__} eagerly: {e}")
-            return fn(*args, **kwargs)
-        except UserError as traced:
-            # The user's program raises here (or fake tensors think so): run it for real, so the user sees
-            # eager's exception with eager's traceback.
-            result = fn(*args, **kwargs)
-            counters["fallbacks"] += 1
-            where = f" at {traced.location.filename}:{traced.location.lineno}" if traced.location else ""
-            message = f"stillframe: {fn.__qualname__} ran eagerly: tracing raised {traced}{where}, which the real " \
-                      "call did not"
-            if self._fullgraph:  # a fallback is an error under fullgraph (DESIGN invariant 8)
-                raise InternalError(message + " (a stillframe divergence from eager: please report it)")
-            self._warn_once("fake", message)
-            return result
-        except Exception as e:  # a fault of ours: never surfaces as a crash (DESIGN invariant 8)
-            if self._fullgraph:
-                raise InternalError(f"stillframe failed while tracing {fn.__qualname__}: {type(e).__name__}: {e}") \
-                    from e
-            entries.append(eager_entry(None, repr(e)))
-            counters["fallbacks"] += 1
-            self._warn_once(repr(e), f"stillframe: running {fn.__qualname__} eagerly after an internal error "
-                            f"({type(e).__name__}: {e}) at {_where(fn)}")
-            return fn(*args, **kwargs)
-        self._add_entry(fn.__code__, entries, outcome.entry, L, G, fn)
-        counters["graphs"] += outcome.entry.compiled is not None
-        return self._finish(outcome.entry.run(L, G, fn), G)
+    def _miss(self, fn: types.FunctionType, L: dict, G: dict, entries: list[CacheEntry]) -> Any:
+        """The entry to run for a call no cache entry took: traced now, under the compile lock (or one another
+        thread traced meanwhile). ``None``: run eagerly, nothing cached; a ``UserError``: tracing raised it."""
+        with compat.compile_lock():
+            entry = _lookup(entries, L, G, fn)  # another thread may have traced this call while we waited
+            if entry is not None:
+                return entry
+            if len(entries) >= config.cache_size_limit:
+                self._warn_once("cache_size_limit", f"stillframe: {fn.__qualname__} ({_where(fn)}) hit "
+                                f"config.cache_size_limit ({config.cache_size_limit}) cache entries; running it "
+                                "eagerly from now on. Inputs that change shape, dtype or Python values on every "
+                                "call cause this.")
+                return None
+            counters["traces"] += 1
+            self._record_recompile(_where(fn), entries, L, G, fn)
+            try:
+                with compat.global_state_kept():
+                    outcome = self._timed(time.perf_counter(), compile_frame, fn, L, G, fn, self._backend,
+                                          self._fullgraph)
+            except Unsupported as e:
+                if self._fullgraph:
+                    raise Unsupported(e.graph_break) from None
+                entry = eager_entry(_tracer_of(e), str(e))
+                self._add_entry(fn.__code__, entries, entry, L, G, fn)
+                counters["fallbacks"] += 1
+                self._warn_once(str(e), f"stillframe: running {fn.__qualname__} eagerly: {e}")
+                return entry
+            except UserError as traced:
+                return traced
+            except Exception as e:  # ours never surfaces as a crash (DESIGN invariant 8); a backend's may
+                if compat.is_backend_compiler_failed(e) and (self._fullgraph or not config.suppress_errors):
+                    raise
+                if self._fullgraph:
+                    raise InternalError(f"stillframe failed while tracing {fn.__qualname__}: "
+                                        f"{type(e).__name__}: {e}") from e
+                counters["fallbacks"] += 1
+                self._warn_once(repr(e), f"stillframe: running {fn.__qualname__} eagerly after {_fault(e)} at "
+                                f"{_where(fn)}")
+                return self._internal_error_entry(fn.__code__, entries, e, L, G, fn)
+            self._add_entry(fn.__code__, entries, outcome.entry, L, G, fn)
+            counters["graphs"] += outcome.entry.compiled is not None
+            return outcome.entry
+
+    def _internal_error_entry(self, key: Any, entries: list[CacheEntry], e: Exception, L: dict, G: dict,
+                              F: Any) -> CacheEntry | None:
+        """After a fault of ours: nothing cached the first time (the next call traces again); from the second
+        fault at the same point on, an eager entry guarded by the path the trace had taken, or nothing where
+        the fault came after the trace (no guards say which calls it covers). Never an eager entry that
+        holds for every call."""
+        self._faults[key] = faults = self._faults.get(key, 0) + 1
+        tracer = _tracer_of(e)
+        if tracer is None or faults < 2:  # a one-off fault is retried on the next call
+            return None
+        entry = eager_entry(tracer, repr(e))
+        self._add_entry(key, entries, entry, L, G, F)
+        return entry
+
+    def _eager_after_user_error(self, fn: types.FunctionType, args: tuple, kwargs: dict, traced: UserError) -> Any:
+        """The user's program raises here (or fake tensors think so): run it for real, so the user sees
+        eager's exception with eager's traceback."""
+        result = fn(*args, **kwargs)
+        counters["fallbacks"] += 1
+        where = f" at {traced.location.filename}:{traced.location.lineno}" if traced.location else ""
+        message = f"stillframe: {fn.__qualname__} ran eagerly: tracing raised {traced}{where}, which the real " \
+                  "call did not"
+        if self._fullgraph:  # a fallback is an error under fullgraph (DESIGN invariant 8)
+            raise InternalError(message + " (a stillframe divergence from eager: please report it)")
+        self._warn_once("fake", message)
+        return result
 
     def _finish(self, result: Any, G: dict) -> Any:
         """Carry a plan that ended at a graph break on: one real step, then the resumed plan, until return."""
@@ -224,42 +258,51 @@ class CompiledFunction:
         if entries is None:
             if cont.concrete:
                 return cont
-            entries = self._cache[key] = []
+            entries = self._cache.setdefault(key, [])
         L = live.flatten(cont.frames)
-        for entry in entries:
-            if entry.check(L, G, None):
-                counters["cache_hits"] += 1
-                if entry.eager:  # this point cannot be traced: run one more instruction for real
-                    cont.concrete = True
-                    return cont
-                cont.concrete = False
-                return entry.run(L, G, None)
-        if cont.concrete:
-            return cont
-        where = "%s:%s" % cont.frames[-1].code.location(cont.frames[-1].ip)
-        self._record_recompile(where, entries, L, G, None)
-        if len(entries) >= config.cache_size_limit:
-            self._warn_once(("cache_size_limit", key), f"stillframe: {self._func.__qualname__} hit "
-                            f"config.cache_size_limit ({config.cache_size_limit}) plans for the code after a graph "
-                            f"break at {cont.frames[-1].code.location(cont.frames[-1].ip)}; running on from there "
-                            "instruction by instruction")
+        entry = _lookup(entries, L, G, None)
+        if entry is None and not cont.concrete:
+            entry = self._trace_resume(cont, key, entries, L, G)
+        if entry is None or entry.eager:  # this point cannot be traced: run one more instruction for real
             cont.concrete = True
             return cont
-        counters["traces"] += 1
-        tracer, start = None, time.perf_counter()
-        try:
-            outcome = self._timed(start, compile_retrying, lambda: start_resume(cont, L), L, G, None, self._backend,
-                                  False, self._func)
-        except Exception as e:  # Unsupported with no real step to fall back on, or a fault of ours
-            self._add_entry(key, entries, eager_entry(getattr(e, "tracer", tracer), str(e)), L, G, None)
-            counters["fallbacks"] += 1
-            self._warn_once(str(e), f"stillframe: running part of {self._func.__qualname__} instruction by "
-                            f"instruction: {e}")
-            cont.concrete = True
-            return cont
-        self._add_entry(key, entries, outcome.entry, L, G, None)
-        counters["graphs"] += outcome.entry.compiled is not None
-        return outcome.entry.run(L, G, None)
+        cont.concrete = False
+        return entry.run(L, G, None)
+
+    def _trace_resume(self, cont: live.Continuation, key: Any, entries: list[CacheEntry], L: dict,
+                      G: dict) -> CacheEntry | None:
+        """The entry for the code after a graph break, traced now under the compile lock (or one another thread
+        traced meanwhile); ``None`` where the cache of that point is full."""
+        with compat.compile_lock():
+            entry = _lookup(entries, L, G, None)
+            if entry is not None:
+                return entry
+            where = "%s:%s" % cont.frames[-1].code.location(cont.frames[-1].ip)
+            self._record_recompile(where, entries, L, G, None)
+            if len(entries) >= config.cache_size_limit:
+                self._warn_once(("cache_size_limit", key), f"stillframe: {self._func.__qualname__} hit "
+                                f"config.cache_size_limit ({config.cache_size_limit}) plans for the code after a "
+                                f"graph break at {where}; running on from there instruction by instruction")
+                return None
+            counters["traces"] += 1
+            try:
+                with compat.global_state_kept():
+                    outcome = self._timed(time.perf_counter(), compile_retrying, lambda: start_resume(cont, L), L,
+                                          G, None, self._backend, False, self._func)
+            except Exception as e:  # Unsupported with no real step to fall back on, or a fault of ours
+                if compat.is_backend_compiler_failed(e) and not config.suppress_errors:
+                    raise
+                counters["fallbacks"] += 1
+                self._warn_once(str(e), f"stillframe: running part of {self._func.__qualname__} instruction by "
+                                f"instruction: {e}")
+                if isinstance(e, Unsupported):
+                    entry = eager_entry(_tracer_of(e), str(e))
+                    self._add_entry(key, entries, entry, L, G, None)
+                    return entry
+                return self._internal_error_entry(key, entries, e, L, G, None)
+            self._add_entry(key, entries, outcome.entry, L, G, None)
+            counters["graphs"] += outcome.entry.compiled is not None
+            return outcome.entry
 
     def _add_entry(self, key: Any, entries: list[CacheEntry], entry: CacheEntry, L: dict, G: dict, F: Any) -> None:
         """Cache ``entry`` under ``key``, to be dropped when an object whose ``id()`` it guards dies."""
@@ -293,6 +336,26 @@ def _drop_entry(owner: "weakref.ref[CompiledFunction]", key: Any, entry: CacheEn
             if e is entry:
                 del entries[i]
                 break
+
+
+def _lookup(entries: list[CacheEntry], L: dict, G: dict, F: Any) -> CacheEntry | None:
+    """The first cache entry whose guards hold for this call (counted as a cache hit), or ``None``.
+
+    Read without the compile lock: another thread may append (under the lock) or a dead object's callback
+    drop an entry meanwhile; a miss that comes of it looks again under the lock."""
+    for entry in entries:
+        if entry.check(L, G, F):
+            counters["cache_hits"] += 1
+            return entry
+    return None
+
+
+def _fault(e: Exception) -> str:
+    """How a warning names a failure that made code run eagerly: the backend's (suppressed by
+    ``config.suppress_errors``), or ours."""
+    if compat.is_backend_compiler_failed(e):
+        return f"the backend failed (config.suppress_errors is set): {e}"
+    return f"an internal error ({type(e).__name__}: {e})"
 
 
 def _tracer_of(e: Unsupported) -> Any:
@@ -393,7 +456,8 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None 
         return lambda m: compile(m, **kwargs)
     if isinstance(model, torch.nn.Module):
         return CompiledModule(model, **kwargs)
-    return CompiledFunction(model, **kwargs)
+    # torch.compile(torch.compiler.disable(f)) compiles f: the wrappers of disable and compile are looked through
+    return CompiledFunction(compat.innermost_fn(model), **kwargs)
 
 
 def is_compiled(obj: Any) -> bool:

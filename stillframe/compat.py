@@ -11,10 +11,19 @@ tensors' data-dependence errors, and ``torch._utils.is_compiling``. A test
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import contextlib
+import importlib
+import types
+from typing import Any, Callable, Iterator
 
 import torch
-from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException, FakeTensorMode
+from torch._subclasses.fake_tensor import (
+    DataDependentOutputException,
+    DynamicOutputShapeException,
+    FakeTensorMode,
+    UnsupportedFakeTensorException,
+    UnsupportedOperatorException,
+)
 
 #: ``torch.set_grad_enabled`` without the context-manager object: what graphs record and plans call.
 set_grad_enabled: Callable[[bool], None] = torch._C._set_grad_enabled
@@ -99,3 +108,71 @@ def tensor_guards(examples: list) -> Any:
         return guards if guards.check(*examples) else None
     except Exception:  # an API change: fall back to the Python checks
         return None
+
+
+def torch_disabled(fn: Any) -> bool:
+    """Whether ``fn`` is marked never to be compiled by ``torch.compiler.disable``, ``torch._dynamo.disable``
+    (either ``recursive=``) or ``torch._dynamo.skip``: each sets ``_torchdynamo_disable`` on what it returns."""
+    try:
+        return getattr(fn, "_torchdynamo_disable", False) is True
+    except Exception:  # an object whose __getattr__ raises something else
+        return False
+
+
+def innermost_fn(fn: Any) -> Any:
+    """What ``torch.compile`` compiles when given ``fn``: the function inside the wrappers that
+    ``torch.compile`` and ``torch.compiler.disable`` put around it (torch's ``innermost_fn``: followed
+    through ``_torchdynamo_orig_callable`` only where ``_torchdynamo_wrapper_id`` is the wrapper's own id,
+    so a bound method or a ``functools.wraps`` copy is not unwrapped)."""
+    while (hasattr(fn, "_torchdynamo_orig_callable")
+           and getattr(fn, "_torchdynamo_wrapper_id", None) == id(fn) and not isinstance(fn, torch.nn.Module)):
+        fn = fn._torchdynamo_orig_callable
+    return fn
+
+
+def compile_lock() -> Any:
+    """The process-wide lock torch.compile holds while it traces a frame and runs the backend
+    (``torch._dynamo.convert_frame.compile_lock``, a reentrant lock). stillframe holds the same one, so its
+    traces, torch.compile's and ``torch._dynamo.reset()`` never run at once (backends keep global state)."""
+    return importlib.import_module("torch._dynamo.convert_frame").compile_lock
+
+
+@contextlib.contextmanager
+def global_state_kept() -> Iterator[None]:
+    """Leave the process's global torch state as it was found, however the block ends: torch.fx's global
+    tracing flag (a backend's FX trace interrupted by an exception, or raced by another thread, leaves it
+    set, and every later ``torch.compile`` call raises), grad mode, the default dtype and CPU autocast."""
+    fx = importlib.import_module("torch.fx._symbolic_trace")
+    saved = (fx._is_fx_tracing_flag, torch.is_grad_enabled(), torch.get_default_dtype(),
+             torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"))
+    try:
+        yield
+    finally:
+        fx._is_fx_tracing_flag = saved[0]
+        if torch.is_grad_enabled() != saved[1]:
+            set_grad_enabled(saved[1])
+        if torch.get_default_dtype() != saved[2]:
+            torch.set_default_dtype(saved[2])
+        if (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")) != saved[3:]:
+            torch.set_autocast_enabled("cpu", saved[3])
+            torch.set_autocast_dtype("cpu", saved[4])
+
+
+#: What a backend may raise that torch.compile turns into a graph break with a warning, not an error: fake
+#: tensors' refusals (stillframe runs that graph's code eagerly, with a StillframeWarning).
+BACKEND_FALLBACK_ERRORS = (*DATA_DEPENDENT_ERRORS, UnsupportedOperatorException, UnsupportedFakeTensorException)
+
+
+def backend_compiler_failed(backend: Any, error: Exception) -> Exception:
+    """torch.compile's error for a backend that raised ``error`` (or returned no callable):
+    ``torch._dynamo.exc.BackendCompilerFailed`` (a ``RuntimeError``), whose message names the backend as
+    torch.compile's does (``backend='my_backend' raised:\nRuntimeError: boom``) and whose
+    ``inner_exception`` is ``error``."""
+    exc = importlib.import_module("torch._dynamo.exc")
+    name = getattr(backend, "compiler_name", None) or getattr(backend, "__name__", None) or "?"
+    return exc.BackendCompilerFailed(types.SimpleNamespace(__name__=name), error, None)
+
+
+def is_backend_compiler_failed(error: BaseException) -> bool:
+    exc = importlib.import_module("torch._dynamo.exc")
+    return isinstance(error, exc.BackendCompilerFailed)

@@ -157,7 +157,8 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     if target is inspect.signature and len(args) == 1 and not kwargs:
         return tx.push(_signature(tx, args[0]))
     if target is not None and is_disabled(target):
-        tx.unsupported("disabled", f"{getattr(target, '__qualname__', target)} is marked @stillframe.disable",
+        tx.unsupported("disabled", f"{getattr(target, '__qualname__', target)} is marked never to be compiled "
+                       "(stillframe.disable or torch.compiler.disable)",
                        ("it runs for real; tracing resumes after it",))
     wrapped = compiled_original(fn.module if isinstance(fn, NNModuleVariable) else target)
     if wrapped is not None:
@@ -347,6 +348,9 @@ def call_module(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> 
         tx.unsupported("module_hooks", f"calling {type(module).__name__} that has backward hooks",
                        ("forward hooks and forward pre-hooks are supported",))
     call_override = type(module).__call__
+    if is_disabled(call_override) or is_disabled(module.__dict__.get("forward")):  # torch.compiler.disable(mod)
+        tx.unsupported("disabled", f"{type(module).__name__} is marked never to be compiled",
+                       ("it runs for real; tracing resumes after it",))
     if call_override is not torch.nn.Module.__call__:  # a subclass's own __call__ runs instead of Module's
         if not isinstance(call_override, types.FunctionType):
             tx.unsupported("unsupported_call", f"{type(module).__name__}.__call__ is not a Python function")

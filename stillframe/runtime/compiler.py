@@ -185,7 +185,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     compiled = None
     if tracer.graph.num_ops() or codegen.output_nodes:
         example_inputs = fetch(L, G, F)
-        compiled = backend(gm, [example_inputs[i] for i in used_inputs])
+        compiled = _call_backend(backend, gm, [example_inputs[i] for i in used_inputs], tracer)
     t2 = time.perf_counter()
     log.graph(fn, gm, guard_source)
     if tracer.graph_break is not None:
@@ -195,6 +195,26 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
                        graph_break=tracer.graph_break, guards=guards,
                        used_inputs=None if len(used_inputs) == len(tracer.state.inputs) else tuple(used_inputs))
     return TraceOutcome(entry, tracer, t1 - t0, t2 - t1)
+
+
+def _call_backend(backend: Callable, gm: torch.fx.GraphModule, example_inputs: list, tracer: Tracer) -> Callable:
+    """``backend(gm, example_inputs)``, which must return a callable; else torch.compile's error for it,
+    ``BackendCompilerFailed`` naming the backend and its exception (a fake tensor's refusal is let through:
+    torch.compile runs that code eagerly). The error carries ``tracer``: its guards say which calls it covers."""
+    try:
+        compiled = backend(gm, example_inputs)
+        if callable(compiled):
+            return compiled
+        error: Exception = TypeError(f"the backend returned {type(compiled).__name__} {compiled!r}, not the "
+                                     "compiled callable: a backend is (gm, example_inputs) -> callable")
+        error_tb = None
+    except compat.BACKEND_FALLBACK_ERRORS:
+        raise
+    except Exception as e:
+        error, error_tb = e, e.__traceback__
+    failed = compat.backend_compiler_failed(backend, error)
+    failed.tracer = tracer
+    raise failed.with_traceback(error_tb) from None
 
 
 def _drop_unread_placeholders(tracer: Tracer) -> list[int]:

@@ -165,7 +165,8 @@ class SubgraphBuilder(GraphBuilder):
 
     def finish_subgraph(self, outputs: tuple, inputs: list, examples: list) -> torch.fx.GraphModule:
         """This graph as a GraphModule whose placeholders are ``inputs`` (outer nodes, their fakes
-        ``examples``), each read of an outer node replaced by its placeholder; it returns the tuple ``outputs``.
+        ``examples``), each read of an outer node replaced by its placeholder; it returns ``outputs`` (a
+        tuple of nodes, or of tuples of nodes, or ``None``).
 
         Called once, when the speculation is merged (the graph is not recorded into afterwards).
         """
@@ -178,7 +179,7 @@ class SubgraphBuilder(GraphBuilder):
             if node.op != "placeholder":
                 node.args = torch.fx.node.map_arg(node.args, lambda n: lifted.get(n, n))
                 node.kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: lifted.get(n, n))
-        self.graph.output(tuple(lifted.get(n, n) for n in outputs))
+        self.graph.output(torch.fx.node.map_arg(outputs, lambda n: lifted.get(n, n)))
         return self._module()
 
 

@@ -159,7 +159,7 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         return tx.push(_signature(tx, args[0]))
     hop = higher_order_rule(target) if target is not None else None
     if hop is not None:  # torch.cond ...: its callables become subgraphs (rules/higher_order.py)
-        return hop(tx, args, kwargs)
+        return hop(tx, fn, args, kwargs)
     if target is not None and is_disabled(target):
         tx.unsupported("disabled", f"{getattr(target, '__qualname__', target)} is marked @stillframe.disable",
                        ("it runs for real; tracing resumes after it",))

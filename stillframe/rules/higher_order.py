@@ -30,7 +30,7 @@ from ..variables.base import (
 )
 from ..variables.builder import wrap
 from ..tensors.ops import to_fx, wrap_result
-from . import calls
+from . import autograd_function, calls
 from .speculation import diff, fake_of_nodes, flatten, output_tensors, speculate, unflatten
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def _operand_items(tx: Tracer, operands: VariableTracker, what: str) -> list:
     return items
 
 
-def cond(tx: Tracer, args: list, kwargs: dict) -> None:
+def cond(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     """``torch.cond(pred, true_fn, false_fn, operands)``: both branches speculated from one checkpoint and
     recorded as ``torch.ops.higher_order.cond``; a Python constant ``pred`` inlines the taken branch."""
     pred, true_fn, false_fn, operands = _bind(tx, ("pred", "true_fn", "false_fn", "operands"), args, kwargs,
@@ -119,8 +119,9 @@ def _target_key(target: Any) -> Any:
     return target
 
 
-#: The higher-order callables with a rule: ``rule(tx, args, kwargs)`` pushes the result.
-HIGHER_ORDER: dict[Any, Callable] = {torch.cond: cond}
+#: The higher-order callables with a rule: ``rule(tx, fn, args, kwargs)`` pushes the result (``fn``: the callee's
+#: VT; ``autograd.Function.apply`` is keyed by its function and finds the class in the bound method).
+HIGHER_ORDER: dict[Any, Callable] = {torch.cond: cond, autograd_function.APPLY: autograd_function.apply}
 
 
 def higher_order_rule(target: Any) -> Callable | None:

@@ -62,6 +62,7 @@ class GraphBreakKind(enum.StrEnum):
     CONSTANT_TENSOR = "constant_tensor"  # a tensor created outside the trace and captured as a constant
     AUTOCAST_EXIT = "autocast_exit"  # leaving an autocast block in a way with no rule
     USER_EXCEPTION = "user_exception"  # the traced code raises: the step runs for real, so eager raises it
+    HIGHER_ORDER = "higher_order"  # a higher-order op (torch.cond ...) whose callables cannot become subgraphs
     EFFECTFUL_CALL = "effectful_call"  # a torch call whose effect a fake tensor cannot show (loss.backward(), hooks, RNG state ...)
 
 

@@ -84,6 +84,7 @@ from .attrs import (
 from .containers import subscript
 from .context import exit_autocast, set_grad_mode
 from .disable import compiled_original, is_disabled
+from .higher_order import higher_order_rule
 from .protocol import Protocol
 from .generators import drain, make_generator
 from .objects import (
@@ -156,6 +157,9 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         return tx.push(deepcopy_var(tx, args[0], {}))
     if target is inspect.signature and len(args) == 1 and not kwargs:
         return tx.push(_signature(tx, args[0]))
+    hop = higher_order_rule(target) if target is not None else None
+    if hop is not None:  # torch.cond ...: its callables become subgraphs (rules/higher_order.py)
+        return hop(tx, fn, args, kwargs)
     if target is not None and is_disabled(target):
         tx.unsupported("disabled", f"{getattr(target, '__qualname__', target)} is marked never to be compiled "
                        "(stillframe.disable or torch.compiler.disable)",

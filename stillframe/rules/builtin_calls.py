@@ -401,6 +401,17 @@ def _import(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 
 def _id(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    """``id(obj)`` of an object the plan already checks by identity (a module reached from outside, a class or a
+    Python module): the same number on every call the plan runs for. Other objects' ids change from call to call
+    (or do not exist yet, for objects made in the trace), so that ``id()`` breaks the graph."""
+    if len(args) != 1 or kwargs:
+        tx.user_error(TypeError(f"id() takes exactly one argument ({len(args)} given)"))
+    var = args[0]
+    if isinstance(var, NNModuleVariable) and var.source is not None:
+        return ConstantVariable(id(var.module))
+    if isinstance(var, PythonObjectVariable) and var.source is not None and \
+            isinstance(var.value, (type, types.ModuleType)):
+        return ConstantVariable(id(var.value))
     tx.unsupported("unsupported_builtin", "id() of a traced value")
 
 

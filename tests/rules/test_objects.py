@@ -822,3 +822,23 @@ def imports_by_call(x):
 
 def test_import_builtin_is_traced():
     assert_parity(imports_by_call, lambda: (torch.randn(3),), calls=2, fullgraph=True)
+
+
+ID_LINEAR = torch.nn.Linear(2, 2)
+
+
+def ids_of_identity_checked_objects(x):
+    cache = {id(ID_LINEAR): "linear"}
+    return ID_LINEAR(x) * 2, cache[id(ID_LINEAR)], id(torch) == id(torch), id(collections.OrderedDict) > 0
+
+
+def test_id_of_a_module_class_or_python_module_is_traced():
+    assert_parity(ids_of_identity_checked_objects, lambda: (torch.randn(2),), calls=2, fullgraph=True)
+
+
+def id_of_a_new_object(x):
+    return x + (id([]) > 0)
+
+
+def test_id_of_anything_else_breaks_and_runs_for_real():
+    assert_parity(id_of_a_new_object, lambda: (torch.randn(2),), calls=2)

@@ -9,6 +9,7 @@ side must alias the same input on the other.
 
 from __future__ import annotations
 
+import collections
 import math
 import types
 
@@ -65,7 +66,9 @@ class Walker:
         if isinstance(e, torch.Size) or isinstance(e, SCALARS):
             if not _scalar_equal(e, c):
                 self.mismatch(path, f"eager {e!r}, compiled {c!r}")
-        elif isinstance(e, (tuple, list)):
+        elif isinstance(e, (tuple, list, collections.deque)):
+            if isinstance(e, collections.deque) and e.maxlen != c.maxlen:
+                self.mismatch(path, f"deque maxlen differs: eager {e.maxlen}, compiled {c.maxlen}")
             if len(e) != len(c):
                 self.mismatch(path, f"length differs: eager {len(e)}, compiled {len(c)}")
                 return
@@ -166,7 +169,7 @@ def tensors_of(obj, path, _seen=None):
     if isinstance(obj, torch.Tensor):
         seen.add(id(obj))
         yield path, obj
-    elif isinstance(obj, (tuple, list)):
+    elif isinstance(obj, (tuple, list, collections.deque)):
         seen.add(id(obj))
         for i, item in enumerate(obj):
             yield from tensors_of(item, f"{path}[{i}]", seen)
@@ -202,7 +205,7 @@ def identity_labels(args, kwargs, module) -> dict[int, str]:
             if id(obj) in labels:
                 return
             labels[id(obj)] = f"input {path}"
-        if isinstance(obj, (tuple, list)):
+        if isinstance(obj, (tuple, list, collections.deque)):
             for i, item in enumerate(obj):
                 visit(item, f"{path}[{i}]")
         elif isinstance(obj, dict):

@@ -36,6 +36,7 @@ from ..variables.base import (
     PythonObjectVariable,
     RangeVariable,
     SetVariable,
+    DequeVariable,
     SliceVariable,
     TensorMethodVariable,
     TorchFunctionVariable,
@@ -113,8 +114,10 @@ def _object_getattr(tx: Any, obj: ObjectVariable, name: str) -> VariableTracker:
     return instance_attr(tx, obj, name)
 
 
-@GETATTR.rule(ListVariable, DictVariable, TupleVariable, SetVariable)
+@GETATTR.rule(ListVariable, DictVariable, TupleVariable, SetVariable, DequeVariable)
 def _container_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
+    if isinstance(obj, DequeVariable) and name == "maxlen":
+        return ConstantVariable(obj.maxlen)
     if isinstance(obj, TupleVariable) and obj.cls is not tuple:
         fields = getattr(obj.cls, "_fields", None) or getattr(obj.cls, "__match_args__", None)
         if fields and name in fields:

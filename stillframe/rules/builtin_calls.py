@@ -38,6 +38,7 @@ from ..variables.base import (
     PythonObjectVariable,
     RangeVariable,
     SetVariable,
+    DequeVariable,
     SliceVariable,
     TensorVariable,
     TupleVariable,
@@ -140,7 +141,7 @@ def _len(tx: Tracer, var: VariableTracker) -> int:
         return const_value(tx, result)
     if isinstance(var, TupleVariable):
         return len(var.items)
-    if isinstance(var, ListVariable):
+    if isinstance(var, (ListVariable, DequeVariable)):
         return len(tx.list_items(var))
     if isinstance(var, DictVariable):
         return len(tx.dict_entry(var).items)

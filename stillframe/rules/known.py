@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import collections
 from typing import TYPE_CHECKING
 
 import enum
@@ -22,6 +23,7 @@ from ..variables.base import (
     LazyArgument,
     ListVariable,
     SetVariable,
+    DequeVariable,
     LiveIteratorVariable,
     NestedFunctionVariable,
     NNModuleVariable,
@@ -88,6 +90,11 @@ def _list_value(tx: Tracer, var: ListVariable) -> Any:
     return [const_value(tx, v) for v in tx.list_items(var)]
 
 
+@const_value.rule(DequeVariable)
+def _deque_value(tx: Tracer, var: DequeVariable) -> Any:
+    return collections.deque((const_value(tx, v) for v in tx.list_items(var)), var.maxlen)
+
+
 @const_value.rule(SetVariable)
 def _set_value(tx: Tracer, var: SetVariable) -> Any:
     return tx.set_values(var)
@@ -134,7 +141,7 @@ is_const.rule(ConstantVariable, RangeVariable, LazyArgument)(lambda tx, var: Tru
 is_const.rule(IteratorVariable)(lambda tx, var: all(is_const(tx, v) for v in tx.heap(var.oid).rest))
 is_const.rule(TupleVariable)(lambda tx, var: all(is_const(tx, v) for v in var.items))
 is_const.rule(SliceVariable)(lambda tx, var: all(is_const(tx, v) for v in (var.start, var.stop, var.step)))
-is_const.rule(ListVariable)(lambda tx, var: all(is_const(tx, v) for v in tx.list_items(var)))
+is_const.rule(ListVariable, DequeVariable)(lambda tx, var: all(is_const(tx, v) for v in tx.list_items(var)))
 is_const.rule(SetVariable)(lambda tx, var: True)  # its members are constants by construction
 for _kind, _reason in const_value.reasons.items():
     is_const.refuse(_reason, _kind)
@@ -200,7 +207,7 @@ def _module_items(tx: Tracer, var: NNModuleVariable) -> tuple:
 
 
 sequence_items.rule(TupleVariable)(lambda tx, var: var.items)
-sequence_items.rule(ListVariable)(lambda tx, var: tx.list_items(var))
+sequence_items.rule(ListVariable, DequeVariable)(lambda tx, var: tx.list_items(var))
 sequence_items.rule(SetVariable)(lambda tx, var: tuple(ConstantVariable(v) for v in tx.heap(var.oid).values))
 sequence_items.rule(DictVariable)(lambda tx, var: tuple(ConstantVariable(k) for k, _ in tx.dict_entry(var).items))
 sequence_items.rule(RangeVariable)(lambda tx, var: tuple(ConstantVariable(i) for i in var.value))

@@ -27,6 +27,7 @@ from ..variables.base import (
     LazyArgument,
     ListVariable,
     SetVariable,
+    DequeVariable,
     NNModuleVariable,
     NestedFunctionVariable,
     PythonObjectVariable,
@@ -39,6 +40,7 @@ from ..variables.base import (
 from ..variables.builder import is_constant, wrap
 from ..tensors.ops import call_tensor_op
 from . import calls, known
+from .deques import deque_method
 from .operators import identical
 from ..variables.objects import ContainerMethodVariable
 from ..variables.objects import DELETED
@@ -205,6 +207,8 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
     obj, name = method.obj, method.name
     if isinstance(obj, SetVariable):
         return _set_method(tx, obj, name, args, kwargs)
+    if isinstance(obj, DequeVariable):
+        return deque_method(tx, obj, name, args, kwargs)
     if isinstance(obj, ListVariable) and name in ("append", "extend"):
         tx.append_to_list(obj, (args[0],) if name == "append" else tuple(known.sequence_items(tx, args[0])))
         return ConstantVariable(None)

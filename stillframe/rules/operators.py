@@ -24,6 +24,7 @@ from ..variables.base import (
     PythonObjectVariable,
     RangeVariable,
     SetVariable,
+    DequeVariable,
     SliceVariable,
     TensorMethodVariable,
     TensorVariable,
@@ -183,7 +184,8 @@ def _no_identity(tx, v, reason):
 #: where the trace does not know the object's identity (values rebuilt per use: tuples, slices, ranges ...).
 IDENTITY = Protocol("identity", _no_identity)
 IDENTITY.rule(TensorVariable)(lambda tx, v: ("tensor", v.tid))
-IDENTITY.rule(ListVariable, DictVariable, ObjectVariable, IteratorVariable, GeneratorVariable, SetVariable)(
+IDENTITY.rule(ListVariable, DictVariable, ObjectVariable, IteratorVariable, GeneratorVariable, SetVariable,
+              DequeVariable)(
     lambda tx, v: ("heap", v.oid))
 IDENTITY.rule(NNModuleVariable)(lambda tx, v: ("obj", id(v.module)))
 IDENTITY.rule(PythonObjectVariable, ConstantVariable)(lambda tx, v: ("obj", id(v.value)))

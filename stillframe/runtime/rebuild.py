@@ -16,6 +16,7 @@ replay them on the real objects. The result is one generated function::
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import types
@@ -45,6 +46,7 @@ from ..variables.base import (
     PythonObjectVariable,
     RangeVariable,
     SetVariable,
+    DequeVariable,
     SliceVariable,
     TensorMethodVariable,
     TensorVariable,
@@ -281,6 +283,13 @@ def _rebuild_dict(cg: StateCodegen, var: DictVariable) -> str:
     if entry.live is not None:
         return cg.gen.const(entry.live)
     return cg._once(("heap", var.oid), "{}", lambda name: f"{name}.update({cg._dict(entry.items)})")
+
+
+@REBUILD.rule(DequeVariable)
+def _rebuild_deque(cg: StateCodegen, var: DequeVariable) -> str:
+    make = f"{cg.gen.const(collections.deque)}(maxlen={var.maxlen!r})"
+    return cg._once(("heap", var.oid), make,
+                    lambda name: f"{name}.extend([{cg._items(cg.tracer.list_items(var))}])")
 
 
 @REBUILD.rule(SetVariable)

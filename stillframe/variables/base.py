@@ -17,6 +17,7 @@ two names bound to the same list or tensor see the same contents::
 
 from __future__ import annotations
 
+import collections
 import functools
 import types
 from dataclasses import dataclass
@@ -108,6 +109,18 @@ class SetVariable(VariableTracker):
 
     def python_type(self) -> type:
         return set
+
+
+@dataclass(frozen=True, slots=True)
+class DequeVariable(VariableTracker):
+    """A reference to a ``collections.deque`` made in the trace: its items are a ``ListEntry`` at ``heap[oid]``
+    (any VTs, in order); ``maxlen`` is fixed when the deque is made."""
+
+    oid: int
+    maxlen: int | None = None
+
+    def python_type(self) -> type:
+        return collections.deque
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,6 @@ import contextlib
 import enum
 import operator
 import types
-import sys
 from typing import Any, Callable
 
 import torch
@@ -59,6 +58,7 @@ from .attrs import (
 from .containers import subscript
 from .context import set_grad_mode
 from .generators import resume
+from .imports import import_builtin
 from .objects import (
     call_container_method,
     delete_attr,
@@ -371,36 +371,6 @@ def _callable(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     return ConstantVariable(any("__call__" in vars(k) for k in python_type_of(tx, v).__mro__))
 
 
-def import_module(tx: Tracer, name: str, fromlist: Any, level: int) -> VariableTracker:
-    """``import name`` / ``from name import ...`` / ``__import__(name, fromlist=..., level=...)``: the module Python's
-    import returns, when it is already imported (importing runs the module's code, an effect the trace cannot
-    hold). Without a fromlist, ``import a.b`` gives the top package ``a``, as Python's does."""
-    if level != 0:
-        tx.unsupported("unsupported_import", f"relative import of {name} inside a compiled function")
-    module = sys.modules.get(name)
-    if module is None:
-        tx.unsupported("unsupported_import", f"importing {name}, which is not imported yet",
-                       ("import it at the top of the file",))
-    if not fromlist and "." in name:
-        module = sys.modules[name.partition(".")[0]]
-    return PythonObjectVariable(module)
-
-
-def _import(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    names = ("name", "globals", "locals", "fromlist", "level")
-    bound = dict(zip(names, args), **kwargs)
-    if not set(bound) <= set(names) or "name" not in bound or len(args) > len(names):
-        tx.unsupported("unsupported_builtin", "__import__ with arguments Python would reject")
-    if not all(is_const(tx, bound[k]) for k in ("name", "fromlist", "level") if k in bound):
-        tx.unsupported("unsupported_builtin", "__import__ of a name or fromlist computed from traced values")
-    name = const_value(tx, bound["name"])
-    if not isinstance(name, str):
-        tx.user_error(TypeError(f"__import__() argument 1 must be str, not {type(name).__name__}"))
-    fromlist = const_value(tx, bound["fromlist"]) if "fromlist" in bound else None
-    level = const_value(tx, bound["level"]) if "level" in bound else 0
-    return import_module(tx, name, fromlist, level)
-
-
 def _id(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     """``id(obj)`` of an object the plan already checks by identity (a module reached from outside, a class or a
     Python module): the same number on every call the plan runs for. Other objects' ids change from call to call
@@ -581,7 +551,7 @@ def _next(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 
 BUILTIN_RULES[next] = _next
-BUILTIN_RULES[__import__] = _import
+BUILTIN_RULES[__import__] = import_builtin
 BUILTIN_RULES[delattr] = _delattr
 BUILTIN_RULES[object.__setattr__] = _object_setattr
 BUILTIN_RULES[object.__getattribute__] = _object_getattribute

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ...variables.base import BuiltinVariable, ConstantVariable, NullVariable, PythonObjectVariable
 from ...variables.objects import SuperVariable
 from ...rules.attrs import getattr_var, super_attr
-from ...rules.builtin_calls import import_module
+from ...rules.imports import import_module
 from ...rules.known import const_value
 from ..interpreter import handler
 

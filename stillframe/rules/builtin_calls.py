@@ -37,6 +37,7 @@ from ..variables.base import (
     PythonObjectVariable,
     RangeVariable,
     SetVariable,
+    TensorKey,
     DequeVariable,
     SliceVariable,
     TensorVariable,
@@ -48,7 +49,7 @@ from ..variables.builder import wrap
 from ..variables.objects import (ContainerMethodVariable, ObjectVariable, SuperVariable, dict_base, storage_of)
 from ..tensors.ops import call_tensor_op
 # known first: it imports the lower rules modules by name, and they reach it as a module object
-from .known import const_value, is_const, sequence_items
+from .known import const_value, hash_key, is_const, sequence_items
 from .attrs import (
     _defined_by_dict_base,
     getattr_var,
@@ -569,12 +570,15 @@ def _set_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 def _frozenset_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     """``frozenset(iterable)``: immutable, so a constant."""
     items = sequence_items(tx, args[0]) if args else ()
-    return ConstantVariable(frozenset(_hashable(tx, v) for v in items))
+    members = frozenset(_hashable(tx, v) for v in items)
+    if any(type(m) is TensorKey for m in members):
+        tx.unsupported("not_constant", "a frozenset of tensors (frozensets made in the trace are constants)")
+    return ConstantVariable(members)
 
 
 def _hashable(tx: Tracer, var: VariableTracker) -> Any:
-    """A set member: a constant, with Python's TypeError where it is unhashable."""
-    value = const_value(tx, var)
+    """A set member: a constant or a tensor (by identity), with Python's TypeError where it is unhashable."""
+    value = hash_key(tx, var)
     try:
         hash(value)
     except TypeError as e:

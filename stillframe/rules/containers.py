@@ -71,7 +71,7 @@ def _sequence(tx, container, key):
 
 @subscript.rule(DictVariable)
 def _dict(tx, container, key):
-    k = known.const_value(tx, key)
+    k = known.hash_key(tx, key, container)
     v = tx.dict_lookup(container, k, _ABSENT)
     if v is _ABSENT:
         tx.user_error(KeyError(k))
@@ -146,7 +146,7 @@ def store_subscript(tx, container, key, value):
             tx.user_error(e)
         tx.set_list_items(container, tuple(items))
     elif isinstance(container, DictVariable):
-        tx.set_dict_entry(container, tx.dict_entry(container).set(known.const_value(tx, key), value))
+        tx.set_dict_entry(container, tx.dict_entry(container).set(known.hash_key(tx, key, container), value))
     elif builtin_calls.call_dunder(tx, container, "__setitem__", [key, value]) is None:
         tx.unsupported("unsupported_subscript", f"assigning into a {container.python_type().__name__} value")
 
@@ -171,7 +171,7 @@ def delete_subscript(tx, container, key) -> None:
             tx.user_error(e)
         tx.set_list_items(container, tuple(items))
     elif isinstance(container, DictVariable):
-        k = known.const_value(tx, key)
+        k = known.hash_key(tx, key, container)
         entry = tx.dict_entry(container)
         if entry.get(k, _ABSENT) is _ABSENT:
             tx.user_error(KeyError(k))

@@ -69,7 +69,8 @@ def binary_op(tx, symbol, a, b):
     if isinstance(b, (TupleVariable, ListVariable)) and symbol in ("*", "*="):
         items = tuple(known.sequence_items(tx, b)) * known.const_value(tx, a)
         return tx.new_list(items) if isinstance(b, ListVariable) else TupleVariable(items)
-    if (isinstance(a, SetVariable) or isinstance(b, SetVariable)) and known.is_const(tx, a) and known.is_const(tx, b):
+    if (isinstance(a, SetVariable) or isinstance(b, SetVariable)) and \
+            all(isinstance(v, SetVariable) or known.is_const(tx, v) for v in (a, b)):
         return _set_operator(tx, fn, symbol, a, b)
     if known.is_const(tx, a) and known.is_const(tx, b):
         return builtin_calls.fold(tx, fn, [a, b], {})
@@ -88,7 +89,7 @@ def binary_op(tx, symbol, a, b):
 def _set_operator(tx, fn, symbol, a, b):
     """``|``, ``&``, ``-``, ``^`` (and in place) with a set made in the trace: a set result is a new traced set,
     or, in place, the same set with new members (its identity kept, as ``s |= t`` keeps it)."""
-    left, right = known.const_value(tx, a), known.const_value(tx, b)
+    left, right = (tx.set_values(v) if isinstance(v, SetVariable) else known.const_value(tx, v) for v in (a, b))
     try:
         value = fn(left, right)
     except Exception as e:  # the user's own error, as eager raises it
@@ -229,8 +230,14 @@ def contains(tx, container, item) -> bool:
             tx.add_guard(Guard(AttrSource(container.source, registry), "KEYS", tuple(keys)))
         return known.const_value(tx, item) in keys
     if isinstance(container, DictVariable):
-        key = known.const_value(tx, item)
+        key = known.hash_key(tx, item, container)
         found = tx.dict_lookup(container, key, _ABSENT) is not _ABSENT
+    elif isinstance(container, SetVariable):
+        key = known.hash_key(tx, item)
+        try:
+            found = key in tx.set_values(container)
+        except TypeError as e:  # an unhashable item: Python's error
+            tx.user_error(e)
     elif isinstance(container, TensorVariable) or isinstance(item, TensorVariable):
         if isinstance(container, TensorVariable):
             tx.unsupported("data_dependent", "`in` on a tensor reads its values")

@@ -46,6 +46,7 @@ from ..variables.base import (
     PythonObjectVariable,
     RangeVariable,
     SetVariable,
+    TensorKey,
     DequeVariable,
     SliceVariable,
     TensorMethodVariable,
@@ -58,7 +59,7 @@ from ..variables.base import (
 )
 from ..variables.builder import wrap
 from ..variables.objects import ContainerMethodVariable, DELETED, ObjectVariable, SuperVariable, _Deleted, dict_base
-from ..rules.known import live_iterator_index
+from ..rules.known import key_variable, live_iterator_index
 from ..rules.protocol import Protocol
 from ..trace.interpreter import Tracer
 from ..variables import standins
@@ -118,6 +119,8 @@ class StateCodegen:
         return "{" + ", ".join(f"{self._key(k)}: {self.expr(v)}" for k, v in items) + "}"
 
     def _key(self, k: Any) -> str:
+        if type(k) is TensorKey:
+            return self.expr(TensorVariable(k.tid))
         return repr(k) if type(k) in _LITERALS else self.gen.const(k)
 
     def _once(self, key: tuple, create: str, fill: Callable[[str], str]) -> str:
@@ -296,7 +299,7 @@ def _rebuild_deque(cg: StateCodegen, var: DequeVariable) -> str:
 def _rebuild_set(cg: StateCodegen, var: SetVariable) -> str:
     values = cg.tracer.heap(var.oid).values
     return cg._once(("heap", var.oid), "set()",
-                    lambda name: f"{name}.update([{cg._items(tuple(ConstantVariable(v) for v in values))}])")
+                    lambda name: f"{name}.update([{cg._items(tuple(key_variable(v) for v in values))}])")
 
 
 @REBUILD.rule(ObjectVariable)

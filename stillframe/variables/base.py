@@ -112,6 +112,14 @@ class SetVariable(VariableTracker):
 
 
 @dataclass(frozen=True, slots=True)
+class TensorKey:
+    """A tensor as a dict key or set member made in the trace: ``torch.Tensor`` hashes by identity, so two keys
+    are the same exactly when they are one tensor identity (``tid``)."""
+
+    tid: int
+
+
+@dataclass(frozen=True, slots=True)
 class DequeVariable(VariableTracker):
     """A reference to a ``collections.deque`` made in the trace: its items are a ``ListEntry`` at ``heap[oid]``
     (any VTs, in order); ``maxlen`` is fixed when the deque is made."""

@@ -306,7 +306,10 @@ def _wrap_dict(tx: Any, value: dict, source: Source | None) -> VariableTracker:
     _guard(tx, source, "TYPE", dict)
     keys = list(value.keys())
     if not all(is_constant(k) or is_class_key(k) for k in keys):
-        tx.unsupported("dict_keys", "a dict whose keys are not Python constants")
+        # keys the plan cannot name (tensors, objects): an opaque dict, guarded by type; each use of it (a lookup,
+        # a method) runs for real where it happens, instead of the whole resumed segment running uncompiled
+        tx.keepalive.append(value)
+        return PythonObjectVariable(value, source)
     # scalar values are read (and guarded) only when the trace uses them: a dict like os.environ is
     # consulted for one key, and must not guard every other entry's value
     items = tuple((k, LazyArgument(v, GetItemSource(source, k)) if source is not None and is_lazy_scalar(v) else

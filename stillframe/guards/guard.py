@@ -310,6 +310,9 @@ GLOBAL_STATES: dict[str, GuardKind] = {
                                 lambda name, value: f"torch.is_inference_mode_enabled() == {value}"),
     "global_hooks": GuardKind(lambda gen, v, value: "___global_hooks_empty()",
                               lambda name, value: "no global module hooks"),
+    # a resumed segment: which locals of the call stack are bound (an ``if`` may have bound one only sometimes)
+    "live_names": GuardKind(lambda gen, v, value: f"L.keys() == {gen.const(value)}",
+                            lambda name, value: f"the live names are {sorted(value)}"),
 }
 
 

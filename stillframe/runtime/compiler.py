@@ -78,6 +78,9 @@ def start_resume(cont: live.Continuation, L: dict) -> Tracer:
     frames = []
     tracer = Tracer(None, compat.new_fake_mode(), torch.is_grad_enabled(), EXECUTORS)
     _global_guards(tracer)
+    # the rebuild passes every bound local on, read or not: a plan made where a local was bound (by one
+    # branch of an ``if``) must not run where it is unbound
+    tracer.add_guard(Guard(None, "GLOBAL", ("live_names", frozenset(L))))
     for i, f in enumerate(cont.frames):
         locals_ = {name: LazyArgument(value, LocalSource(f"{i}:{name}")) for name, value in f.locals.items()}
         cells = {name: ("real", cell, LocalSource(f"{i}:cell:{name}")) for name, cell in f.cells.items()}

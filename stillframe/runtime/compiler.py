@@ -78,13 +78,14 @@ def start_resume(cont: live.Continuation, L: dict) -> Tracer:
     tracer = Tracer(None, compat.new_fake_mode(), torch.is_grad_enabled(), EXECUTORS)
     _global_guards(tracer)
     for i, f in enumerate(cont.frames):
-        locals_ = {name: LazyArgument(value, LocalSource(f"{i}:{name}")) for name, value in f.locals.items()}
+        locals_ = {name: LazyArgument(value, (ScalarOutputSource if name in f.data and type(value) is float
+                                              else LocalSource)(f"{i}:{name}")) for name, value in f.locals.items()}
         cells = {name: ("real", cell, LocalSource(f"{i}:cell:{name}")) for name, cell in f.cells.items()}
         frame = make_frame(read(f.code.code), locals_, f.globals, f.globals_module, None, None,
                            EMPTY_CELLS.update(cells))
         frames.append(frame.with_ip(f.ip))
     tracer.state = tracer.state.replace(frames=tuple(frames))
-    read_from_tensor = getattr(cont.reason, "kind", None) == "data_dependent"  # the real step was t.item() ...
+    read_from_tensor = _produced_data(cont)
     for i, f in enumerate(cont.frames):  # stack values are read by handlers directly: wrap them now
         tracer.state = tracer.state.replace(frames=tracer.state.frames)
         stack = tuple(LazyArgument(v, _stack_source(i, j, v, read_from_tensor and i == len(cont.frames) - 1
@@ -98,9 +99,22 @@ def start_resume(cont: live.Continuation, L: dict) -> Tracer:
     return tracer
 
 
+def _produced_data(cont: live.Continuation) -> bool:
+    """Whether a float the real step left on top of the stack is data, never guarded by value: read out of a
+    tensor (``t.item()``), or returned by a call that ran for real (``random.random()``, ``time.time()``: a
+    new value on every call, which a guard would re-trace for until the cache limit)."""
+    if getattr(cont.reason, "kind", None) == "data_dependent":
+        return True
+    frame = cont.frames[-1] if cont.frames else None
+    return frame is not None and frame.ip > 0 and frame.code.instructions[frame.ip - 1].opname in _CALLS
+
+
+_CALLS = frozenset({"CALL", "CALL_FUNCTION_EX", "CALL_KW"})
+
+
 def _stack_source(i: int, j: int, value: Any, read_from_tensor: bool) -> LocalSource:
-    """Where a resumed trace reads stack slot ``j`` of frame ``i``; a float the real step just read out of a
-    tensor is a ScalarOutputSource (never guarded by value)."""
+    """Where a resumed trace reads stack slot ``j`` of frame ``i``; a float the real step just produced as
+    data (see :func:`_produced_data`) is a ScalarOutputSource (never guarded by value)."""
     if read_from_tensor and type(value) is float:
         return ScalarOutputSource(f"{i}:s{j}")
     return LocalSource(f"{i}:s{j}")

@@ -22,7 +22,8 @@ import torch
 
 from .. import compat
 from ..bytecode.reader import read
-from ..errors import GraphBreakKind, Unsupported
+from ..errors import GraphBreak, GraphBreakKind, Unsupported, UserLocation
+from ..tensors.effects import runs_for_real
 from ..guards.guard import Guard, GuardCodegen, aliasing_pattern, compile_guards, tensor_examples
 from ..guards.source import (
     AttrSource,
@@ -132,7 +133,17 @@ def _global_guards(tracer: Tracer) -> None:
 
 def compile_frame(fn: types.FunctionType, L: dict, G: dict, F: Any, backend: Callable,
                   fullgraph: bool = False) -> TraceOutcome:
-    """Trace one call of ``fn`` and build its cache entry (raises Unsupported / UserError from the trace)."""
+    """Trace one call of ``fn`` and build its cache entry (raises Unsupported / UserError from the trace).
+
+    A function whose every call must run for real (``stillframe.compile(opt.step)``: torch.optim keeps its
+    state in Python objects, see ``tensors/effects.py``) is not traced at all: Unsupported, so it runs
+    eagerly, without the per-call guards and graph breaks of a plan that would capture nothing.
+    """
+    reason = runs_for_real(fn)
+    if reason is not None:
+        raise Unsupported(GraphBreak(GraphBreakKind.EFFECTFUL_CALL, reason,
+                                     ("it runs eagerly; code that calls it can be compiled",),
+                                     UserLocation(fn.__code__.co_filename, fn.__code__.co_firstlineno)))
     return compile_retrying(lambda: start_trace(fn, L), L, G, F, backend, fullgraph, fn)
 
 

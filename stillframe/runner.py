@@ -79,13 +79,13 @@ import sys
 import time
 import traceback
 import types
-from typing import Any, Iterator, TextIO
+from typing import Any, Callable, Iterator, TextIO
 
 import torch
 
 import stillframe
 
-from . import api
+from . import api, compat
 from .api import is_compiled  # noqa: F401  (re-exported for the tools)
 from .diagnostics.report import report_for
 
@@ -166,9 +166,66 @@ def routed_compiles(backend: Any = "eager", notes: list[str] | None = None) -> I
     stillframe.compile = routed
     torch.nn.Module.compile = module_compile
     try:
-        yield created
+        with followed_torch_config(note):
+            yield created
     finally:
         torch.compile, stillframe.compile, torch.nn.Module.compile = saved
+
+
+#: ``torch._dynamo.config`` settings a script may write, and the ``stillframe.config`` field each one sets.
+FOLLOWED = {"cache_size_limit": "cache_size_limit", "recompile_limit": "cache_size_limit",
+            "suppress_errors": "suppress_errors"}
+#: ``torch._dynamo.config`` settings stillframe has no equivalent of: a write is noted, and has no effect.
+UNFOLLOWED = {
+    "capture_scalar_outputs": "stillframe breaks the graph at .item() and runs it for real (no unbacked symbols)",
+    "capture_dynamic_output_shape_ops": "stillframe breaks the graph at ops whose output shape depends on data",
+}
+
+
+@contextlib.contextmanager
+def followed_torch_config(note: Callable[[str], None] = lambda text: None) -> Iterator[None]:
+    """Make the script's writes to ``torch._dynamo.config`` and its ``torch._dynamo.reset()`` calls act on
+    stillframe, as they would on torch.compile: ``cache_size_limit`` / ``recompile_limit`` set
+    ``stillframe.config.cache_size_limit``, ``suppress_errors`` sets ``stillframe.config.suppress_errors``
+    (values already set when the run starts, say by ``TORCHDYNAMO_SUPPRESS_ERRORS=1``, are taken too), and
+    ``torch._dynamo.reset()`` also runs ``stillframe.reset()``. A write to a setting in ``UNFOLLOWED`` goes
+    to ``note``. ``stillframe.config`` and torch's are restored on exit.
+    """
+    dynamo_config, dynamo = compat.dynamo_config(), compat.dynamo_module()
+    config_type, real_reset = type(dynamo_config), dynamo.reset
+    real_setattr = config_type.__setattr__
+    saved = {field: getattr(stillframe.config, field) for field in set(FOLLOWED.values())}
+
+    def follow(name: str, value: Any) -> None:
+        if name in FOLLOWED:
+            setattr(stillframe.config, FOLLOWED[name], type(saved[FOLLOWED[name]])(value))
+        elif name in UNFOLLOWED:
+            note(f"torch._dynamo.config.{name} = {value!r} has no effect: {UNFOLLOWED[name]}")
+
+    def setattr_followed(self: Any, name: str, value: Any) -> None:
+        real_setattr(self, name, value)
+        if self is dynamo_config:
+            follow(name, value)
+
+    def reset_both() -> None:
+        real_reset()
+        stillframe.reset()
+
+    if dynamo_config.recompile_limit != compat.dynamo_config_default("recompile_limit"):
+        follow("recompile_limit", dynamo_config.recompile_limit)
+    if dynamo_config.suppress_errors:
+        follow("suppress_errors", True)
+    torch_saved = dynamo_config.get_config_copy()
+    config_type.__setattr__, dynamo.reset = setattr_followed, reset_both
+    try:
+        yield
+    finally:
+        config_type.__setattr__, dynamo.reset = real_setattr, real_reset
+        for field, value in saved.items():
+            setattr(stillframe.config, field, value)
+        for name in set(FOLLOWED) | set(UNFOLLOWED):
+            if name in torch_saved and getattr(dynamo_config, name) != torch_saved[name]:
+                setattr(dynamo_config, name, torch_saved[name])
 
 
 def _is_function(obj: Any) -> bool:

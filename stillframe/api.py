@@ -186,6 +186,7 @@ class CompiledFunction:
             if entry is not None:
                 return entry
             if len(entries) >= config.cache_size_limit:
+                self._cache_limit_hit("cache_size_limit", _where(fn), "runs eagerly from then on")
                 self._warn_once("cache_size_limit", f"stillframe: {fn.__qualname__} ({_where(fn)}) hit "
                                 f"config.cache_size_limit ({config.cache_size_limit}) cache entries; running it "
                                 "eagerly from now on. Inputs that change shape, dtype or Python values on every "
@@ -220,6 +221,14 @@ class CompiledFunction:
             self._add_entry(fn.__code__, entries, outcome.entry, L, G, fn)
             counters["graphs"] += outcome.entry.compiled is not None
             return outcome.entry
+
+    def _cache_limit_hit(self, key: Any, where: str, then: str) -> None:
+        """Count a code point whose cache is full as an eager fallback, once (the run summary lists it)."""
+        if key in self._warned:
+            return
+        counters["fallbacks"] += 1
+        self._events.append({"kind": "cache_limit", "where": where,
+                             "reason": f"hit config.cache_size_limit ({config.cache_size_limit}): {then}"})
 
     def _internal_error_entry(self, key: Any, entries: list[CacheEntry], e: Exception, L: dict, G: dict,
                               F: Any) -> CacheEntry | None:
@@ -292,6 +301,7 @@ class CompiledFunction:
             where = "%s:%s" % cont.frames[-1].code.location(cont.frames[-1].ip)
             self._record_recompile(where, entries, L, G, None)
             if len(entries) >= config.cache_size_limit:
+                self._cache_limit_hit(("cache_size_limit", key), where, "runs on instruction by instruction")
                 self._warn_once(("cache_size_limit", key), f"stillframe: {self._func.__qualname__} hit "
                                 f"config.cache_size_limit ({config.cache_size_limit}) plans for the code after a "
                                 f"graph break at {where}; running on from there instruction by instruction")

@@ -23,38 +23,41 @@ it runs compiles with stillframe. When it ends -- returns, calls
     for batch in (8, 8, 5):
         loss_fn(model(torch.ones(batch, 4)), torch.zeros(batch, 1)).backward()
     $ stillframe run --backend aot_eager train.py
-    loss 0.009
-    loss 0.009
-    loss 0.009
+    loss 0.305
+    loss 0.305
+    loss 0.305
     ==============================================================================
-    stillframe run: train.py exited with status 0 after 2.5 s
-    2 compiled objects; stillframe spent 0.04 s tracing, 1.04 s in backend compiles
-    counters: cache_hits=5, graph_breaks=6, graphs=4, recompiles=3, traces=7
+    stillframe run: train.py exited with status 0 after 6.5 s
+    2 compiled objects; stillframe spent 0.15 s tracing, 2.56 s in backend compiles
+    counters: cache_hits=8, graph_breaks=9, graphs=4, recompiles=2, traces=7
 
     [1] Linear.forward (.../torch/nn/modules/linear.py:130)
-        2 graphs, 0 graph breaks, 1 recompile, 0 eager fallbacks
-        time: tracing 0.01 s, backend compile 0.95 s
+        1 graph, 0 graph breaks (over 2 plans, 0 breaks taken), 1 recompile, 0 eager fallbacks
+        time: tracing 0.07 s, backend compile 2.29 s
         recompiles:
           1. at .../torch/nn/modules/linear.py:130: guard failed: L['input'] is a Tensor(dtype=torch.float32, ...
-             device=cpu, shape=(8, 4), stride=(4, 1), storage_offset=0, requires_grad=False, is_leaf=True, ...)
+             device=cpu, shape=(8, 4), ...); got a Tensor(dtype=torch.float32, device=cpu, shape=(5, 4), ...)
 
     [2] loss_fn (/home/me/train.py:6)
-        5 graphs, 4 graph breaks, 2 recompiles, 0 eager fallbacks
-        time: tracing 0.02 s, backend compile 0.08 s
+        4 graphs, 1 graph break (over 5 plans, 4 breaks taken), 1 recompile, 0 eager fallbacks
+        time: tracing 0.08 s, backend compile 0.27 s
         graph breaks:
           1. data_dependent at /home/me/train.py:9: Tensor.item() reads the tensor's value into Python (x2)
                  print("loss", round(loss.item(), 3))
              hint: the graph so far runs, this step runs for real, tracing resumes
-          2. unsupported_builtin at /home/me/train.py:9: the builtin print is not supported here (x2)
+          2. data_dependent at /home/me/train.py:9: a float produced at run time (read from a tensor by ...
+             .item() or float(t), or returned by a call that ran for real) is used in Python code (x2)
                  print("loss", round(loss.item(), 3))
+             hint: that step runs for real, so the plan does not depend on the value
         recompiles:
           1. at /home/me/train.py:6: guard failed: L['pred'] is a Tensor(dtype=torch.float32, device=cpu, ...
-             shape=(8, 1), ...)
-          2. at /home/me/train.py:9: guard failed: L['0:s5'] == 0.008696704171597958
+             shape=(8, 1), ...); got a Tensor(dtype=torch.float32, device=cpu, shape=(5, 1), ...)
     ==============================================================================
 
-(Long guard lines are cut here.) ``(x2)`` marks a break that ends two plans
-(here: one per input shape). The counters are ``stillframe.counters`` for
+(Long guard lines are cut here.) Graphs and graph breaks are counted per
+source site, as ``torch._dynamo.explain`` counts them (the plans and the
+breaks they took follow in brackets); ``(x2)`` marks a break that ends two
+plans (here: one per input shape). The counters are ``stillframe.counters`` for
 this run; ``graph_breaks`` there counts breaks taken at run time. The backend
 compile time is the time spent in the backend's compile call: work a backend
 defers to the first run (AOTAutograd-based backends such as inductor compile
@@ -352,7 +355,7 @@ def summarize(created: list, *, script: str, status: int, seconds: float, notes:
         report = report_for(compiled)
         trace_s, compile_s = _seconds(compiled)
         lines += ["", f"[{i}] {report.name}",
-                  (f"    {_n(report.graph_count, 'graph')}, {_n(report.break_count, 'graph break')}, "
+                  (f"    {report.counts()}, "
                    f"{_n(len(report.recompiles), 'recompile')}, {_n(len(report.fallbacks), 'eager fallback')}"),
                   f"    time: tracing {trace_s:.2f} s, backend compile {compile_s:.2f} s"]
         lines += _section("graph breaks", [_format_break(br, n) for br, n in _grouped(report.breaks)])

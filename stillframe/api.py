@@ -20,6 +20,7 @@ import builtins
 import collections
 import functools
 import inspect
+import sys
 import time
 import types
 import warnings
@@ -105,6 +106,8 @@ class CompiledFunction:
         if not isinstance(self._func, types.FunctionType):
             raise TypeError(f"stillframe.compile expects a Python function or an nn.Module, got {type(fn).__name__}")
         self._backend_arg = backend
+        self._compile_kwargs = dict(backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode,
+                                    options=options, disable=disable)
         self._backend = compat.resolve_backend(backend, mode, options, dynamic)
         self._fullgraph = fullgraph
         self._dynamic = dynamic
@@ -127,6 +130,17 @@ class CompiledFunction:
         if obj is None:
             return self
         return functools.partial(self, obj)
+
+    def __reduce__(self) -> Any:
+        """Pickled by name where a module-level name holds it (``@stillframe.compile`` on a function), as
+        torch.compile's wrapper is; otherwise as the function plus the compile arguments (traced afresh)."""
+        module = sys.modules.get(getattr(self, "__module__", None) or "")
+        found: Any = module
+        for part in getattr(self, "__qualname__", "<>").split("."):
+            found = getattr(found, part, None)
+        if found is self:
+            return self.__qualname__
+        return _compiled_function, (self._fn, self._compile_kwargs)
 
     def cache_entries(self) -> list[CacheEntry]:
         """The cache entries of the function's own code object (its first graph on each path)."""
@@ -174,6 +188,7 @@ class CompiledFunction:
             if entry is not None:
                 return entry
             if len(entries) >= config.cache_size_limit:
+                self._cache_limit_hit("cache_size_limit", _where(fn), "runs eagerly from then on")
                 self._warn_once("cache_size_limit", f"stillframe: {fn.__qualname__} ({_where(fn)}) hit "
                                 f"config.cache_size_limit ({config.cache_size_limit}) cache entries; running it "
                                 "eagerly from now on. Inputs that change shape, dtype or Python values on every "
@@ -208,6 +223,14 @@ class CompiledFunction:
             self._add_entry(fn.__code__, entries, outcome.entry, L, G, fn)
             counters["graphs"] += outcome.entry.compiled is not None
             return outcome.entry
+
+    def _cache_limit_hit(self, key: Any, where: str, then: str) -> None:
+        """Count a code point whose cache is full as an eager fallback, once (the run summary lists it)."""
+        if key in self._warned:
+            return
+        counters["fallbacks"] += 1
+        self._events.append({"kind": "cache_limit", "where": where,
+                             "reason": f"hit config.cache_size_limit ({config.cache_size_limit}): {then}"})
 
     def _internal_error_entry(self, key: Any, entries: list[CacheEntry], e: Exception, L: dict, G: dict,
                               F: Any) -> CacheEntry | None:
@@ -280,6 +303,7 @@ class CompiledFunction:
             where = "%s:%s" % cont.frames[-1].code.location(cont.frames[-1].ip)
             self._record_recompile(where, entries, L, G, None)
             if len(entries) >= config.cache_size_limit:
+                self._cache_limit_hit(("cache_size_limit", key), where, "runs on instruction by instruction")
                 self._warn_once(("cache_size_limit", key), f"stillframe: {self._func.__qualname__} hit "
                                 f"config.cache_size_limit ({config.cache_size_limit}) plans for the code after a "
                                 f"graph break at {where}; running on from there instruction by instruction")
@@ -367,17 +391,28 @@ def _where(fn: types.FunctionType) -> str:
 
 
 class CompiledModule(torch.nn.Module):
-    """An ``nn.Module`` whose ``forward`` runs through stillframe (like torch.compile's ``OptimizedModule``).
+    """An ``nn.Module`` whose ``forward`` runs through stillframe, laid out as torch.compile's ``OptimizedModule``.
 
-    Parameters, buffers, ``state_dict``, ``train()`` / ``eval()`` and attribute
-    reads pass through to the original module (``_orig_mod``).
+    The original module is its one child, ``_orig_mod``: ``state_dict()``, ``named_parameters()`` and
+    ``named_modules()`` name everything under ``_orig_mod.`` exactly as torch.compile's wrapper does, so
+    checkpoints move between the two in both directions, and a parent holding a compiled child loads its
+    own ``state_dict()``. ``load_state_dict`` also takes the original module's own keys (a checkpoint saved
+    before compiling), strict or not; torch.compile's wrapper would report them all missing.
+    ``train()`` / ``eval()`` and attribute reads pass through to the original module. It pickles, deep-copies
+    and ``torch.save`` s as the original module plus the compile arguments; the copy traces afresh.
+
+    >>> import torch, stillframe
+    >>> list(stillframe.compile(torch.nn.Linear(2, 2)).state_dict())
+    ['_orig_mod.weight', '_orig_mod.bias']
     """
 
     def __init__(self, module: torch.nn.Module, **kwargs: Any):
         super().__init__()
         self._orig_mod = module
+        self.training = module.training
         forward = type(module).forward
         self._compiled_forward = CompiledFunction(forward, **kwargs)
+        self.register_load_state_dict_pre_hook(_accept_original_keys)  # a plain function: no cycle through self
 
     @property
     def original_module(self) -> torch.nn.Module:
@@ -413,16 +448,34 @@ class CompiledModule(torch.nn.Module):
         except AttributeError:
             return getattr(self._modules["_orig_mod"], name)
 
-    def state_dict(self, *args: Any, **kwargs: Any) -> Any:
-        return self._orig_mod.state_dict(*args, **kwargs)
-
-    def load_state_dict(self, *args: Any, **kwargs: Any) -> Any:
-        return self._orig_mod.load_state_dict(*args, **kwargs)
+    def __reduce__(self) -> tuple:
+        return _compiled_module, (self._orig_mod, self._compiled_forward._compile_kwargs)
 
     def train(self, mode: bool = True) -> "CompiledModule":
         self._orig_mod.train(mode)
         self.training = mode
         return self
+
+
+def _accept_original_keys(module: CompiledModule, state_dict: dict, prefix: str, *_: Any) -> None:
+    """A load_state_dict pre-hook: a checkpoint of the original module (keys without ``_orig_mod.``) is read
+    as this wrapper's. A state dict with any ``_orig_mod.`` key under ``prefix`` is left as it is."""
+    ours = prefix + "_orig_mod."
+    keys = [k for k in state_dict if k.startswith(prefix)]
+    if not keys or any(k.startswith(ours) for k in keys):
+        return
+    for key in keys:
+        state_dict[ours + key[len(prefix):]] = state_dict.pop(key)
+
+
+def _compiled_module(module: torch.nn.Module, kwargs: dict) -> CompiledModule:
+    """Unpickling a CompiledModule: the same compile of the unpickled module (no cache entries)."""
+    return CompiledModule(module, **kwargs)
+
+
+def _compiled_function(fn: Callable, kwargs: dict) -> "CompiledFunction":
+    """Unpickling a CompiledFunction: the same compile of the unpickled function (no cache entries)."""
+    return CompiledFunction(fn, **kwargs)
 
 
 def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None = None,

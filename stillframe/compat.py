@@ -176,3 +176,22 @@ def backend_compiler_failed(backend: Any, error: Exception) -> Exception:
 def is_backend_compiler_failed(error: BaseException) -> bool:
     exc = importlib.import_module("torch._dynamo.exc")
     return isinstance(error, exc.BackendCompilerFailed)
+
+
+def dynamo_config() -> Any:
+    """torch.compile's configuration module, ``torch._dynamo.config`` (a ``torch.utils._config_module.ConfigModule``:
+    a write goes through its class's ``__setattr__``)."""
+    return importlib.import_module("torch._dynamo.config")
+
+
+def dynamo_module() -> Any:
+    """``torch._dynamo`` (for its ``reset``)."""
+    return importlib.import_module("torch._dynamo")
+
+
+def dynamo_config_default(name: str) -> Any:
+    """The default of a ``torch._dynamo.config`` setting (``None`` where this torch does not say)."""
+    try:
+        return dynamo_config()._config[name].default
+    except (AttributeError, KeyError):
+        return None

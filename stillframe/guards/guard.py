@@ -82,6 +82,23 @@ def describe(guard: Guard) -> str:
     return text if guard.origin is None else f"{text}  (from {guard.origin})"
 
 
+def actual(value: Any) -> str:
+    """A live value as a recompilation message shows it beside the guard it failed: a tensor by what a
+    TENSOR guard compares, anything else by its (shortened) repr and type."""
+    if isinstance(value, torch.Tensor):
+        strided = value.layout == torch.strided
+        return (f"a {type(value).__name__}(dtype={value.dtype}, device={value.device}, shape={tuple(value.shape)}, "
+                f"stride={tuple(value.stride()) if strided else None}, requires_grad={value.requires_grad}, "
+                f"is_leaf={value.is_leaf})")
+    try:
+        text = repr(value)
+    except Exception:  # a user's __repr__ that raises
+        text = f"<{type(value).__name__} object>"
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return text if type(value) in (int, float, bool, str, type(None)) else f"{text} ({type(value).__name__})"
+
+
 def _hashable(x: Any) -> bool:
     try:
         hash(x)
@@ -264,6 +281,7 @@ class GuardCodegen:
     def namespace(self) -> dict:
         return {
             "___c": self.consts,
+            "___actual": actual,
             "___tensor_ok": _tensor_ok,
             "___tensor_extras": _tensor_extras,
             "___aliasing": aliasing_pattern,
@@ -379,6 +397,8 @@ def compile_guards(guards: list[Guard], verbose: bool = False,
         body.extend(gen.lines[before:])
         del gen.lines[before:]
         failed = repr(describe(guard)) if verbose else "False"
+        if verbose and guard.source is not None:  # what the call passed, beside what the guard expected
+            failed += f" + '; got ' + ___actual({gen.ref(guard.source)})"
         body.append(f"if not ({cond}): return {failed}")
     if batched:
         refs = "".join(f"{r}, " for r in batched)

@@ -22,7 +22,8 @@ import torch
 
 from .. import compat
 from ..bytecode.reader import read
-from ..errors import GraphBreakKind, Unsupported
+from ..errors import GraphBreak, GraphBreakKind, Unsupported, UserLocation
+from ..tensors.effects import runs_for_real
 from ..guards.guard import Guard, GuardCodegen, aliasing_pattern, compile_guards, tensor_examples
 from ..guards.source import (
     AttrSource,
@@ -82,13 +83,14 @@ def start_resume(cont: live.Continuation, L: dict) -> Tracer:
     # branch of an ``if``) must not run where it is unbound
     tracer.add_guard(Guard(None, "GLOBAL", ("live_names", frozenset(L))))
     for i, f in enumerate(cont.frames):
-        locals_ = {name: LazyArgument(value, LocalSource(f"{i}:{name}")) for name, value in f.locals.items()}
+        locals_ = {name: LazyArgument(value, (ScalarOutputSource if name in f.data and type(value) is float
+                                              else LocalSource)(f"{i}:{name}")) for name, value in f.locals.items()}
         cells = {name: ("real", cell, LocalSource(f"{i}:cell:{name}")) for name, cell in f.cells.items()}
         frame = make_frame(read(f.code.code), locals_, f.globals, f.globals_module, None, None,
                            EMPTY_CELLS.update(cells))
         frames.append(frame.with_ip(f.ip))
     tracer.state = tracer.state.replace(frames=tuple(frames))
-    read_from_tensor = getattr(cont.reason, "kind", None) == "data_dependent"  # the real step was t.item() ...
+    read_from_tensor = _produced_data(cont)
     for i, f in enumerate(cont.frames):  # stack values are read by handlers directly: wrap them now
         tracer.state = tracer.state.replace(frames=tracer.state.frames)
         stack = tuple(LazyArgument(v, _stack_source(i, j, v, read_from_tensor and i == len(cont.frames) - 1
@@ -102,9 +104,22 @@ def start_resume(cont: live.Continuation, L: dict) -> Tracer:
     return tracer
 
 
+def _produced_data(cont: live.Continuation) -> bool:
+    """Whether a float the real step left on top of the stack is data, never guarded by value: read out of a
+    tensor (``t.item()``), or returned by a call that ran for real (``random.random()``, ``time.time()``: a
+    new value on every call, which a guard would re-trace for until the cache limit)."""
+    if getattr(cont.reason, "kind", None) == "data_dependent":
+        return True
+    frame = cont.frames[-1] if cont.frames else None
+    return frame is not None and frame.ip > 0 and frame.code.instructions[frame.ip - 1].opname in _CALLS
+
+
+_CALLS = frozenset({"CALL", "CALL_FUNCTION_EX", "CALL_KW"})
+
+
 def _stack_source(i: int, j: int, value: Any, read_from_tensor: bool) -> LocalSource:
-    """Where a resumed trace reads stack slot ``j`` of frame ``i``; a float the real step just read out of a
-    tensor is a ScalarOutputSource (never guarded by value)."""
+    """Where a resumed trace reads stack slot ``j`` of frame ``i``; a float the real step just produced as
+    data (see :func:`_produced_data`) is a ScalarOutputSource (never guarded by value)."""
     if read_from_tensor and type(value) is float:
         return ScalarOutputSource(f"{i}:s{j}")
     return LocalSource(f"{i}:s{j}")
@@ -122,7 +137,17 @@ def _global_guards(tracer: Tracer) -> None:
 
 def compile_frame(fn: types.FunctionType, L: dict, G: dict, F: Any, backend: Callable,
                   fullgraph: bool = False) -> TraceOutcome:
-    """Trace one call of ``fn`` and build its cache entry (raises Unsupported / UserError from the trace)."""
+    """Trace one call of ``fn`` and build its cache entry (raises Unsupported / UserError from the trace).
+
+    A function whose every call must run for real (``stillframe.compile(opt.step)``: torch.optim keeps its
+    state in Python objects, see ``tensors/effects.py``) is not traced at all: Unsupported, so it runs
+    eagerly, without the per-call guards and graph breaks of a plan that would capture nothing.
+    """
+    reason = runs_for_real(fn)
+    if reason is not None:
+        raise Unsupported(GraphBreak(GraphBreakKind.EFFECTFUL_CALL, reason,
+                                     ("it runs eagerly; code that calls it can be compiled",),
+                                     UserLocation(fn.__code__.co_filename, fn.__code__.co_firstlineno)))
     return compile_retrying(lambda: start_trace(fn, L), L, G, F, backend, fullgraph, fn)
 
 

@@ -39,6 +39,7 @@ class LiveFrame:
     globals_module: str | None
     kw_names: tuple = ()
     yields: list | None = None
+    data: frozenset = frozenset()  # locals holding floats produced at run time: never guarded by value
 
 
 @dataclass

@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 import torch
 from ..guards.guard import GuardCodegen
+from ..guards.source import ScalarOutputSource
 from ..variables.base import (
     AttrsView,
     AutocastExitVariable,
@@ -210,8 +211,11 @@ class StateCodegen:
             cells = "{" + ", ".join(f"{k!r}: {self.cell(v)}" for k, v in frame.cells.items()) + "}"
             globals_ = "G" if frame.globals_module is None else f"___module_globals({frame.globals_module!r})"
             yields = "None" if frame.yields is None else f"[{self._items(frame.yields)}]"
+            data = frozenset(k for k, v in frame.locals.items()
+                             if isinstance(v, LazyArgument) and isinstance(v.source, ScalarOutputSource))
             parts.append(f"{self.gen.const(live.LiveFrame)}({self.gen.const(frame.code)}, {frame.ip}, [{stack}], "
-                         f"{locals_}, {cells}, {globals_}, {frame.globals_module!r}, {frame.kw_names!r}, {yields})")
+                         f"{locals_}, {cells}, {globals_}, {frame.globals_module!r}, {frame.kw_names!r}, {yields}, "
+                         f"{self.gen.const(data)})")
         return "[" + ", ".join(parts) + "]"
 
     def function(self, result_expr: str, name: str = "___rebuild") -> tuple[Callable, str]:

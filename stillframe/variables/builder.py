@@ -123,7 +123,8 @@ def _guard(tx: Any, source: Source | None, kind: str, expected: Any = None) -> N
 
 def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> VariableTracker:
     if isinstance(source, ScalarOutputSource):
-        tx.unsupported("data_dependent", "a float read from a tensor (.item(), float(t)) is used in Python code",
+        tx.unsupported("data_dependent", "a float produced at run time (read from a tensor by .item() or float(t), "
+                       "or returned by a call that ran for real) is used in Python code",
                        ("that step runs for real, so the plan does not depend on the value",))
     if isinstance(value, torch.Tensor):
         return wrap_tensor(tx, value, source)

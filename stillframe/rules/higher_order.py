@@ -20,10 +20,12 @@ import math
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
+import torch.utils.checkpoint as checkpoint_api
 from ..variables.base import (
     ConstantVariable,
     LazyArgument,
     ListVariable,
+    PythonObjectVariable,
     TensorVariable,
     TupleVariable,
     VariableTracker,
@@ -111,6 +113,82 @@ def cond(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     tx.push(unflatten(tx, spec, leaves))
 
 
+#: The arguments ``torch.utils.checkpoint.checkpoint`` takes for itself; any other keyword goes to the function.
+CHECKPOINT_KWARGS = {"use_reentrant": None, "preserve_rng_state": True, "context_fn": checkpoint_api.noop_context_fn,
+                     "determinism_check": "default", "debug": False, "early_stop": True}
+#: Ops that draw random numbers: a recomputed checkpoint region would draw them again (the op that runs the
+#: region in the graph does not preserve the RNG state, so such a region runs for real).
+RANDOM_NAMES = ("dropout", "rand", "bernoulli", "normal", "multinomial", "uniform", "rrelu", "gumbel", "poisson",
+                "exponential", "cauchy", "geometric")
+
+
+def _draws_random_numbers(node: torch.fx.Node) -> bool:
+    """Whether ``node`` draws random numbers (a dropout with ``p=0`` or ``training=False`` does not)."""
+    if node.op not in ("call_function", "call_method"):
+        return False
+    name = (node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")).lower()
+    if not any(r in name for r in RANDOM_NAMES):
+        return False
+    if "dropout" in name and node.op == "call_function":
+        p = node.kwargs.get("p", node.args[1] if len(node.args) > 1 else 0.5)
+        training = node.kwargs.get("training", node.args[2] if len(node.args) > 2 else True)
+        return not (p == 0 or training is False)
+    return True
+
+
+def checkpoint(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
+    """``torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False)``: ``fn`` speculated into a subgraph
+    recorded as ``torch.ops.higher_order.tag_activation_checkpoint`` (its activations are recomputed in
+    backward: for real under the eager backend, by the partitioner under AOTAutograd), as torch.compile does.
+
+    ``use_reentrant=True`` (or not given: eager warns and takes it), a ``context_fn``, random ops in the
+    region, side effects or outputs that alias inputs: a graph break, and checkpoint runs for real.
+    """
+    if not args:
+        tx.unsupported("higher_order", "torch.utils.checkpoint.checkpoint called without a function")
+    own = {k: _realize(tx, v) for k, v in kwargs.items() if k in CHECKPOINT_KWARGS}
+    fn_kwargs = {k: v for k, v in kwargs.items() if k not in CHECKPOINT_KWARGS}
+    settings = {}
+    for key, value in own.items():
+        if not isinstance(value, ConstantVariable) and not (isinstance(value, PythonObjectVariable) and
+                                                            value.value is CHECKPOINT_KWARGS[key]):
+            tx.unsupported("higher_order", f"checkpoint's {key} is not a constant")
+        settings[key] = getattr(value, "value", None)
+    if settings.get("use_reentrant") is not False:
+        tx.unsupported("higher_order", "checkpoint with use_reentrant=True (or not given) runs for real",
+                       ("pass use_reentrant=False to capture the region",))
+    if any(settings.get(k, d) != d for k, d in CHECKPOINT_KWARGS.items() if k not in ("use_reentrant",
+                                                                                  "preserve_rng_state")):
+        tx.unsupported("higher_order", "checkpoint with context_fn, determinism_check, debug or early_stop")
+    body = speculate(tx, args[0], [_realize(tx, a) for a in args[1:]], "the checkpointed function", fn_kwargs)
+    if body.effects:
+        tx.unsupported("higher_order", "the checkpointed function " + "; ".join(body.effects),
+                       ("checkpoint runs for real (its recomputation would repeat the effect)",))
+    flat = flatten(tx, body.output)
+    if flat is None:
+        tx.unsupported("higher_order", "the checkpointed function returns something other than tensors, tuples, "
+                       "lists and numbers")
+    spec, leaves = flat
+    nodes, problem = output_tensors(tx, body, leaves)
+    if problem or not nodes:
+        tx.unsupported("higher_order", f"checkpoint: {problem or 'the function returns no tensor'}")
+    random = [n for n in body.builder.graph.nodes if _draws_random_numbers(n)]
+    if random:
+        tx.unsupported("higher_order", f"the checkpointed function draws random numbers ({random[0].target}): "
+                       "recomputing it in the graph would draw different ones", ("checkpoint runs for real",))
+    inputs = body.builder.free_variables()
+    examples = fake_of_nodes(tx, inputs)
+    gm = body.builder.finish_subgraph(tuple(nodes), inputs, examples)
+    op = torch.ops.higher_order.tag_activation_checkpoint
+    with tx.fake_context():
+        fake_out = op(gm, *examples, use_reentrant=False)
+    node = tx.graph.call_function(op, (tx.graph.get_attr("wrap_body", gm), *inputs), {"use_reentrant": False},
+                                  fake_out)
+    tensors = iter(wrap_result(tx, tuple(fake_out), node).items)
+    tx.push(unflatten(tx, spec, [next(tensors) if leaf.tid is not None else ConstantVariable(leaf.value)
+                                 for leaf in leaves]))
+
+
 def _target_key(target: Any) -> Any:
     try:
         hash(target)
@@ -121,7 +199,8 @@ def _target_key(target: Any) -> Any:
 
 #: The higher-order callables with a rule: ``rule(tx, fn, args, kwargs)`` pushes the result (``fn``: the callee's
 #: VT; ``autograd.Function.apply`` is keyed by its function and finds the class in the bound method).
-HIGHER_ORDER: dict[Any, Callable] = {torch.cond: cond, autograd_function.APPLY: autograd_function.apply}
+HIGHER_ORDER: dict[Any, Callable] = {torch.cond: cond, autograd_function.APPLY: autograd_function.apply,
+                                     checkpoint_api.checkpoint: checkpoint}
 
 
 def higher_order_rule(target: Any) -> Callable | None:

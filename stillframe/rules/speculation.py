@@ -58,8 +58,8 @@ class Speculation:
     first_id: int
 
 
-def speculate(tx: Tracer, fn: VariableTracker, args: list, name: str) -> Speculation:
-    """Trace ``fn(*args)`` into a subgraph from a checkpoint and restore it (see the module docstring).
+def speculate(tx: Tracer, fn: VariableTracker, args: list, name: str, kwargs: dict | None = None) -> Speculation:
+    """Trace ``fn(*args, **kwargs)`` into a subgraph from a checkpoint and restore it (see the module docstring).
 
     A graph break or an exception inside ``fn`` is a graph break of the whole higher-order call
     (``Unsupported``): it then runs for real, and eager decides what happens.
@@ -69,7 +69,7 @@ def speculate(tx: Tracer, fn: VariableTracker, args: list, name: str) -> Specula
     builder = SubgraphBuilder(outer)
     tx.graph = builder
     try:
-        output = calls.call_sync(tx, fn, list(args), {})
+        output = calls.call_sync(tx, fn, list(args), dict(kwargs or {}))
     except UserError as e:
         tx.graph = outer
         tx.restore(token)

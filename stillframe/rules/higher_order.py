@@ -16,11 +16,15 @@ error); under ``fullgraph=True`` the break is the error, with :func:`.speculatio
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
+import torch.fx
 import torch.utils.checkpoint as checkpoint_api
+from .. import compat
+from ..tensors.meta import fresh_base
 from ..variables.base import (
     ConstantVariable,
     LazyArgument,
@@ -33,7 +37,7 @@ from ..variables.base import (
 from ..variables.builder import wrap
 from ..tensors.ops import to_fx, wrap_result
 from . import autograd_function, calls
-from .speculation import diff, fake_of_nodes, flatten, output_tensors, speculate, unflatten
+from .speculation import Leaf, diff, fake_of_nodes, flatten, output_tensors, speculate, unflatten
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -189,6 +193,74 @@ def checkpoint(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> Non
                                  for leaf in leaves]))
 
 
+def fresh_tensors(tx: Tracer, like: list, name: str) -> tuple[list, list]:
+    """New tensors with the metadata of ``like`` (not views, not aliasing anything), each the value of a
+    placeholder of a scratch graph: a callable speculated on them reads them as free variables of its
+    own, never confused with a tensor of the trace it also reads (``x`` carried and closed over)."""
+    scratch = torch.fx.Graph()
+    tensors, nodes = [], []
+    for i, var in enumerate(like):
+        meta = dataclasses.replace(tx.tensor(var).meta, base=None, version=0)
+        with tx.fake_mode:
+            fake = fresh_base(meta)
+        node = scratch.placeholder(f"{name}_{i}")
+        node.meta["val"] = node.meta["example_value"] = fake
+        tensors.append(tx.new_tensor(fake, node))
+        nodes.append(node)
+    return tensors, nodes
+
+
+def while_loop(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
+    """``while_loop(cond_fn, body_fn, carried_inputs)``: both callables speculated on fresh carried tensors
+    and recorded as ``torch.ops.higher_order.while_loop(cond, body, carried, additional)``, where the
+    additional inputs are the tensors they close over. Int carries, differing metadata, side effects and
+    aliasing outputs break the graph (the loop runs for real)."""
+    cond_fn, body_fn, carried = _bind(tx, ("cond_fn", "body_fn", "carried_inputs"), args, kwargs, {}, "while_loop")
+    items = _operand_items(tx, carried, "while_loop")
+    fresh, fresh_nodes = fresh_tensors(tx, items, "carry")
+    test = speculate(tx, cond_fn, fresh, "cond_fn")
+    body = speculate(tx, body_fn, fresh, "body_fn")
+    problems = [f"{spec.name} {effect}" for spec in (test, body) for effect in spec.effects]
+    pred_nodes, problem = output_tensors(tx, test, [Leaf(tid=test.output.tid)]) if isinstance(
+        test.output, TensorVariable) else ([], "cond_fn does not return a tensor")
+    if problem or math.prod(test.state.heap[test.output.tid].meta.shape) != 1:
+        problems.append(problem or "cond_fn returns a tensor of more than one element")
+    flat = flatten(tx, body.output)
+    spec, leaves = flat if flat is not None else (None, [])
+    nodes, problem = output_tensors(tx, body, leaves)
+    if problem or len(nodes) != len(items) or len(leaves) != len(items):
+        problems.append(problem or f"body_fn returns {len(leaves)} values for {len(items)} carried inputs")
+    else:
+        for i, (var, leaf) in enumerate(zip(items, leaves)):
+            mine, theirs = tx.tensor(var).meta, body.state.heap[leaf.tid].meta
+            problems += [f"body_fn's output {i} has {f} {getattr(theirs, f)} but the carried input has "
+                         f"{getattr(mine, f)}" for f in ("dtype", "shape", "device") if getattr(mine, f) !=
+                         getattr(theirs, f)]
+    if problems:
+        tx.unsupported("higher_order", "while_loop: " + "; ".join(problems), ("the loop runs for real",))
+    scratch = {id(n) for n in fresh_nodes}
+    additional = [n for n in dict.fromkeys(test.builder.free_variables() + body.builder.free_variables())
+                  if id(n) not in scratch]
+    examples = [tx.tensor(v).fake for v in fresh] + fake_of_nodes(tx, additional)
+    cond_gm = test.builder.finish_subgraph(pred_nodes[0], fresh_nodes + additional, examples)
+    body_gm = body.builder.finish_subgraph(tuple(nodes), fresh_nodes + additional, examples)
+    grad = tx.state.grad_enabled and any(tx.tensor(v).meta.requires_grad for v in items) or any(
+        getattr(e, "requires_grad", False) for e in examples[len(fresh):])
+    fakes = []
+    for leaf in leaves:  # the op's outputs: new tensors shaped like body_fn's, requiring grad as autograd makes them
+        meta = body.state.heap[leaf.tid].meta
+        differentiable = grad and tx.state.grad_enabled and (meta.dtype.is_floating_point or meta.dtype.is_complex)
+        meta = dataclasses.replace(meta, base=None, storage_offset=0, requires_grad=differentiable,
+                                   is_leaf=not differentiable, has_grad_fn=differentiable)
+        with tx.fake_mode:
+            fakes.append(fresh_base(meta))
+    op = torch.ops.higher_order.while_loop
+    node = tx.graph.call_function(op, (tx.graph.get_attr("while_loop_cond_graph", cond_gm),
+                                       tx.graph.get_attr("while_loop_body_graph", body_gm),
+                                       tuple(to_fx(tx, v) for v in items), tuple(additional)), {}, tuple(fakes))
+    tx.push(unflatten(tx, spec, list(wrap_result(tx, tuple(fakes), node).items)))
+
+
 def _target_key(target: Any) -> Any:
     try:
         hash(target)
@@ -197,10 +269,28 @@ def _target_key(target: Any) -> Any:
     return target
 
 
+def _unless_rejected(op: str, rule: Callable) -> Callable:
+    """``rule``, or a graph break where the backend failed on ``torch.ops.higher_order.<op>`` (the runtime
+    then traced the frame again with ``tx.uncaptured_ops``)."""
+
+    def run(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
+        if op in tx.uncaptured_ops:
+            tx.unsupported("higher_order", f"the backend cannot compile torch.ops.higher_order.{op}",
+                           ("the call runs for real",))
+        return rule(tx, fn, args, kwargs)
+
+    return run
+
+
 #: The higher-order callables with a rule: ``rule(tx, fn, args, kwargs)`` pushes the result (``fn``: the callee's
 #: VT; ``autograd.Function.apply`` is keyed by its function and finds the class in the bound method).
-HIGHER_ORDER: dict[Any, Callable] = {torch.cond: cond, autograd_function.APPLY: autograd_function.apply,
-                                     checkpoint_api.checkpoint: checkpoint}
+HIGHER_ORDER: dict[Any, Callable] = {
+    torch.cond: _unless_rejected("cond", cond),
+    autograd_function.APPLY: _unless_rejected("autograd_function_apply", autograd_function.apply),
+    checkpoint_api.checkpoint: _unless_rejected("tag_activation_checkpoint", checkpoint),
+}
+if compat.while_loop is not None:
+    HIGHER_ORDER[compat.while_loop] = _unless_rejected("while_loop", while_loop)
 
 
 def higher_order_rule(target: Any) -> Callable | None:

@@ -36,7 +36,7 @@ from ..variables.base import (
 )
 from ..variables.builder import wrap
 from ..tensors.ops import to_fx, wrap_result
-from . import autograd_function, calls
+from . import autograd_function, calls, func_transforms
 from .speculation import Leaf, diff, fake_of_nodes, flatten, output_tensors, speculate, unflatten
 
 if TYPE_CHECKING:
@@ -291,9 +291,14 @@ HIGHER_ORDER: dict[Any, Callable] = {
 }
 if compat.while_loop is not None:
     HIGHER_ORDER[compat.while_loop] = _unless_rejected("while_loop", while_loop)
+HIGHER_ORDER.update({transform: func_transforms.make_transform for transform in func_transforms.TRANSFORMS})
+HIGHER_ORDER[func_transforms.apply_transform] = func_transforms.apply
 
 
 def higher_order_rule(target: Any) -> Callable | None:
     """The rule for calling ``target``, if it is a higher-order operator stillframe captures."""
     key = _target_key(target)
-    return HIGHER_ORDER.get(key) if key is not None else None
+    rule = HIGHER_ORDER.get(key) if key is not None else None
+    if rule is None and func_transforms.is_functorch_internal(target):
+        return func_transforms.run_functorch_for_real
+    return rule

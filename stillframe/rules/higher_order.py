@@ -37,7 +37,7 @@ from ..variables.base import (
 from ..variables.builder import wrap
 from ..tensors.ops import to_fx, wrap_result
 from . import autograd_function, calls, func_transforms
-from .speculation import Leaf, diff, fake_of_nodes, flatten, output_tensors, speculate, unflatten
+from .speculation import Leaf, diff, fake_of_nodes, flatten, output_tensors, result_fakes, speculate, unflatten
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -107,8 +107,8 @@ def cond(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     true_gm = true.builder.finish_subgraph(tuple(true_nodes), inputs, examples)
     false_gm = false.builder.finish_subgraph(tuple(false_nodes), inputs, examples)
     op = torch.ops.higher_order.cond
-    with tx.fake_context():
-        fake_out = op(tx.tensor(pred).fake, true_gm, false_gm, tuple(examples))
+    fake_out = result_fakes(tx, [true.state.heap[leaf.tid].meta for leaf in true_leaves if leaf.tid is not None],
+                            any(getattr(e, "requires_grad", False) for e in examples))
     node = tx.graph.call_function(op, (to_fx(tx, pred), tx.graph.get_attr("cond_true", true_gm),
                                        tx.graph.get_attr("cond_false", false_gm), tuple(inputs)), {},
                                   fake_out)
@@ -244,16 +244,9 @@ def while_loop(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> Non
     examples = [tx.tensor(v).fake for v in fresh] + fake_of_nodes(tx, additional)
     cond_gm = test.builder.finish_subgraph(pred_nodes[0], fresh_nodes + additional, examples)
     body_gm = body.builder.finish_subgraph(tuple(nodes), fresh_nodes + additional, examples)
-    grad = tx.state.grad_enabled and any(tx.tensor(v).meta.requires_grad for v in items) or any(
-        getattr(e, "requires_grad", False) for e in examples[len(fresh):])
-    fakes = []
-    for leaf in leaves:  # the op's outputs: new tensors shaped like body_fn's, requiring grad as autograd makes them
-        meta = body.state.heap[leaf.tid].meta
-        differentiable = grad and tx.state.grad_enabled and (meta.dtype.is_floating_point or meta.dtype.is_complex)
-        meta = dataclasses.replace(meta, base=None, storage_offset=0, requires_grad=differentiable,
-                                   is_leaf=not differentiable, has_grad_fn=differentiable)
-        with tx.fake_mode:
-            fakes.append(fresh_base(meta))
+    fakes = result_fakes(tx, [body.state.heap[leaf.tid].meta for leaf in leaves],
+                         any(tx.tensor(v).meta.requires_grad for v in items) or
+                         any(getattr(e, "requires_grad", False) for e in examples[len(fresh):]))
     op = torch.ops.higher_order.while_loop
     node = tx.graph.call_function(op, (tx.graph.get_attr("while_loop_cond_graph", cond_gm),
                                        tx.graph.get_attr("while_loop_body_graph", body_gm),

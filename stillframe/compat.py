@@ -5,7 +5,8 @@ torch.compile's ``backend=`` argument (``torch._TorchCompileWrapper``,
 ``torch._TorchCompileInductorWrapper``), ``torch._dynamo.reset``, TorchDynamo's C++ tensor check
 (``torch._C._dynamo.guards.TensorGuards``, optional: see :func:`tensor_guards`), the raw grad-mode
 switch a graph records (``torch._C._set_grad_enabled``), the C++ base of ``torch.Tensor``, fake
-tensors' data-dependence errors, and ``torch._utils.is_compiling``. A test
+tensors' data-dependence errors, ``torch._utils.is_compiling``, ``torch._ops.HigherOrderOperator`` and
+``torch._higher_order_ops.while_loop``. A test
 (``tests/architecture/test_layers.py``) checks no other module names a private torch API.
 """
 
@@ -33,6 +34,11 @@ TensorBase: type = torch._C.TensorBase
 DATA_DEPENDENT_ERRORS = (DataDependentOutputException, DynamicOutputShapeException)
 #: ``torch._utils.is_compiling`` where this torch has it (an older spelling of torch.compiler.is_compiling).
 utils_is_compiling: Callable[[], bool] | None = getattr(torch._utils, "is_compiling", None)
+#: The class of torch's higher-order ops (``torch.ops.higher_order.cond`` ...).
+HigherOrderOperator: type = torch._ops.HigherOrderOperator
+#: ``torch._higher_order_ops.while_loop``, the user-facing while loop whose calls stillframe records as the
+#: ``torch.ops.higher_order.while_loop`` op (``None`` where this torch has none).
+while_loop: Callable | None = getattr(getattr(torch, "_higher_order_ops", None), "while_loop", None)
 #: Private helpers that ``nn.MultiheadAttention`` and ``nn.TransformerEncoderLayer`` call on tensors or None:
 #: each returns a tensor, or reads only metadata (``tensors/effects.py`` lets the latter fold). Missing ones
 #: (another torch) are left out.

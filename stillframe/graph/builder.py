@@ -53,6 +53,10 @@ class GraphBuilder:
         self._erase(node)
 
     def _erase(self, node: torch.fx.Node) -> None:
+        for user in list(node.users):  # a node of an abandoned speculation's subgraph: it is discarded too
+            if user.graph is not self.graph:
+                user.args = torch.fx.node.map_arg(user.args, lambda n: None if n is node else n)
+                user.kwargs = torch.fx.node.map_arg(user.kwargs, lambda n: None if n is node else n)
         if node is self._last_placeholder:
             self._last_placeholder = self._previous_placeholder(node)
         self.graph.erase_node(node)

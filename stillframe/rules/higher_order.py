@@ -16,22 +16,28 @@ error); under ``fullgraph=True`` the break is the error, with :func:`.speculatio
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
+import torch.fx
+import torch.utils.checkpoint as checkpoint_api
+from .. import compat
+from ..tensors.meta import fresh_base
 from ..variables.base import (
     ConstantVariable,
     LazyArgument,
     ListVariable,
+    PythonObjectVariable,
     TensorVariable,
     TupleVariable,
     VariableTracker,
 )
 from ..variables.builder import wrap
 from ..tensors.ops import to_fx, wrap_result
-from . import autograd_function, calls
-from .speculation import diff, fake_of_nodes, flatten, output_tensors, speculate, unflatten
+from . import autograd_function, calls, func_transforms
+from .speculation import Leaf, diff, fake_of_nodes, flatten, output_tensors, result_fakes, speculate, unflatten
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -101,14 +107,151 @@ def cond(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     true_gm = true.builder.finish_subgraph(tuple(true_nodes), inputs, examples)
     false_gm = false.builder.finish_subgraph(tuple(false_nodes), inputs, examples)
     op = torch.ops.higher_order.cond
-    with tx.fake_context():
-        fake_out = op(tx.tensor(pred).fake, true_gm, false_gm, tuple(examples))
+    fake_out = result_fakes(tx, [true.state.heap[leaf.tid].meta for leaf in true_leaves if leaf.tid is not None],
+                            any(getattr(e, "requires_grad", False) for e in examples))
     node = tx.graph.call_function(op, (to_fx(tx, pred), tx.graph.get_attr("cond_true", true_gm),
                                        tx.graph.get_attr("cond_false", false_gm), tuple(inputs)), {},
                                   fake_out)
     tensors = iter(wrap_result(tx, tuple(fake_out), node).items)
     leaves = [next(tensors) if leaf.tid is not None else ConstantVariable(leaf.value) for leaf in true_leaves]
     tx.push(unflatten(tx, spec, leaves))
+
+
+#: The arguments ``torch.utils.checkpoint.checkpoint`` takes for itself; any other keyword goes to the function.
+CHECKPOINT_KWARGS = {"use_reentrant": None, "preserve_rng_state": True, "context_fn": checkpoint_api.noop_context_fn,
+                     "determinism_check": "default", "debug": False, "early_stop": True}
+#: Ops that draw random numbers: a recomputed checkpoint region would draw them again (the op that runs the
+#: region in the graph does not preserve the RNG state, so such a region runs for real).
+RANDOM_NAMES = ("dropout", "rand", "bernoulli", "normal", "multinomial", "uniform", "rrelu", "gumbel", "poisson",
+                "exponential", "cauchy", "geometric")
+
+
+def _draws_random_numbers(node: torch.fx.Node) -> bool:
+    """Whether ``node`` draws random numbers (a dropout with ``p=0`` or ``training=False`` does not)."""
+    if node.op not in ("call_function", "call_method"):
+        return False
+    name = (node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")).lower()
+    if not any(r in name for r in RANDOM_NAMES):
+        return False
+    if "dropout" in name and node.op == "call_function":
+        p = node.kwargs.get("p", node.args[1] if len(node.args) > 1 else 0.5)
+        training = node.kwargs.get("training", node.args[2] if len(node.args) > 2 else True)
+        return not (p == 0 or training is False)
+    return True
+
+
+def checkpoint(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
+    """``torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False)``: ``fn`` speculated into a subgraph
+    recorded as ``torch.ops.higher_order.tag_activation_checkpoint`` (its activations are recomputed in
+    backward: for real under the eager backend, by the partitioner under AOTAutograd), as torch.compile does.
+
+    ``use_reentrant=True`` (or not given: eager warns and takes it), a ``context_fn``, random ops in the
+    region, side effects or outputs that alias inputs: a graph break, and checkpoint runs for real.
+    """
+    if not args:
+        tx.unsupported("higher_order", "torch.utils.checkpoint.checkpoint called without a function")
+    own = {k: _realize(tx, v) for k, v in kwargs.items() if k in CHECKPOINT_KWARGS}
+    fn_kwargs = {k: v for k, v in kwargs.items() if k not in CHECKPOINT_KWARGS}
+    settings = {}
+    for key, value in own.items():
+        if not isinstance(value, ConstantVariable) and not (isinstance(value, PythonObjectVariable) and
+                                                            value.value is CHECKPOINT_KWARGS[key]):
+            tx.unsupported("higher_order", f"checkpoint's {key} is not a constant")
+        settings[key] = getattr(value, "value", None)
+    if settings.get("use_reentrant") is not False:
+        tx.unsupported("higher_order", "checkpoint with use_reentrant=True (or not given) runs for real",
+                       ("pass use_reentrant=False to capture the region",))
+    if any(settings.get(k, d) != d for k, d in CHECKPOINT_KWARGS.items() if k not in ("use_reentrant",
+                                                                                  "preserve_rng_state")):
+        tx.unsupported("higher_order", "checkpoint with context_fn, determinism_check, debug or early_stop")
+    body = speculate(tx, args[0], [_realize(tx, a) for a in args[1:]], "the checkpointed function", fn_kwargs)
+    if body.effects:
+        tx.unsupported("higher_order", "the checkpointed function " + "; ".join(body.effects),
+                       ("checkpoint runs for real (its recomputation would repeat the effect)",))
+    flat = flatten(tx, body.output)
+    if flat is None:
+        tx.unsupported("higher_order", "the checkpointed function returns something other than tensors, tuples, "
+                       "lists and numbers")
+    spec, leaves = flat
+    nodes, problem = output_tensors(tx, body, leaves)
+    if problem or not nodes:
+        tx.unsupported("higher_order", f"checkpoint: {problem or 'the function returns no tensor'}")
+    random = [n for n in body.builder.graph.nodes if _draws_random_numbers(n)]
+    if random:
+        tx.unsupported("higher_order", f"the checkpointed function draws random numbers ({random[0].target}): "
+                       "recomputing it in the graph would draw different ones", ("checkpoint runs for real",))
+    inputs = body.builder.free_variables()
+    examples = fake_of_nodes(tx, inputs)
+    gm = body.builder.finish_subgraph(tuple(nodes), inputs, examples)
+    op = torch.ops.higher_order.tag_activation_checkpoint
+    with tx.fake_context():
+        fake_out = op(gm, *examples, use_reentrant=False)
+    node = tx.graph.call_function(op, (tx.graph.get_attr("wrap_body", gm), *inputs), {"use_reentrant": False},
+                                  fake_out)
+    tensors = iter(wrap_result(tx, tuple(fake_out), node).items)
+    tx.push(unflatten(tx, spec, [next(tensors) if leaf.tid is not None else ConstantVariable(leaf.value)
+                                 for leaf in leaves]))
+
+
+def fresh_tensors(tx: Tracer, like: list, name: str) -> tuple[list, list]:
+    """New tensors with the metadata of ``like`` (not views, not aliasing anything), each the value of a
+    placeholder of a scratch graph: a callable speculated on them reads them as free variables of its
+    own, never confused with a tensor of the trace it also reads (``x`` carried and closed over)."""
+    scratch = torch.fx.Graph()
+    tensors, nodes = [], []
+    for i, var in enumerate(like):
+        meta = dataclasses.replace(tx.tensor(var).meta, base=None, version=0)
+        with tx.fake_mode:
+            fake = fresh_base(meta)
+        node = scratch.placeholder(f"{name}_{i}")
+        node.meta["val"] = node.meta["example_value"] = fake
+        tensors.append(tx.new_tensor(fake, node))
+        nodes.append(node)
+    return tensors, nodes
+
+
+def while_loop(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
+    """``while_loop(cond_fn, body_fn, carried_inputs)``: both callables speculated on fresh carried tensors
+    and recorded as ``torch.ops.higher_order.while_loop(cond, body, carried, additional)``, where the
+    additional inputs are the tensors they close over. Int carries, differing metadata, side effects and
+    aliasing outputs break the graph (the loop runs for real)."""
+    cond_fn, body_fn, carried = _bind(tx, ("cond_fn", "body_fn", "carried_inputs"), args, kwargs, {}, "while_loop")
+    items = _operand_items(tx, carried, "while_loop")
+    fresh, fresh_nodes = fresh_tensors(tx, items, "carry")
+    test = speculate(tx, cond_fn, fresh, "cond_fn")
+    body = speculate(tx, body_fn, fresh, "body_fn")
+    problems = [f"{spec.name} {effect}" for spec in (test, body) for effect in spec.effects]
+    pred_nodes, problem = output_tensors(tx, test, [Leaf(tid=test.output.tid)]) if isinstance(
+        test.output, TensorVariable) else ([], "cond_fn does not return a tensor")
+    if problem or math.prod(test.state.heap[test.output.tid].meta.shape) != 1:
+        problems.append(problem or "cond_fn returns a tensor of more than one element")
+    flat = flatten(tx, body.output)
+    spec, leaves = flat if flat is not None else (None, [])
+    nodes, problem = output_tensors(tx, body, leaves)
+    if problem or len(nodes) != len(items) or len(leaves) != len(items):
+        problems.append(problem or f"body_fn returns {len(leaves)} values for {len(items)} carried inputs")
+    else:
+        for i, (var, leaf) in enumerate(zip(items, leaves)):
+            mine, theirs = tx.tensor(var).meta, body.state.heap[leaf.tid].meta
+            problems += [f"body_fn's output {i} has {f} {getattr(theirs, f)} but the carried input has "
+                         f"{getattr(mine, f)}" for f in ("dtype", "shape", "device") if getattr(mine, f) !=
+                         getattr(theirs, f)]
+    if problems:
+        tx.unsupported("higher_order", "while_loop: " + "; ".join(problems), ("the loop runs for real",))
+    scratch = {id(n) for n in fresh_nodes}
+    additional = [n for n in dict.fromkeys(test.builder.free_variables() + body.builder.free_variables())
+                  if id(n) not in scratch]
+    examples = [tx.tensor(v).fake for v in fresh] + fake_of_nodes(tx, additional)
+    cond_gm = test.builder.finish_subgraph(pred_nodes[0], fresh_nodes + additional, examples)
+    body_gm = body.builder.finish_subgraph(tuple(nodes), fresh_nodes + additional, examples)
+    fakes = result_fakes(tx, [body.state.heap[leaf.tid].meta for leaf in leaves],
+                         any(tx.tensor(v).meta.requires_grad for v in items) or
+                         any(getattr(e, "requires_grad", False) for e in examples[len(fresh):]))
+    op = torch.ops.higher_order.while_loop
+    node = tx.graph.call_function(op, (tx.graph.get_attr("while_loop_cond_graph", cond_gm),
+                                       tx.graph.get_attr("while_loop_body_graph", body_gm),
+                                       tuple(to_fx(tx, v) for v in items), tuple(additional)), {}, tuple(fakes))
+    tx.push(unflatten(tx, spec, list(wrap_result(tx, tuple(fakes), node).items)))
 
 
 def _target_key(target: Any) -> Any:
@@ -119,12 +262,36 @@ def _target_key(target: Any) -> Any:
     return target
 
 
+def _unless_rejected(op: str, rule: Callable) -> Callable:
+    """``rule``, or a graph break where the backend failed on ``torch.ops.higher_order.<op>`` (the runtime
+    then traced the frame again with ``tx.uncaptured_ops``)."""
+
+    def run(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
+        if op in tx.uncaptured_ops:
+            tx.unsupported("higher_order", f"the backend cannot compile torch.ops.higher_order.{op}",
+                           ("the call runs for real",))
+        return rule(tx, fn, args, kwargs)
+
+    return run
+
+
 #: The higher-order callables with a rule: ``rule(tx, fn, args, kwargs)`` pushes the result (``fn``: the callee's
 #: VT; ``autograd.Function.apply`` is keyed by its function and finds the class in the bound method).
-HIGHER_ORDER: dict[Any, Callable] = {torch.cond: cond, autograd_function.APPLY: autograd_function.apply}
+HIGHER_ORDER: dict[Any, Callable] = {
+    torch.cond: _unless_rejected("cond", cond),
+    autograd_function.APPLY: _unless_rejected("autograd_function_apply", autograd_function.apply),
+    checkpoint_api.checkpoint: _unless_rejected("tag_activation_checkpoint", checkpoint),
+}
+if compat.while_loop is not None:
+    HIGHER_ORDER[compat.while_loop] = _unless_rejected("while_loop", while_loop)
+HIGHER_ORDER.update({transform: func_transforms.make_transform for transform in func_transforms.TRANSFORMS})
+HIGHER_ORDER[func_transforms.apply_transform] = func_transforms.apply
 
 
 def higher_order_rule(target: Any) -> Callable | None:
     """The rule for calling ``target``, if it is a higher-order operator stillframe captures."""
     key = _target_key(target)
-    return HIGHER_ORDER.get(key) if key is not None else None
+    rule = HIGHER_ORDER.get(key) if key is not None else None
+    if rule is None and func_transforms.is_functorch_internal(target):
+        return func_transforms.run_functorch_for_real
+    return rule

@@ -20,12 +20,13 @@ speculations differ, for error messages.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Unsupported, UserError
 from ..graph.builder import SubgraphBuilder
-from ..tensors.meta import TensorEntry
+from ..tensors.meta import TensorEntry, fresh_base
 from ..trace.state import TraceState
 from ..variables.base import (
     ConstantVariable,
@@ -58,8 +59,8 @@ class Speculation:
     first_id: int
 
 
-def speculate(tx: Tracer, fn: VariableTracker, args: list, name: str) -> Speculation:
-    """Trace ``fn(*args)`` into a subgraph from a checkpoint and restore it (see the module docstring).
+def speculate(tx: Tracer, fn: VariableTracker, args: list, name: str, kwargs: dict | None = None) -> Speculation:
+    """Trace ``fn(*args, **kwargs)`` into a subgraph from a checkpoint and restore it (see the module docstring).
 
     A graph break or an exception inside ``fn`` is a graph break of the whole higher-order call
     (``Unsupported``): it then runs for real, and eager decides what happens.
@@ -69,7 +70,7 @@ def speculate(tx: Tracer, fn: VariableTracker, args: list, name: str) -> Specula
     builder = SubgraphBuilder(outer)
     tx.graph = builder
     try:
-        output = calls.call_sync(tx, fn, list(args), {})
+        output = calls.call_sync(tx, fn, list(args), dict(kwargs or {}))
     except UserError as e:
         tx.graph = outer
         tx.restore(token)
@@ -281,3 +282,19 @@ def fake_of_nodes(tx: Tracer, nodes: list) -> list:
     current = {e.node: e.fake for e in tx.state.heap.values()
                if isinstance(e, TensorEntry) and e.node in wanted}
     return [current.get(n, n.meta.get("val")) for n in nodes]
+
+
+def result_fakes(tx: Tracer, metas: list, differentiable_inputs: bool) -> tuple:
+    """Fresh fakes for the outputs of a higher-order op wrapped in an autograd Function (cond, while_loop):
+    shaped as ``metas`` (TensorMeta of the subgraph's outputs), not views, and requiring grad (non-leaves)
+    when grad mode is on, an input requires grad and the dtype is differentiable -- what running the op on
+    fakes would give, without running its subgraphs again (nested ops would run theirs once per level)."""
+    fakes = []
+    for meta in metas:
+        rg = differentiable_inputs and tx.state.grad_enabled and (meta.dtype.is_floating_point or
+                                                                   meta.dtype.is_complex)
+        meta = dataclasses.replace(meta, base=None, storage_offset=0, version=0, requires_grad=rg, is_leaf=not rg,
+                                   has_grad_fn=rg)
+        with tx.fake_mode:
+            fakes.append(fresh_base(meta))
+    return tuple(fakes)

@@ -155,14 +155,39 @@ def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any
                      fullgraph: bool, fn: Any = None) -> TraceOutcome:
     """:func:`compile_segment` on a fresh tracer; when a generator stepped by ``next()`` is still suspended
     at the graph break (no real generator can stand for it), trace again draining generators at once."""
-    try:
-        return compile_segment(make_tracer(), L, G, F, backend, fullgraph, fn)
-    except Unsupported as e:
-        if e.graph_break.kind is not GraphBreakKind.SUSPENDED_GENERATOR:
-            raise
+    rejected: set[str] = set()
+    while True:
+        tracer = make_tracer()
+        tracer.uncaptured_ops = frozenset(rejected)
+        try:
+            return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
+        except BackendRejectedOps as e:  # e.g. AOTAutograd's fake while_loop needs a ShapeEnv: break at it instead
+            if e.ops <= rejected:
+                raise e.__cause__ from None
+            rejected |= e.ops
+        except Unsupported as e:
+            if e.graph_break.kind is not GraphBreakKind.SUSPENDED_GENERATOR:
+                raise
+            break
     tracer = make_tracer()
     tracer.lazy_generators = False
+    tracer.uncaptured_ops = frozenset(rejected)
     return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
+
+
+class BackendRejectedOps(Exception):
+    """The backend failed on a graph holding higher-order ops (names in ``ops``): the frame is traced again
+    with those calls as graph breaks (they run for real), so the backend's limit costs a break, not the frame."""
+
+    def __init__(self, ops: frozenset) -> None:
+        super().__init__(f"the backend failed on a graph with {', '.join(sorted(ops))}")
+        self.ops = ops
+
+
+def _higher_order_ops(gm: torch.fx.GraphModule) -> frozenset:
+    """The names of the higher-order ops in ``gm`` and its subgraphs."""
+    return frozenset(n.target.name() for m in gm.modules() if isinstance(m, torch.fx.GraphModule)
+                     for n in m.graph.nodes if isinstance(n.target, compat.HigherOrderOperator))
 
 
 def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable, fullgraph: bool,
@@ -213,7 +238,13 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     compiled = None
     if tracer.graph.num_ops() or codegen.output_nodes:
         example_inputs = fetch(L, G, F)
-        compiled = _call_backend(backend, gm, [example_inputs[i] for i in used_inputs], tracer)
+        try:
+            compiled = _call_backend(backend, gm, [example_inputs[i] for i in used_inputs], tracer)
+        except Exception as e:
+            ops = _higher_order_ops(gm)
+            if not ops:
+                raise
+            raise BackendRejectedOps(ops) from e  # retried with those ops as graph breaks
     t2 = time.perf_counter()
     log.graph(fn, gm, guard_source)
     if tracer.graph_break is not None:

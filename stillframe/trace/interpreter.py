@@ -99,6 +99,7 @@ class Tracer:
         self.input_values: dict[int, Any] = {}  # tid -> live value (example inputs), not part of the state
         self.keepalive: list[Any] = []  # objects whose id() a guard checks stay alive while tracing
         self.input_nodes: dict[int, Any] = {}  # tid -> placeholder node (for finishing the graph)
+        self.uncaptured_ops: frozenset = frozenset()  # higher-order ops the backend failed on: graph breaks
 
     # ---------------------------------------------------------------- state
     def checkpoint(self) -> Checkpoint:

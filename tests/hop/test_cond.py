@@ -257,3 +257,23 @@ def test_cond_through_aot_autograd_backends(backend):
                                                        torch.randn(4, requires_grad=True)),
                            backend=backend, calls=2)
     captured(report)
+
+
+class ParamInOneBranch(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(3))
+
+    def forward(self, x):
+        def false_fn(a):
+            log.append(1)
+            return a - 1
+
+        return torch.cond(x.sum() > 0, lambda a: a * self.w, false_fn, (x,))
+
+
+def test_a_graph_input_first_read_by_an_abandoned_speculation_is_rolled_back():
+    """The true branch reads a parameter first (a new graph input); the false branch breaks: rolling back
+    the input must also discard the true branch's subgraph that reads it (it raised inside FX)."""
+    report = assert_parity(ParamInOneBranch(), lambda: (torch.rand(3) + 1,), calls=2)
+    assert [e.graph_break.kind for e in entries(report) if e.graph_break] == ["higher_order"]

@@ -36,6 +36,7 @@ from .runtime import live
 from .rules.disable import disable, is_disabled  # noqa: F401  (public: stillframe.disable)
 from .runtime.compiler import compile_frame, compile_retrying, eager_entry, start_resume
 from .runtime.entry import CacheEntry, watch
+from .runtime.shapes import ShapePolicy
 from .diagnostics import log
 
 counters: collections.Counter = collections.Counter()
@@ -48,6 +49,7 @@ def reset() -> None:
         compiled._cache.clear()
         compiled._warned.clear()
         compiled._events.clear()
+        compiled._shapes.clear()
         compiled.trace_seconds = compiled.compile_seconds = 0.0
     counters.clear()
 
@@ -105,6 +107,7 @@ class CompiledFunction:
         self._dynamic = dynamic
         self._disable = disable
         self._cache: dict[Any, list[CacheEntry]] = {}
+        self._shapes: dict[Any, ShapePolicy] = {}  # per cache key: which input dimensions are symbolic
         self._warned: set = set()
         self._events: list[dict] = []
         self.trace_seconds = self.compile_seconds = 0.0
@@ -166,7 +169,10 @@ class CompiledFunction:
         counters["traces"] += 1
         self._record_recompile(_where(fn), entries, L, G, fn)
         try:
-            outcome = self._timed(time.perf_counter(), compile_frame, fn, L, G, fn, self._backend, self._fullgraph)
+            shapes = self._shape_policy(fn.__code__)
+            shapes.prepare(L, G, fn)
+            outcome = self._timed(time.perf_counter(), compile_frame, fn, L, G, fn, self._backend, self._fullgraph,
+                                  shapes)
         except Unsupported as e:
             if self._fullgraph:
                 raise Unsupported(e.graph_break) from None
@@ -246,8 +252,10 @@ class CompiledFunction:
         counters["traces"] += 1
         tracer, start = None, time.perf_counter()
         try:
-            outcome = self._timed(start, compile_retrying, lambda: start_resume(cont, L), L, G, None, self._backend,
-                                  False, self._func)
+            shapes = self._shape_policy(key)
+            shapes.prepare(L, G, None)
+            outcome = self._timed(start, compile_retrying, lambda: start_resume(cont, L, shapes), L, G, None,
+                                  self._backend, False, self._func, shapes)
         except Exception as e:  # Unsupported with no real step to fall back on, or a fault of ours
             self._add_entry(key, entries, eager_entry(getattr(e, "tracer", tracer), str(e)), L, G, None)
             counters["fallbacks"] += 1
@@ -258,6 +266,12 @@ class CompiledFunction:
         self._add_entry(key, entries, outcome.entry, L, G, None)
         counters["graphs"] += outcome.entry.compiled is not None
         return outcome.entry.run(L, G, None)
+
+    def _shape_policy(self, key: Any) -> ShapePolicy:
+        policy = self._shapes.get(key)
+        if policy is None:
+            policy = self._shapes[key] = ShapePolicy(self._dynamic)
+        return policy
 
     def _add_entry(self, key: Any, entries: list[CacheEntry], entry: CacheEntry, L: dict, G: dict, F: Any) -> None:
         """Cache ``entry`` under ``key``, to be dropped when an object whose ``id()`` it guards dies."""
@@ -370,8 +384,9 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None 
             :class:`CompiledModule` is returned). ``None`` returns a decorator.
         fullgraph: raise :class:`stillframe.Unsupported` instead of running
             eagerly when something cannot be captured (torch.compile's ``fullgraph``).
-        dynamic: accepted for torch.compile compatibility; shapes are specialized
-            (``dynamic=False`` behaviour) in this release.
+        dynamic: as torch.compile's: ``None`` (automatic dynamic shapes: static first, then symbolic in the
+            dimensions whose size changed), ``True`` (every dimension symbolic from the first call, sizes
+            0 and 1 specialized), ``False`` (always specialized). See :mod:`stillframe.runtime.shapes`.
         backend: any name torch.compile accepts (``"inductor"``, ``"aot_eager"``,
             ``"eager"``, ...) or a callable ``(gm, example_inputs) -> callable``.
         mode, options: passed to the backend as torch.compile does.
@@ -389,6 +404,40 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None 
     if isinstance(model, torch.nn.Module):
         return CompiledModule(model, **kwargs)
     return CompiledFunction(model, **kwargs)
+
+
+def _mark(t: torch.Tensor, attr: str, index: Any) -> None:
+    marks = t.__dict__.get(attr)
+    if marks is None:
+        marks = set()
+        setattr(t, attr, marks)
+    marks.update([index] if isinstance(index, int) else index)
+
+
+def mark_dynamic(t: torch.Tensor, index: int | list | tuple) -> None:
+    """Make dimension ``index`` (an int or a list of them) of ``t`` symbolic whenever ``t`` enters a trace, even
+    on the first call and with ``dynamic=False``.
+
+    The marking is torch.compile's own (``torch._dynamo.mark_dynamic`` leaves the same one), so code written for
+    either works with both::
+
+        x = torch.randn(8, 16)
+        stillframe.mark_dynamic(x, 0)
+        f(x)    # traced with L['x'].size()[0] symbolic: later batch sizes reuse the plan
+    """
+    _mark(t, "_dynamo_dynamic_indices", index)
+
+
+def maybe_mark_dynamic(t: torch.Tensor, index: int | list | tuple) -> None:
+    """Like :func:`mark_dynamic`, a hint (as ``torch._dynamo.maybe_mark_dynamic``): the dimension starts
+    symbolic, and the trace may still specialize it where the code needs its value."""
+    _mark(t, "_dynamo_weak_dynamic_indices", index)
+
+
+def mark_static(t: torch.Tensor, index: int | list | tuple) -> None:
+    """Keep dimension ``index`` of ``t`` specialized in every mode (as ``torch._dynamo.mark_static``; it wins
+    over the markings above and over ``dynamic=True``)."""
+    _mark(t, "_dynamo_static_indices", index)
 
 
 def is_compiled(obj: Any) -> bool:

@@ -49,6 +49,7 @@ from ..variables.builder import TRUSTED_MODULES, is_constant, wrap
 from ..variables.kinds import CONTEXT_VALUES, INTERNAL
 from ..variables.objects import ContainerMethodVariable, DICT_BASES, ObjectVariable, SuperVariable, storage_of
 from ..tensors.ops import call_tensor_op
+from ..tensors.symbolic import shape_of
 from . import builtin_calls, calls, known
 from .protocol import Protocol
 from .objects import MISSING, _static_lookup, _static_lookup_type, function_attr_key, pending_attr
@@ -403,7 +404,7 @@ def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
     if meta.autograd_error is not None and name in ("requires_grad", "is_leaf", "grad_fn"):
         tx.user_error(RuntimeError(meta.autograd_error))
     if name in ("shape",):
-        return TupleVariable(tuple(ConstantVariable(s) for s in meta.shape), torch.Size)
+        return shape_of(tx, tx.tensor(var))
     if name == "ndim":
         return ConstantVariable(len(meta.shape))
     if name in ("dtype", "device", "layout", "requires_grad", "is_leaf"):

@@ -13,6 +13,7 @@ the same call does not trace again.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import types
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ import torch
 
 from .. import compat
 from ..bytecode.reader import read
-from ..errors import GraphBreakKind, Unsupported
+from ..errors import GraphBreak, GraphBreakKind, RetraceSymbolic, Unsupported
 from ..guards.guard import Guard, GuardCodegen, aliasing_pattern, compile_guards, tensor_examples
 from ..guards.source import (
     AttrSource,
@@ -33,6 +34,7 @@ from ..guards.source import (
     is_user_argument,
 )
 from ..trace.state import make_frame
+from ..tensors import symbolic as symbolic_values
 from ..variables.base import AutocastExitVariable, LazyArgument
 from ..variables.builder import is_lazy_scalar, wrap
 from ..rules.attrs import EMPTY_CELLS
@@ -42,6 +44,7 @@ from . import live
 from .executors import EXECUTORS
 from .entry import CacheEntry
 from .rebuild import StateCodegen
+from .shapes import ShapePolicy
 from ..diagnostics import log
 
 
@@ -53,8 +56,9 @@ class TraceOutcome:
     compile_seconds: float
 
 
-def start_trace(fn: types.FunctionType, L: dict) -> Tracer:
-    """A tracer positioned at the first instruction of ``fn`` with the call's arguments bound lazily."""
+def start_trace(fn: types.FunctionType, L: dict, shapes: ShapePolicy | None = None) -> Tracer:
+    """A tracer positioned at the first instruction of ``fn`` with the call's arguments bound lazily; ``shapes``
+    says which input dimensions are symbolic (``None``: all static)."""
     code = fn.__code__
     cells = {}
     if fn.__closure__:
@@ -62,12 +66,14 @@ def start_trace(fn: types.FunctionType, L: dict) -> Tracer:
             cells[name] = ("real", cell, GetItemSource(AttrSource(FunctionSource(), "__closure__"), i))
     locals_ = {name: LazyArgument(value, LocalSource(name)) for name, value in L.items()}
     frame = make_frame(read(code), locals_, fn.__globals__, None, fn, FunctionSource(), EMPTY_CELLS.update(cells))
-    tracer = Tracer(frame, compat.new_fake_mode(), torch.is_grad_enabled(), EXECUTORS)
+    tracer = Tracer(frame, compat.new_fake_mode(shapes is not None and shapes.symbolic), torch.is_grad_enabled(),
+                    EXECUTORS)
+    tracer.shapes = shapes
     _global_guards(tracer)
     return tracer
 
 
-def start_resume(cont: live.Continuation, L: dict) -> Tracer:
+def start_resume(cont: live.Continuation, L: dict, shapes: ShapePolicy | None = None) -> Tracer:
     """A tracer positioned where a continuation stands after its real step, reading live values from ``L``.
 
     ``L`` is :func:`stillframe.runtime.live.flatten` of the continuation: stack
@@ -75,7 +81,9 @@ def start_resume(cont: live.Continuation, L: dict) -> Tracer:
     cells are read through their own sources.
     """
     frames = []
-    tracer = Tracer(None, compat.new_fake_mode(), torch.is_grad_enabled(), EXECUTORS)
+    tracer = Tracer(None, compat.new_fake_mode(shapes is not None and shapes.symbolic), torch.is_grad_enabled(),
+                    EXECUTORS)
+    tracer.shapes = shapes
     _global_guards(tracer)
     for i, f in enumerate(cont.frames):
         locals_ = {name: LazyArgument(value, LocalSource(f"{i}:{name}")) for name, value in f.locals.items()}
@@ -117,17 +125,25 @@ def _global_guards(tracer: Tracer) -> None:
 
 
 def compile_frame(fn: types.FunctionType, L: dict, G: dict, F: Any, backend: Callable,
-                  fullgraph: bool = False) -> TraceOutcome:
+                  fullgraph: bool = False, shapes: ShapePolicy | None = None) -> TraceOutcome:
     """Trace one call of ``fn`` and build its cache entry (raises Unsupported / UserError from the trace)."""
-    return compile_retrying(lambda: start_trace(fn, L), L, G, F, backend, fullgraph, fn)
+    return compile_retrying(lambda: start_trace(fn, L, shapes), L, G, F, backend, fullgraph, fn, shapes)
 
 
 def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any, backend: Callable,
-                     fullgraph: bool, fn: Any = None) -> TraceOutcome:
+                     fullgraph: bool, fn: Any = None, shapes: ShapePolicy | None = None) -> TraceOutcome:
     """:func:`compile_segment` on a fresh tracer; when a generator stepped by ``next()`` is still suspended
-    at the graph break (no real generator can stand for it), trace again draining generators at once."""
+    at the graph break (no real generator can stand for it), trace again draining generators at once.
+
+    A static trace that meets a dimension the shape policy makes dynamic is traced again with a ShapeEnv.
+    """
     try:
-        return compile_segment(make_tracer(), L, G, F, backend, fullgraph, fn)
+        try:
+            return compile_segment(make_tracer(), L, G, F, backend, fullgraph, fn)
+        except RetraceSymbolic as e:
+            log.event("dynamic", "tracing again with symbolic shapes: %s", e)
+            shapes.symbolic = True
+            return compile_segment(make_tracer(), L, G, F, backend, fullgraph, fn)
     except Unsupported as e:
         if e.graph_break.kind is not GraphBreakKind.SUSPENDED_GENERATOR:
             raise
@@ -174,7 +190,11 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         raise
     _add_aliasing_guard(tracer)
     guards = tracer.guards()
-    check, guard_source = compile_guards(guards, examples=tensor_examples(guards, L, G, F))
+    symbolic = tracer.fake_mode.shape_env is not None
+    if symbolic:
+        _drop_dead_symbolic_nodes(tracer, codegen.output_nodes)
+    else:
+        check, guard_source = compile_guards(guards, examples=tensor_examples(guards, L, G, F))
     used_inputs = _drop_unread_placeholders(tracer)
     gm = tracer.graph.finish(tuple(codegen.output_nodes))
     fetch, fetch_source = _fetch_function(tracer)
@@ -183,8 +203,12 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     compiled = None
     if tracer.graph.num_ops() or codegen.output_nodes:
         example_inputs = fetch(L, G, F)
-        compiled = backend(gm, [example_inputs[i] for i in used_inputs])
+        with compat.backend_context(tracer.fake_mode) if symbolic else contextlib.nullcontext():
+            compiled = backend(gm, [example_inputs[i] for i in used_inputs])
     t2 = time.perf_counter()
+    if symbolic:  # after the backend: what it specialized (inductor may) is guarded too
+        guards = guards + _shape_guards(tracer)
+        check, guard_source = compile_guards(guards, examples=tensor_examples(guards, L, G, F))
     log.graph(fn, gm, guard_source)
     if tracer.graph_break is not None:
         log.event("breaks", "graph break in %s: %s", getattr(fn, "__qualname__", fn), tracer.graph_break.format())
@@ -193,6 +217,28 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
                        graph_break=tracer.graph_break, guards=guards,
                        used_inputs=None if len(used_inputs) == len(tracer.state.inputs) else tuple(used_inputs))
     return TraceOutcome(entry, tracer, t1 - t0, t2 - t1)
+
+
+def _shape_guards(tracer: Tracer) -> list[Guard]:
+    """The ShapeEnv's guards on the symbolic sizes of the graph inputs, produced from their entry snapshots
+    (DESIGN invariants 5 and 12: an in-place ``t_()`` since then does not change them)."""
+    inputs = [(src, tracer.entry_fakes[tid]) for src, tid in tracer.state.inputs if tid in tracer.entry_fakes]
+    sources = tuple(src for src, _ in inputs)
+    try:
+        exprs = compat.shape_guard_exprs(tracer.fake_mode, [fake for _, fake in inputs])
+    except Exception as e:  # a guard on a symbol no input of this plan carries
+        raise Unsupported(GraphBreak(GraphBreakKind.DYNAMIC_SHAPE, f"the shape guards cannot be expressed over "
+                                     f"the graph inputs ({type(e).__name__}: {e})")) from None
+    return [Guard(None, "SHAPE", (sources, expr)) for expr in exprs]
+
+
+def _drop_dead_symbolic_nodes(tracer: Tracer, outputs: list) -> None:
+    """Erase size arithmetic nothing reads (``x.shape[0] > 2`` decided a branch: the ShapeEnv guards it)."""
+    keep = {id(n) for n in outputs}
+    for node in reversed(list(tracer.graph.nodes)):
+        if node.op in ("call_function", "call_method") and not node.users and id(node) not in keep and \
+                symbolic_values.is_size_value(node.meta.get("val")):
+            tracer.graph.erase_input(node)
 
 
 def _drop_unread_placeholders(tracer: Tracer) -> list[int]:

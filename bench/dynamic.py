@@ -7,10 +7,11 @@
 Workloads (each called once per shape, fresh inputs, default ``dynamic=None``):
 
 * ``add1``: ``x + 1`` on (n, 8) for 4 values of n;
-* ``mlp``: a 3-layer MLP (20 parameters... 6 here) on (n, 16) for 4 batch sizes;
+* ``mlp``: a 3-layer MLP (6 parameters) on (n, 16) for 4 batch sizes;
 * ``gpt2``: ``GPT2LMHeadModel`` (stillframe.check.models) on input_ids (2, t) for 4 lengths t.
 
-Columns: graphs compiled, recompiles (traces after the first), seconds spent in calls that compiled.
+Columns: graphs compiled, recompiles (traces after the first: for torch.compile, frames compiled after the
+first), seconds spent in calls that compiled.
 ``--generate``: ``model.generate(ids, max_new_tokens=30)`` with ``model.forward`` compiled, the graphs
 each frontend compiled, whether the greedy tokens equal eager's, and whether the cache limit was hit.
 """
@@ -29,7 +30,7 @@ import stillframe
 def _torch_counts() -> dict:
     from torch._dynamo.utils import counters
 
-    return {"graphs": counters["stats"]["unique_graphs"], "recompiles": sum(counters["recompiles"].values())}
+    return {"graphs": counters["stats"]["unique_graphs"], "recompiles": max(counters["frames"]["ok"] - 1, 0)}
 
 
 def _stillframe_counts() -> dict:

@@ -8,7 +8,8 @@ Example::
     >>> stillframe.config.cache_size_limit = 2   # takes effect on the next call
 
 Environment variables read once at import: ``STILLFRAME_CACHE_SIZE_LIMIT``
-(int), ``STILLFRAME_SUPPRESS_ERRORS`` (``1``), ``STILLFRAME_LOGS`` (comma separated: ``graph,guards,breaks,recompiles,bytecode``).
+(int), ``STILLFRAME_SUPPRESS_ERRORS`` (``1``), ``STILLFRAME_LOGS`` (comma separated:
+``graph,guards,breaks,recompiles,bytecode,dynamic``; ``dynamic`` says which dimension became symbolic and why).
 """
 
 from __future__ import annotations

@@ -152,7 +152,7 @@ def _len(tx: Tracer, var: VariableTracker) -> int:
         shape = tx.tensor(var).meta.shape
         if not shape:
             tx.user_error(TypeError("len() of a 0-d tensor"))
-        return shape[0]
+        return int(shape[0])  # a symbolic size is specialized (the ShapeEnv guards it)
     if isinstance(var, NNModuleVariable) and hasattr(var.module, "__len__"):
         return len(var.module)
     if isinstance(var, (ConstantVariable, PythonObjectVariable)) and var.source is None and \

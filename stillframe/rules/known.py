@@ -254,7 +254,7 @@ def _tensor_items(tx: Tracer, var: TensorVariable) -> tuple:
     if not shape:
         tx.user_error(TypeError("iteration over a 0-d tensor"))
     return tuple(call_tensor_op(tx, "call_function", operator.getitem, (var, ConstantVariable(i)), {})
-                 for i in range(shape[0]))
+                 for i in range(int(shape[0])))  # a symbolic size is specialized (and guarded)
 
 
 sequence_items.refuse("iterating it at trace time is not modelled; the loop runs for real", SliceVariable,

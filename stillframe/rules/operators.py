@@ -9,6 +9,7 @@ from ..bytecode.operators import BINARY_OPERATORS, COMPARE_OPERATORS
 from ..guards.guard import Guard
 from ..guards.source import AttrSource
 from ..tensors.ops import call_tensor_op
+from ..tensors import symbolic
 from ..variables.base import (
     BuiltinVariable,
     ConstantVariable,
@@ -26,6 +27,7 @@ from ..variables.base import (
     SetVariable,
     DequeVariable,
     SliceVariable,
+    SymNodeVariable,
     TensorMethodVariable,
     TensorVariable,
     TorchFunctionVariable,
@@ -72,6 +74,8 @@ def binary_op(tx, symbol, a, b):
     if (isinstance(a, SetVariable) or isinstance(b, SetVariable)) and \
             all(isinstance(v, SetVariable) or known.is_const(tx, v) for v in (a, b)):
         return _set_operator(tx, fn, symbol, a, b)
+    if isinstance(a, SymNodeVariable) or isinstance(b, SymNodeVariable):  # arithmetic on symbolic sizes
+        return symbolic.apply(tx, BINARY_OPERATORS[symbol[:-1]] if symbol.endswith("=") else fn, (a, b))
     if known.is_const(tx, a) and known.is_const(tx, b):
         return builtin_calls.fold(tx, fn, [a, b], {})
     dunder = _DUNDERS.get(symbol.rstrip("=") if symbol not in ("==",) else symbol)
@@ -106,6 +110,8 @@ def _unary(tx, fn, name):
     v = tx.pop()
     if isinstance(v, TensorVariable):
         tx.push(call_tensor_op(tx, "call_function", fn, (v,), {}))
+    elif isinstance(v, SymNodeVariable):
+        tx.push(symbolic.apply(tx, fn, (v,)))
     elif known.is_const(tx, v):
         tx.push(builtin_calls.fold(tx, fn, [v], {}))
     else:
@@ -122,6 +128,8 @@ def compare(tx, symbol, a, b):
     fn = COMPARE_OPERATORS[symbol]
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return call_tensor_op(tx, "call_function", fn, (a, b), {})
+    if isinstance(a, SymNodeVariable) or isinstance(b, SymNodeVariable):  # symbolic: guarded when tested
+        return symbolic.apply(tx, fn, (a, b))
     if known.is_const(tx, a) and known.is_const(tx, b):
         return builtin_calls.fold(tx, fn, [a, b], {})
     if symbol in ("==", "!=") and _eq_is_identity(tx, a) and _eq_is_identity(tx, b):

@@ -10,9 +10,10 @@ import torch
 
 from ..guards.guard import Guard
 from ..guards.source import AttrSource, GetItemSource
-from ..variables.base import ConstantVariable, TensorMethodVariable, TensorVariable, TupleVariable, VariableTracker
+from ..variables.base import ConstantVariable, TensorMethodVariable, TensorVariable, VariableTracker
 from ..variables.builder import is_constant, wrap
 from ..tensors.ops import call_tensor_op
+from ..tensors.symbolic import shape_of
 from .objects import MISSING
 
 #: Tensor properties that are views of the tensor (graph ops, not metadata).
@@ -24,7 +25,7 @@ def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
     if meta.autograd_error is not None and name in ("requires_grad", "is_leaf", "grad_fn"):
         tx.user_error(RuntimeError(meta.autograd_error))
     if name in ("shape",):
-        return TupleVariable(tuple(ConstantVariable(s) for s in meta.shape), torch.Size)
+        return shape_of(tx, tx.tensor(var))
     if name == "ndim":
         return ConstantVariable(len(meta.shape))
     if name in ("dtype", "device", "layout", "requires_grad", "is_leaf"):

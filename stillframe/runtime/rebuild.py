@@ -23,8 +23,10 @@ import types
 from typing import Any, Callable
 
 import torch
+from .. import compat
 from ..guards.guard import GuardCodegen
 from ..guards.source import ScalarOutputSource
+from ..tensors.symbolic import plain
 from ..variables.base import (
     AttrsView,
     AutocastExitVariable,
@@ -50,6 +52,7 @@ from ..variables.base import (
     TensorKey,
     DequeVariable,
     SliceVariable,
+    SymNodeVariable,
     TensorMethodVariable,
     TensorVariable,
     TorchFunctionVariable,
@@ -248,6 +251,16 @@ def _rebuild_lazy(cg: StateCodegen, var: LazyArgument) -> str:
 @REBUILD.rule(TensorVariable)
 def _rebuild_tensor(cg: StateCodegen, var: TensorVariable) -> str:
     return cg._tensor(var)
+
+
+@REBUILD.rule(SymNodeVariable)
+def _rebuild_symbolic(cg: StateCodegen, var: SymNodeVariable) -> str:
+    """A symbolic size is a graph output: the graph computes it from the inputs' sizes. A symbolic bool (a
+    comparison of sizes, mostly one a branch already tested) is specialized: the ShapeEnv guards its value."""
+    if isinstance(var.value, torch.SymBool) or not compat.is_symbolic(var.value):
+        return repr(plain(var.value))
+    cg.output_nodes.append(var.node)
+    return f"___out[{len(cg.output_nodes) - 1}]"
 
 
 @REBUILD.rule(ConstantVariable)

@@ -180,12 +180,15 @@ def checkpoint(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> Non
     if random:
         tx.unsupported("higher_order", f"the checkpointed function draws random numbers ({random[0].target}): "
                        "recomputing it in the graph would draw different ones", ("checkpoint runs for real",))
+    nested = [n for n in body.builder.graph.nodes if n.op == "get_attr"]
+    if nested:  # the op recomputes under a dispatch mode that torch's other higher-order ops have no rule for
+        tx.unsupported("higher_order", "the checkpointed function holds another higher-order op",
+                       ("checkpoint runs for real",))
     inputs = body.builder.free_variables()
     examples = fake_of_nodes(tx, inputs)
     gm = body.builder.finish_subgraph(tuple(nodes), inputs, examples)
     op = torch.ops.higher_order.tag_activation_checkpoint
-    with tx.fake_context():
-        fake_out = op(gm, *examples, use_reentrant=False)
+    fake_out = result_fakes(tx, [body.state.heap[leaf.tid].meta for leaf in leaves if leaf.tid is not None], None)
     node = tx.graph.call_function(op, (tx.graph.get_attr("wrap_body", gm), *inputs), {"use_reentrant": False},
                                   fake_out)
     tensors = iter(wrap_result(tx, tuple(fake_out), node).items)

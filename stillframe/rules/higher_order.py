@@ -145,7 +145,8 @@ def checkpoint(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> Non
     recorded as ``torch.ops.higher_order.tag_activation_checkpoint`` (its activations are recomputed in
     backward: for real under the eager backend, by the partitioner under AOTAutograd), as torch.compile does.
 
-    ``use_reentrant=True`` (or not given: eager warns and takes it), a ``context_fn``, random ops in the
+    ``use_reentrant=True`` is captured when an input requires grad (the two kinds then agree), else it runs
+    for real, as does a call without ``use_reentrant`` (eager warns), a ``context_fn``, random ops in the
     region, side effects or outputs that alias inputs: a graph break, and checkpoint runs for real.
     """
     if not args:
@@ -158,9 +159,16 @@ def checkpoint(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> Non
                                                             value.value is CHECKPOINT_KWARGS[key]):
             tx.unsupported("higher_order", f"checkpoint's {key} is not a constant")
         settings[key] = getattr(value, "value", None)
-    if settings.get("use_reentrant") is not False:
-        tx.unsupported("higher_order", "checkpoint with use_reentrant=True (or not given) runs for real",
-                       ("pass use_reentrant=False to capture the region",))
+    reentrant = settings.get("use_reentrant")
+    if reentrant is None:
+        tx.unsupported("higher_order", "checkpoint without use_reentrant runs for real (eager warns, then "
+                       "takes use_reentrant=True)", ("pass use_reentrant=False to capture the region",))
+    if reentrant and not (tx.state.grad_enabled and not fn_kwargs and any(
+            isinstance(a, TensorVariable) and tx.tensor(a).meta.requires_grad for a in args[1:])):
+        # The two kinds compute the same values and gradients when an input requires grad; otherwise the
+        # reentrant one gives no gradient to the region's parameters (with a warning), so it runs for real.
+        tx.unsupported("higher_order", "checkpoint with use_reentrant=True, keyword arguments or no input that "
+                       "requires grad runs for real", ("pass use_reentrant=False to capture the region",))
     if any(settings.get(k, d) != d for k, d in CHECKPOINT_KWARGS.items() if k not in ("use_reentrant",
                                                                                   "preserve_rng_state")):
         tx.unsupported("higher_order", "checkpoint with context_fn, determinism_check, debug or early_stop")

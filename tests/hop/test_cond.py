@@ -299,3 +299,9 @@ def test_guards_of_both_branches_are_unioned():
         assert len(compiled.cache_entries()) == 2
     finally:
         SCALE = 2.0
+
+
+def test_explain_shows_the_branches_code():
+    text = str(stillframe.explain(simple)(torch.randn(3), torch.randn(3)))
+    assert "# self.cond_true_0:" in text and "add = l_x + l_y" in text
+    assert "# self.cond_false_0:" in text and "sub = l_x - l_y" in text

@@ -297,6 +297,7 @@ if compat.while_loop is not None:
     HIGHER_ORDER[compat.while_loop] = _unless_rejected("while_loop", while_loop)
 HIGHER_ORDER.update({transform: func_transforms.make_transform for transform in func_transforms.TRANSFORMS})
 HIGHER_ORDER[func_transforms.apply_transform] = func_transforms.apply
+HIGHER_ORDER[torch.func.functional_call] = func_transforms.functional_call
 
 
 def higher_order_rule(target: Any) -> Callable | None:

@@ -20,8 +20,8 @@ that records ``save_for_backward``, ``mark_non_differentiable`` and the attribut
 ``backward`` is speculated with that ctx and one fresh tensor per output gradient. The tensors
 ``backward`` reads from ``forward`` (saved ones, or stashed on ctx) become outputs of the forward
 subgraph and inputs of the backward one. When no input needs a gradient, ``forward`` is simply
-inlined (eager runs it and records nothing). Anything else (``setup_context``, ``mark_dirty``,
-keyword arguments, side effects, a backward with the wrong number of gradients) is a graph break:
+inlined (eager runs it and records nothing). A ``setup_context`` staticmethod is run after ``forward``
+as autograd does. Anything else (``mark_dirty``, setup_context with keyword or default arguments, side effects, a backward with the wrong number of gradients) is a graph break:
 ``apply`` runs for real, with eager's gradients.
 """
 
@@ -71,10 +71,15 @@ class TracedCtx:
         self.materialize_grads = value
 
 
-def run_forward(forward, needs_input_grad, *args):
-    """Traced, not run: ``forward(ctx, *args)`` with a new ctx; returns the output and the ctx."""
+def run_forward(forward, setup_context, needs_input_grad, *args, **kwargs):
+    """Traced, not run: ``forward(ctx, *args, **kwargs)`` with a new ctx (or ``forward(*args)`` then
+    ``setup_context(ctx, args, output)``); returns the output and the ctx."""
     ctx = TracedCtx(needs_input_grad)
-    output = forward(ctx, *args)
+    if setup_context is None:
+        output = forward(ctx, *args, **kwargs)
+    else:
+        output = forward(*args)
+        setup_context(ctx, args, output)
     ctx.saved_tensors = ctx.to_save
     return output, ctx
 
@@ -95,14 +100,15 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     if not isinstance(cls, type) or not issubclass(cls, torch.autograd.Function):
         return tx.unsupported("higher_order", "autograd.Function.apply called on something that is not a "
                               "Function subclass")
-    if kwargs:
-        return _break(tx, cls, "keyword arguments")
-    if cls.setup_context is not torch.autograd.Function.setup_context:
-        return _break(tx, cls, "a Function with setup_context")
     forward, backward = cls.forward, cls.backward
     if not isinstance(forward, types.FunctionType) or not isinstance(backward, types.FunctionType) or \
             backward is torch.autograd.Function.backward:
         return _break(tx, cls, "forward and backward must be Python staticmethods")
+    setup = cls.setup_context if cls.setup_context is not torch.autograd.Function.setup_context else None
+    if setup is not None and (kwargs or not isinstance(setup, types.FunctionType) or
+                              len(args) != forward.__code__.co_argcount):
+        return _break(tx, cls, "setup_context with keyword or default arguments")
+    setup_var = wrap(tx, setup, None) if setup is not None else ConstantVariable(None)
     args = [wrap(tx, a.value, a.source) if isinstance(a, LazyArgument) else a for a in args]
     grad = tx.state.grad_enabled
     needs = tuple(isinstance(a, TensorVariable) and grad and tx.tensor(a).meta.requires_grad for a in args)
@@ -110,14 +116,14 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     forward_var, needs_var = wrap(tx, forward, None), TupleVariable(tuple(ConstantVariable(n) for n in needs))
     if not any(needs):  # eager runs forward under no_grad and records nothing for backward
         set_grad_mode(tx, False)
-        output = calls.call_sync(tx, run, [forward_var, needs_var, *args], {})
+        output = calls.call_sync(tx, run, [forward_var, setup_var, needs_var, *args], kwargs)
         set_grad_mode(tx, grad)
         return tx.push(output.items[0])
     tensor_args = [a for a in args if isinstance(a, TensorVariable)]
     if len({a.tid for a in tensor_args}) != len(tensor_args):
         return _break(tx, cls, "the same tensor passed twice")
     tx.state = tx.state.replace(grad_enabled=False)
-    fwd = speculate(tx, run, [forward_var, needs_var, *args], f"{cls.__qualname__}.forward")
+    fwd = speculate(tx, run, [forward_var, setup_var, needs_var, *args], f"{cls.__qualname__}.forward", kwargs)
     tx.state = tx.state.replace(grad_enabled=grad)
     if fwd.effects:
         return _break(tx, cls, f"{fwd.name} {'; '.join(fwd.effects)}")
@@ -146,8 +152,10 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     if bwd.effects:
         return _break(tx, cls, f"{bwd.name} {'; '.join(bwd.effects)}")
     returned = bwd.output.items if isinstance(bwd.output, TupleVariable) else (bwd.output,)
-    if len(returned) != len(args):
+    extra = returned[len(args):]  # autograd accepts trailing Nones (a keyword argument's "gradient")
+    if len(returned) < len(args) or not all(isinstance(g, ConstantVariable) and g.value is None for g in extra):
         return _break(tx, cls, f"backward returns {len(returned)} gradients for {len(args)} inputs")
+    returned = returned[:len(args)]
     arg_grads = {}
     for a, g in zip(args, returned):
         none = isinstance(g, ConstantVariable) and g.value is None

@@ -25,9 +25,21 @@ import torch
 import torch.fx
 import torch.func
 from ..tensors.meta import fresh_base
-from ..variables.base import ConstantVariable, LazyArgument, PartialVariable, TensorVariable, VariableTracker
+from ..guards.source import ModuleMemberSource
+from ..variables.base import (
+    ConstantVariable,
+    DictVariable,
+    LazyArgument,
+    NNModuleVariable,
+    PartialVariable,
+    TensorVariable,
+    TupleVariable,
+    VariableTracker,
+)
 from ..variables.builder import wrap
 from ..tensors.ops import wrap_result
+from . import calls
+from .attrs import module_attr
 from .known import const_value, is_const
 from .speculation import fake_of_nodes, flatten, output_tensors, speculate
 
@@ -150,7 +162,7 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     with tx.fake_context():
         try:
             fake_out = apply_to_graph(name, frozen, gm, *outer)
-        except (RuntimeError, ValueError, TypeError) as e:
+        except Exception as e:  # noqa: BLE001 (functorch's own errors: KeyError for an op it has no rule for ...)
             return _break(tx, f"{name} of the traced function raises {type(e).__name__}: {e}")
     from_graph = [tx.tensor(a).node for a in real_inputs] + lifted
     node = tx.graph.call_function(apply_to_graph, (name, frozen, tx.graph.get_attr(f"{name}_body", gm),
@@ -165,6 +177,64 @@ def _restructure(structure: Any, nodes: Any) -> Any:
     kind, children = structure
     items = [_restructure(c, nodes) for c in children]
     return tuple(items) if kind == "tuple" else items
+
+
+def functional_call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
+    """``torch.func.functional_call(module, {name: tensor}, args, kwargs)``: ``module`` called with each named
+    parameter or buffer read as the given tensor. While the call is traced, the memo entry of each member's
+    source (``L['m'].lin.weight``) holds the given tensor's VT, so every read of it (``self.weight``,
+    ``parameters()``) finds that instead of the live member; the entries are restored afterwards, as
+    functional_call restores the module."""
+    try:
+        bound = inspect.signature(torch.func.functional_call).bind(*args, **kwargs)
+    except TypeError:
+        return _break(tx, "functional_call called with arguments it does not take")
+    bound.apply_defaults()
+    arguments = {k: v if isinstance(v, VariableTracker) else ConstantVariable(v) for k, v in bound.arguments.items()}
+    module, members = arguments["module"], arguments["parameter_and_buffer_dicts"]
+    options = {k: arguments[k] for k in ("tie_weights", "strict")}
+    if not isinstance(module, NNModuleVariable) or module.source is None or not isinstance(members, DictVariable) \
+            or not all(is_const(tx, v) for v in options.values()) or const_value(tx, options["strict"]):
+        return _break(tx, "functional_call of a module from outside the trace with one dict (strict=False)")
+    call_args = arguments["args"]
+    call_args = [] if isinstance(call_args, ConstantVariable) and call_args.value is None else \
+        list(call_args.items) if isinstance(call_args, TupleVariable) else [call_args]
+    call_kwargs = arguments["kwargs"]
+    call_kwargs = {} if isinstance(call_kwargs, ConstantVariable) and call_kwargs.value is None else \
+        dict(tx.dict_entry(call_kwargs).items) if isinstance(call_kwargs, DictVariable) else None
+    if call_kwargs is None:
+        return _break(tx, "functional_call's kwargs is not a dict")
+    named = {}
+    for key, value in tx.dict_entry(members).items:
+        if not isinstance(key, str):
+            return _break(tx, "functional_call with a key that is not a string")
+        *path, leaf = key.split(".")
+        owner = module
+        for part in path:
+            owner = module_attr(tx, owner, part)
+            if not isinstance(owner, NNModuleVariable):
+                return _break(tx, f"functional_call: {key} is not a parameter or buffer of a submodule")
+        registry = next((r for r in ("_parameters", "_buffers") if leaf in owner.module.__dict__.get(r, {})), None)
+        if registry is None:
+            return _break(tx, f"functional_call: {key} is not a parameter or buffer of the module")
+        named[ModuleMemberSource(owner.source, leaf, registry).name] = value
+    shared = [t for t in _members(module.module) if sum(t is u for u in _members(module.module)) > 1]
+    if shared:
+        return _break(tx, "functional_call of a module with tied parameters")
+    saved = {name: tx.state.memo.get(name) for name in named}
+    tx.state = tx.state.replace(memo=tx.state.memo.update(named))
+    try:
+        output = calls.call_sync(tx, module, call_args, call_kwargs)
+    finally:
+        memo = tx.state.memo
+        for name, old in saved.items():
+            memo = memo.delete(name) if old is None else memo.set(name, old)
+        tx.state = tx.state.replace(memo=memo)
+    tx.push(output)
+
+
+def _members(module: torch.nn.Module) -> list:
+    return [t for m in module.modules() for r in (m._parameters, m._buffers) for t in r.values() if t is not None]
 
 
 def is_functorch_internal(target: Any) -> bool:

@@ -145,7 +145,8 @@ def checkpoint(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> Non
     recorded as ``torch.ops.higher_order.tag_activation_checkpoint`` (its activations are recomputed in
     backward: for real under the eager backend, by the partitioner under AOTAutograd), as torch.compile does.
 
-    ``use_reentrant=True`` (or not given: eager warns and takes it), a ``context_fn``, random ops in the
+    ``use_reentrant=True`` is captured when an input requires grad (the two kinds then agree), else it runs
+    for real, as does a call without ``use_reentrant`` (eager warns), a ``context_fn``, random ops in the
     region, side effects or outputs that alias inputs: a graph break, and checkpoint runs for real.
     """
     if not args:
@@ -158,9 +159,16 @@ def checkpoint(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> Non
                                                             value.value is CHECKPOINT_KWARGS[key]):
             tx.unsupported("higher_order", f"checkpoint's {key} is not a constant")
         settings[key] = getattr(value, "value", None)
-    if settings.get("use_reentrant") is not False:
-        tx.unsupported("higher_order", "checkpoint with use_reentrant=True (or not given) runs for real",
-                       ("pass use_reentrant=False to capture the region",))
+    reentrant = settings.get("use_reentrant")
+    if reentrant is None:
+        tx.unsupported("higher_order", "checkpoint without use_reentrant runs for real (eager warns, then "
+                       "takes use_reentrant=True)", ("pass use_reentrant=False to capture the region",))
+    if reentrant and not (tx.state.grad_enabled and not fn_kwargs and any(
+            isinstance(a, TensorVariable) and tx.tensor(a).meta.requires_grad for a in args[1:])):
+        # The two kinds compute the same values and gradients when an input requires grad; otherwise the
+        # reentrant one gives no gradient to the region's parameters (with a warning), so it runs for real.
+        tx.unsupported("higher_order", "checkpoint with use_reentrant=True, keyword arguments or no input that "
+                       "requires grad runs for real", ("pass use_reentrant=False to capture the region",))
     if any(settings.get(k, d) != d for k, d in CHECKPOINT_KWARGS.items() if k not in ("use_reentrant",
                                                                                   "preserve_rng_state")):
         tx.unsupported("higher_order", "checkpoint with context_fn, determinism_check, debug or early_stop")
@@ -180,12 +188,15 @@ def checkpoint(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> Non
     if random:
         tx.unsupported("higher_order", f"the checkpointed function draws random numbers ({random[0].target}): "
                        "recomputing it in the graph would draw different ones", ("checkpoint runs for real",))
+    nested = [n for n in body.builder.graph.nodes if n.op == "get_attr"]
+    if nested:  # the op recomputes under a dispatch mode that torch's other higher-order ops have no rule for
+        tx.unsupported("higher_order", "the checkpointed function holds another higher-order op",
+                       ("checkpoint runs for real",))
     inputs = body.builder.free_variables()
     examples = fake_of_nodes(tx, inputs)
     gm = body.builder.finish_subgraph(tuple(nodes), inputs, examples)
     op = torch.ops.higher_order.tag_activation_checkpoint
-    with tx.fake_context():
-        fake_out = op(gm, *examples, use_reentrant=False)
+    fake_out = result_fakes(tx, [body.state.heap[leaf.tid].meta for leaf in leaves if leaf.tid is not None], None)
     node = tx.graph.call_function(op, (tx.graph.get_attr("wrap_body", gm), *inputs), {"use_reentrant": False},
                                   fake_out)
     tensors = iter(wrap_result(tx, tuple(fake_out), node).items)
@@ -286,6 +297,7 @@ if compat.while_loop is not None:
     HIGHER_ORDER[compat.while_loop] = _unless_rejected("while_loop", while_loop)
 HIGHER_ORDER.update({transform: func_transforms.make_transform for transform in func_transforms.TRANSFORMS})
 HIGHER_ORDER[func_transforms.apply_transform] = func_transforms.apply
+HIGHER_ORDER[torch.func.functional_call] = func_transforms.functional_call
 
 
 def higher_order_rule(target: Any) -> Callable | None:

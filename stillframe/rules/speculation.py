@@ -284,15 +284,16 @@ def fake_of_nodes(tx: Tracer, nodes: list) -> list:
     return [current.get(n, n.meta.get("val")) for n in nodes]
 
 
-def result_fakes(tx: Tracer, metas: list, differentiable_inputs: bool) -> tuple:
-    """Fresh fakes for the outputs of a higher-order op wrapped in an autograd Function (cond, while_loop):
-    shaped as ``metas`` (TensorMeta of the subgraph's outputs), not views, and requiring grad (non-leaves)
-    when grad mode is on, an input requires grad and the dtype is differentiable -- what running the op on
-    fakes would give, without running its subgraphs again (nested ops would run theirs once per level)."""
+def result_fakes(tx: Tracer, metas: list, differentiable_inputs: bool | None) -> tuple:
+    """Fresh fakes for the outputs of a higher-order op, shaped as ``metas`` (TensorMeta of the subgraph's
+    outputs), not views. An op wrapped in an autograd Function (cond, while_loop) makes them require grad
+    (non-leaves) when grad mode is on, ``differentiable_inputs`` and the dtype is differentiable; ``None``
+    keeps each meta's own (a checkpointed region computes as if inlined). What running the op on fakes
+    would give, without running its subgraphs again (nested ops would run theirs once per level)."""
     fakes = []
     for meta in metas:
-        rg = differentiable_inputs and tx.state.grad_enabled and (meta.dtype.is_floating_point or
-                                                                   meta.dtype.is_complex)
+        rg = meta.requires_grad if differentiable_inputs is None else \
+            differentiable_inputs and tx.state.grad_enabled and (meta.dtype.is_floating_point or meta.dtype.is_complex)
         meta = dataclasses.replace(meta, base=None, storage_offset=0, version=0, requires_grad=rg, is_leaf=not rg,
                                    has_grad_fn=rg)
         with tx.fake_mode:

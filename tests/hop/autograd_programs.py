@@ -283,6 +283,31 @@ def mark_dirty(x):
     return Dirty.apply(x.clone()).sum()
 
 
+class MulSetup(torch.autograd.Function):
+    @staticmethod
+    def forward(x, k):
+        return x * k
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, k = inputs
+        ctx.save_for_backward(x)
+        ctx.k = k
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * ctx.k + x * 0, None
+
+
+def setup_context_style(x):
+    return MulSetup.apply(x.tanh(), 3.0).sum()
+
+
+def clip_grad_positional(x):
+    return (ClipGrad.apply(x * 10, 0.5) ** 2).sum()
+
+
 def under_no_grad(x):
     with torch.no_grad():
         y = Scale.apply(x, 2.0)
@@ -294,9 +319,10 @@ BREAKS = {
     side_effect_in_forward: lambda: (torch.randn(3, requires_grad=True),),
     wrong_gradient_count: lambda: (torch.randn(3, requires_grad=True),),
     mark_dirty: lambda: (torch.randn(3, requires_grad=True),),
-    clip_grad: PROGRAMS.pop(clip_grad),  # keyword arguments
 }
 PROGRAMS.update({
+    setup_context_style: lambda: (torch.randn(4, requires_grad=True),),
+    clip_grad_positional: lambda: (torch.randn(5, requires_grad=True),),
     global_and_stashed: lambda: (torch.randn(4, requires_grad=True),),
     under_no_grad: lambda: (torch.randn(4, requires_grad=True),),
 })

@@ -57,3 +57,29 @@ def test_what_cannot_be_captured_runs_apply_for_real(fn):
     report = assert_parity(fn, BREAKS[fn], calls=2)
     kinds = [e.graph_break.kind for e in entries(report) if e.graph_break is not None]
     assert "higher_order" in kinds
+
+
+def torch_compile_graphs(fn, args):
+    """How many graphs torch.compile captures for ``fn`` (None: it raises, as it does for zero_arg_super)."""
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    torch._dynamo.reset()
+    try:
+        torch.compile(fn, backend=backend)(*args)
+    except Exception:  # noqa: BLE001 (torch.compile's own internal errors)
+        return None
+    return len(graphs)
+
+
+def test_graph_counts_next_to_torch_compile():
+    """stillframe captures each program in one graph; torch.compile in no fewer (or it raises)."""
+    counts = {}
+    for fn, make in PROGRAMS.items():
+        report = assert_parity(fn, make)
+        counts[fn.__name__] = (len(entries(report)), torch_compile_graphs(fn, make()))
+    assert all(ours == 1 and (theirs is None or theirs >= ours) for ours, theirs in counts.values()), counts
+    # torch 2.13's torch.compile raises InternalTorchDynamoError on zero_arg_super (super() in forward)

@@ -103,7 +103,16 @@ def effectful(a):
 
 
 def reentrant(x):
-    return ck.checkpoint(torch.sin, x, use_reentrant=True) * 2
+    return ck.checkpoint(torch.sin, x.detach(), use_reentrant=True) * 2  # no input requires grad
+
+
+def reentrant_with_grad(x, w):
+    return ck.checkpoint(lambda a: (a @ w).tanh(), x, use_reentrant=True).sum()
+
+
+def test_reentrant_checkpoint_with_an_input_requiring_grad_is_captured():
+    report = assert_parity(reentrant_with_grad, make_xw, calls=2)
+    assert breaks(report.compiled) == [] and len(hops(report.compiled)) == 1
 
 
 def side_effect(x):
@@ -132,7 +141,7 @@ def test_hugging_face_gradient_checkpointing():
     eager = build("llama", seed=0, train=True)
     model = build("llama", seed=0, train=True)
     for m in (eager, model):
-        m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        m.gradient_checkpointing_enable()  # transformers 5: use_reentrant=False by default
     kwargs = example_inputs("llama", labels=True)
     compiled = stillframe.compile(model, backend="eager")
     for _ in range(2):

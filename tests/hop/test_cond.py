@@ -277,3 +277,31 @@ def test_a_graph_input_first_read_by_an_abandoned_speculation_is_rolled_back():
     the input must also discard the true branch's subgraph that reads it (it raised inside FX)."""
     report = assert_parity(ParamInOneBranch(), lambda: (torch.rand(3) + 1,), calls=2)
     assert [e.graph_break.kind for e in entries(report) if e.graph_break] == ["higher_order"]
+
+
+SCALE, OFFSET = 2.0, 1.0
+
+
+def reads_globals(x):
+    return torch.cond(x.sum() > 0, lambda a: a * SCALE, lambda a: a - OFFSET, (x,))
+
+
+def test_guards_of_both_branches_are_unioned():
+    """A constant read only by the branch not taken is still guarded: changing it retraces."""
+    global SCALE
+    compiled = stillframe.compile(reads_globals, backend="eager")
+    x = -torch.rand(3) - 1  # the false branch runs; SCALE is read by the true branch only
+    torch.testing.assert_close(compiled(x), reads_globals(x))
+    try:
+        SCALE = 5.0
+        torch.testing.assert_close(compiled(x), reads_globals(x))
+        torch.testing.assert_close(compiled(-x), reads_globals(-x))
+        assert len(compiled.cache_entries()) == 2
+    finally:
+        SCALE = 2.0
+
+
+def test_explain_shows_the_branches_code():
+    text = str(stillframe.explain(simple)(torch.randn(3), torch.randn(3)))
+    assert "# self.cond_true_0:" in text and "add = l_x + l_y" in text
+    assert "# self.cond_false_0:" in text and "sub = l_x - l_y" in text

@@ -131,3 +131,63 @@ def test_diff_of_agreeing_speculations_is_empty():
     a = speculate(tx, wrap(tx, branch_from(["local"], 6), None), [xv, yv], "the true branch")
     b = speculate(tx, wrap(tx, branch_from([], 7), None), [xv, yv], "the false branch")
     assert diff(tx, a, b) == []
+
+
+W = torch.randn(3, 3, requires_grad=True)
+
+
+def returns_int_1(a, b):
+    return a + 1, 1
+
+
+def returns_int_2(a, b):
+    return a + 2, 2
+
+
+def returns_rg(a, b):
+    return a * W
+
+
+def returns_plain(a, b):
+    return a * 2
+
+
+def returns_dict(a, b):
+    return {"a": a + 1}
+
+
+def returns_tensor(a, b):
+    return a + 1
+
+
+def returns_double(a, b):
+    return (a + 1).double()
+
+
+def returns_list(a, b):
+    return [a + 1, b + 1]
+
+
+@pytest.mark.parametrize("first, second, expected", [
+    (returns_int_1, returns_int_2, "output 1 is 1 in the true branch but 2 in the false branch"),
+    (returns_rg, returns_plain, "the output has requires_grad True in the true branch but False in the false branch"),
+    (returns_dict, returns_tensor, "the true branch returns a dict, not tensors, tuples, lists or numbers"),
+    (returns_double, returns_tensor,
+     "the output has dtype torch.float64 in the true branch but torch.float32 in the false branch"),
+    (returns_list, returns_int_1, "the true branch returns [Tensor, Tensor] but the false branch returns (Tensor, int)"),
+])
+def test_diff_names_each_difference_of_outputs(first, second, expected):
+    tx, xv, yv = new_tracer()
+    a = speculate(tx, wrap(tx, first, None), [xv, yv], "the true branch")
+    b = speculate(tx, wrap(tx, second, None), [xv, yv], "the false branch")
+    assert diff(tx, a, b) == [expected]
+
+
+def test_guards_learned_by_both_branches_are_kept():
+    """Guards are unioned: each branch's reads of the inputs stay guarded after the restore."""
+    tx, xv, yv = new_tracer()
+    before = set(tx.state.guards)
+    speculate(tx, wrap(tx, branch_from(["param"], 8), None), [xv, yv], "the true branch")
+    after_true = set(tx.state.guards)
+    speculate(tx, wrap(tx, branch_from(["append"], 9), None), [xv, yv], "the false branch")
+    assert before < after_true < set(tx.state.guards)

@@ -26,6 +26,7 @@ import argparse
 import ast
 import collections
 import contextlib
+import logging
 import os
 import re
 import signal
@@ -46,6 +47,8 @@ from .values import Walker, identity_labels, tensors_of
 __all__ = ["COMPILERS", "Finding", "Summary", "check_program", "fuzz", "main", "minimize"]
 
 CALLS = 3
+#: Outcomes of one program; ``torch_assert``: eager itself failed one of torch's internal asserts (not a finding).
+KINDS = ("ok", "divergence", "internal", "fallback", "hang", "torch_assert")
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(stillframe.__file__))) + os.sep + "stillframe" + os.sep
 _CHECK = _PACKAGE + "check" + os.sep
 
@@ -55,6 +58,8 @@ def _stillframe(fn):
 
 
 def _torch(fn):
+    # torch.compile logs each fake-tensor failure it recovers from; the fuzzer reports outcomes, not logs
+    logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)
     return torch.compile(fn, backend="eager")
 
 
@@ -100,7 +105,7 @@ class Summary:
     seconds: float = 0.0
 
     def format(self) -> str:
-        kinds = ", ".join(f"{k}={self.kinds[k]}" for k in ("ok", "divergence", "internal", "fallback", "hang"))
+        kinds = ", ".join(f"{k}={self.kinds[k]}" for k in KINDS)
         fams = " ".join(f"{f}={self.families[f]}" for f in FAMILIES)
         return (f"{self.count} programs on {self.compiler} in {self.seconds:.1f}s: {kinds}\n"
                 f"families: {fams}")
@@ -135,6 +140,7 @@ def check_program(program: Program, compiler="stillframe", *, timeout: float = 6
     eager_ns, comp_ns = program.namespace(), program.namespace()
     compiled = compile_fn(comp_ns["f"])
     mismatches: list[str] = []
+    eager_errors: list[BaseException] = []
     internal = fallback = False
     try:
         with _deadline(timeout), warnings.catch_warnings():
@@ -155,6 +161,8 @@ def check_program(program: Program, compiler="stillframe", *, timeout: float = 6
                 found = [f"call {call}: {m}" for m in report.mismatches if not _benign(m)]
                 fallback |= any("StillframeWarning" in m for m in report.mismatches)
                 internal |= _is_internal(report.compiled_results[-1])
+                if isinstance(report.eager_results[-1], BaseException):
+                    eager_errors.append(report.eager_results[-1])
                 _compare_outside(eager_ns, comp_ns, made, report, found, call)
                 if len(modes) == 2 and modes[1] != torch.is_grad_enabled():
                     found.append(f"call {call}: grad mode after the call: eager {modes[1]}, "
@@ -168,6 +176,8 @@ def check_program(program: Program, compiler="stillframe", *, timeout: float = 6
         torch.set_grad_enabled(True)
     if not mismatches:
         return Finding(program, "ok")
+    if any("INTERNAL ASSERT FAILED" in str(r) for r in eager_errors):
+        return Finding(program, "torch_assert", mismatches)  # eager itself hit one of torch's internal asserts
     diverged = any("StillframeWarning" not in m for m in mismatches)
     kind = "internal" if internal else "divergence" if diverged else "fallback"
     return Finding(program, kind, mismatches)
@@ -208,9 +218,12 @@ def _compare_outside(eager_ns, comp_ns, made, report, out, call):
     found: list[str] = []
     ids = (identity_labels(made[0], {}, None), identity_labels(made[1], {}, None)) if len(made) == 2 else None
     walker = Walker(1.3e-6, 1e-5, found, ids, None)
-    for name in ("OUT", "STATE"):
-        walker.compare(eager_ns[name], comp_ns[name], name)
-    walker.compare(vars(eager_ns["OBJ"]), vars(comp_ns["OBJ"]), "OBJ")
+    for name in ("OUT", "STATE", "TOTAL"):
+        if name in eager_ns:
+            walker.compare(eager_ns[name], comp_ns.get(name), name)
+    for name in ("OBJ", "CNT"):
+        if name in eager_ns:
+            walker.compare(vars(eager_ns[name]), vars(comp_ns[name]), name)
     e_text, c_text = eager_ns["BUF"].getvalue(), comp_ns["BUF"].getvalue()
     if e_text != c_text:
         found.append(f"printed text differs:\neager:\n{e_text}compiled:\n{c_text}")
@@ -220,12 +233,21 @@ def _compare_outside(eager_ns, comp_ns, made, report, out, call):
             if isinstance(e, torch.Tensor) and isinstance(c, torch.Tensor):
                 _compare_grad(grads, e, c, f"args[{i}].grad")
     e_res, c_res = report.eager_results[-1], report.compiled_results[-1]
+    if isinstance(e_res, BaseException) and isinstance(c_res, BaseException):
+        for what in ("__cause__", "__context__", "__suppress_context__"):
+            e_val, c_val = _described(getattr(e_res, what)), _described(getattr(c_res, what))
+            if e_val != c_val:
+                found.append(f"exception {what} differs: eager {e_val}, compiled {c_val}")
     if not isinstance(e_res, BaseException) and not isinstance(c_res, BaseException):
         e_ts, c_ts = list(tensors_of(e_res, "result")), list(tensors_of(c_res, "result"))
         if len(e_ts) == len(c_ts):
             for (path, e), (_, c) in zip(e_ts, c_ts):
                 _compare_grad(grads, e, c, f"{path}.grad")
     out.extend(prefix + m for m in found)
+
+
+def _described(value):
+    return f"{type(value).__name__}: {value}" if isinstance(value, BaseException) else value
 
 
 def _compare_grad(walker: Walker, e: torch.Tensor, c: torch.Tensor, path: str):
@@ -329,12 +351,12 @@ def fuzz(count: int, seed: int = 0, compiler="stillframe", *, start: int = 0, ti
     for index in range(start, start + count):
         program = generate(seed, index)
         finding = check_program(program, compiler, timeout=timeout)
-        if finding.kind not in ("ok", "hang") and minimize_budget:
+        if finding.kind not in ("ok", "hang", "torch_assert") and minimize_budget:
             finding = minimize(finding, compiler, budget=minimize_budget, timeout=min(timeout, 5.0))
         summary.count += 1
         summary.kinds[finding.kind] += 1
         summary.families.update(program.families)
-        if finding.kind != "ok":
+        if finding.kind not in ("ok", "torch_assert"):
             summary.findings.append(finding)
             if report is not None:
                 report(finding.format())

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .program_writer import Scope, Var, WriterBase
+from .program_objects import ObjectStatements
+from .program_writer import Scope, Var
 
 
-class Writer(WriterBase):
-    """Writes programs: :class:`WriterBase`'s bookkeeping and a method per statement kind."""
+class Writer(ObjectStatements):
+    """Writes programs: the bookkeeping of :class:`.program_writer.WriterBase`, the object-model statements of
+    :class:`.program_objects.ObjectStatements`, and the tensor, autograd and control-flow statements here."""
 
     def s_compute(self):
         r = self.rng
@@ -95,8 +97,9 @@ class Writer(WriterBase):
 
     def s_metadata(self):
         r = self.rng
+        # not on a tensor that retains grad: torch's own autograd asserts (variable.cpp) on a later write
         t = self.pick(lambda n, v: len(v.shape) >= 1 and self.can_write(n) and not self.meta_frozen(n)
-                      and not (v.base and self.meta_frozen(v.base)))
+                      and not (v.base and self.meta_frozen(v.base)) and not v.retained)
         if t is None:
             return False
         vt = self.lookup(t)
@@ -294,7 +297,7 @@ class Writer(WriterBase):
         self.families.add("try_except")
 
     def s_raise(self):
-        self.emit(self.rng.choice(["if k == 3:", "if len(OUT) > 6:"]))
+        self.emit(self.rng.choice(["if k == 3:", "if k > 1:", "if len(OUT) > 6:", "if OBJ.count > 2:"]))
         with self.nested(True):
             self.emit("raise ValueError(f'k is {k}, OUT has {len(OUT)}')")
         self.families.add("raise")
@@ -406,6 +409,9 @@ class Writer(WriterBase):
         r = self.rng
         names = list(self.visible())
         chosen = r.sample(names, min(len(names), r.randint(1, 3)))
+        retained = [n for n in names if self.lookup(n).retained and n not in chosen]
+        if retained and r.random() < 0.7:  # its .grad is compared after the checker's backward
+            chosen.append(r.choice(retained))
         if any(n in ("x", "y", "w") for n in chosen) or any(self.lookup(n).base in ("x", "y", "w")
                                                            for n in chosen):
             self.families.add("return_input")

@@ -12,7 +12,8 @@ import contextlib
 import random
 from dataclasses import dataclass, field, replace
 
-HEADER = '''import io
+HEADER = '''import contextlib
+import io
 import torch
 
 OUT = []
@@ -26,6 +27,63 @@ class Box:
 OBJ = Box()
 OBJ.count = 0
 BUF = io.StringIO()
+TOTAL = 0
+
+
+def bump(n):
+    global TOTAL
+    TOTAL += n
+    return TOTAL
+
+
+class Slotted:
+    __slots__ = ("a", "b")
+
+    def __init__(self, a):
+        self.a = a
+
+
+class Counter:
+    def __init__(self):
+        self.n = 0
+        self.items = []
+
+    def add(self, t):
+        self.n += 1
+        self.items.append(t)
+        return t * self.n
+
+    @property
+    def total(self):
+        return self.n * 2
+
+
+CNT = Counter()
+
+
+class Recorder:
+    def __init__(self, tag):
+        self.tag = tag
+
+    def __enter__(self):
+        OUT.append("enter " + self.tag)
+        return self
+
+    def __exit__(self, kind, value, tb):
+        OUT.append("exit " + self.tag + ("" if kind is None else " " + kind.__name__))
+        return False
+
+
+class Twice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t):
+        ctx.save_for_backward(t)
+        return t * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        (t,) = ctx.saved_tensors
+        return g * 2 + t * 0
 
 
 def make_args(i):
@@ -234,9 +292,13 @@ class WriterBase:
         if depth_ok:
             kinds += [(self.s_item_branch, 3), (self.s_branch, 2), (self.s_loop, 3), (self.s_while, 1),
                       (self.s_try, 3), (self.s_no_grad, 2), (self.s_call, 3 if self.fn_depth < 2 else 0),
-                      (self.s_generator, 3 if self.fn_depth < 2 else 0), (self.s_closure, 1)]
-        if len(self.scopes) == 1 and self.fn_depth == 0:
-            kinds.append((self.s_raise, 1))
+                      (self.s_generator, 3 if self.fn_depth < 2 else 0), (self.s_closure, 1),
+                      (self.s_chain, 1), (self.s_context, 2), (self.s_gen_protocol, 2 if self.fn_depth < 2 else 0),
+                      (self.s_data_dependent, 1)]
+        kinds += [(self.s_object, 3), (self.s_rng, 1), (self.s_global, 1), (self.s_container, 2),
+                  (self.s_function, 1)]
+        if len(self.scopes) == 1:
+            kinds.append((self.s_raise, 3))
         funcs, weights = zip(*kinds)
         for _ in range(4):
             if r.choices(funcs, weights)[0]() is not False:

@@ -33,7 +33,8 @@ __all__ = ["FAMILIES", "Program", "generate", "load"]
 FAMILIES = (
     "inplace", "view", "metadata", "setitem", "requires_grad", "backward", "autograd_grad", "retain_grad",
     "grad_read", "no_grad", "side_effect", "print", "graph_break", "item_branch", "branch", "loop", "while",
-    "try_except", "raise", "nested_call", "generator", "closure", "return_input",
+    "try_except", "raise", "nested_call", "generator", "closure", "return_input", "object", "exception_chain",
+    "rng", "generator_protocol", "context_manager", "global", "container", "data_dependent", "autograd_function",
 )
 
 

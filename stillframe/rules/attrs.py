@@ -48,11 +48,13 @@ from ..variables.base import (
 )
 from ..variables.builder import TRUSTED_MODULES, is_constant, wrap
 from ..variables.kinds import CONTEXT_VALUES, INTERNAL
-from ..variables.objects import ContainerMethodVariable, DICT_BASES, ObjectVariable, SuperVariable, storage_of
+from ..variables.objects import (DELETED, ContainerMethodVariable, DICT_BASES, ObjectVariable, SuperVariable,
+                                 storage_of)
 from . import builtin_calls, calls, known
 from .protocol import Protocol
 from .disable import compiled_original
-from .objects import MISSING, _static_lookup, _static_lookup_type, function_attr_key, pending_attr
+from .objects import (MISSING, _static_lookup, _static_lookup_type, function_attr_key, pending_attr, real_object,
+                      slots_refuse)
 from .tensor_attrs import tensor_attr, tensor_instance_attr
 
 
@@ -248,6 +250,10 @@ def instance_attr(tx: Any, obj: Any, name: str) -> VariableTracker:
         tx.heap_set(view.oid, tx.heap(view.oid)._with_live(AttrsView(obj.oid)))
         return view
     found = _static_lookup_type(entry.cls, name)
+    if isinstance(found, types.MemberDescriptorType) and not hasattr(entry.cls, "__getattr__"):
+        refused = slots_refuse(entry.cls, name, write=False)  # a slot never assigned in the trace: unset
+        if refused is not None:
+            tx.user_error(refused)
     if entry.storage is not None and _defined_by_dict_base(entry.cls, name):
         return ContainerMethodVariable(DictVariable(entry.storage), name, obj)  # self.keys() of a dict subclass
     if found is MISSING:
@@ -370,6 +376,9 @@ def has_attr(tx: Any, obj: VariableTracker, name: str) -> bool:
                 return True
         return _has_static(tx, obj, m, name)
     if isinstance(obj, PythonObjectVariable):
+        written = tx.state.side_effects.get(("attr", id(real_object(obj)), name)) if tx.state.side_effects else None
+        if written is not None:  # an earlier traced obj.name = v (or del obj.name), not yet on the live object
+            return written[1][1] is not DELETED
         return _has_static(tx, obj, obj.value, name)
     if isinstance(obj, TensorVariable):
         return hasattr(torch.Tensor, name) or tensor_instance_attr(tx, obj, name) is not MISSING

@@ -91,16 +91,38 @@ def store_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker)
 
 
 def object_setattr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker) -> None:
-    """``object.__setattr__(obj, name, value)``: data descriptors (properties) first, else the instance dict."""
+    """``object.__setattr__(obj, name, value)``: data descriptors (properties) first, else the instance dict
+    (or a slot: a ``__slots__`` class without ``__dict__`` refuses any other name, as Python does)."""
     if isinstance(obj, ObjectVariable):
         entry: ObjectEntry = tx.heap(obj.oid)
         prop = getattr(entry.cls, name, None)
         if isinstance(prop, property):
             _call_setter(tx, prop, obj, name, value)
             return
+        refused = slots_refuse(entry.cls, name, write=True) if entry.cls.__dictoffset__ == 0 else None
+        if refused is not None:
+            tx.user_error(refused)
         tx.heap_set(obj.oid, entry.with_attrs(entry.attrs.set(name, value)))
         return
     tx.unsupported("side_effect", f"object.__setattr__ on a {obj.python_type().__name__} value")
+
+
+def slots_refuse(cls: type, name: str, *, write: bool) -> AttributeError | None:
+    """The ``AttributeError`` Python raises writing ``name`` (or reading it, unset) on an instance of ``cls``
+    through ``object``'s own attribute protocol; ``None`` where it raises none. Found by trying it on a bare
+    instance (``object.__new__``, no ``__init__`` run), so the message is this Python's own."""
+    try:
+        probe = object.__new__(cls)
+    except TypeError:  # a class object.__new__ cannot make (a builtin base): no answer
+        return None
+    try:
+        if write:
+            object.__setattr__(probe, name, None)
+        else:
+            object.__getattribute__(probe, name)
+    except AttributeError as e:
+        return e
+    return None
 
 
 def _store_outside_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker) -> None:

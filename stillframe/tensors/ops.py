@@ -339,7 +339,7 @@ def _convert(tx: Any, var: VariableTracker, rec: Any) -> Any:
         return slice(rec(var.start), rec(var.stop), rec(var.step))
     if isinstance(var, RangeVariable):
         return var.value
-    if isinstance(var, PythonObjectVariable) and isinstance(var.value, (torch.dtype, torch.device, torch.Generator)):
+    if isinstance(var, PythonObjectVariable) and isinstance(var.value, (torch.dtype, torch.device)):
         return var.value
     tx.unsupported("unsupported_argument", f"passing {type(var).__name__} "
                    f"({var.python_type().__name__}) to a tensor operation")

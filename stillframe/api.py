@@ -33,7 +33,7 @@ from . import compat
 from .config import config
 from .errors import InternalError, StillframeWarning, Unsupported, UserError
 from .guards.guard import identity_checked
-from .runtime import live
+from .runtime import live, tracebacks
 from .rules.disable import disable, is_disabled  # noqa: F401  (public: stillframe.disable)
 from .runtime.compiler import compile_frame, compile_retrying, eager_entry, start_resume
 from .runtime.entry import CacheEntry, watch
@@ -152,6 +152,14 @@ class CompiledFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._disable:
             return self._fn(*args, **kwargs)
+        try:
+            return self._call(args, kwargs)
+        except BaseException as e:
+            if not config.verbose_tracebacks:  # the user's frames, as eager shows them, not ours
+                e.__traceback__ = tracebacks.user_traceback(e.__traceback__)
+            raise
+
+    def _call(self, args: tuple, kwargs: dict) -> Any:
         fn = self._func
         if self._method_self is not None:
             args = (self._method_self, *args)

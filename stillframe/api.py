@@ -20,6 +20,7 @@ import builtins
 import collections
 import functools
 import inspect
+import os
 import sys
 import time
 import types
@@ -354,7 +355,17 @@ class CompiledFunction:
         if key in self._warned:
             return
         self._warned.add(key)
-        warnings.warn(message, StillframeWarning, stacklevel=4)
+        warnings.warn(message, StillframeWarning, stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` at which a warning names the user's call of the compiled object: the first frame
+    outside stillframe's package (``warnings.warn``'s ``skip_file_prefixes`` is Python 3.12's)."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _drop_entry(owner: "weakref.ref[CompiledFunction]", key: Any, entry: CacheEntry) -> None:

@@ -58,3 +58,13 @@ def test_the_cache_limit_is_an_eager_fallback_in_the_counters_and_the_report():
     (fallback,) = report_for(compiled).fallbacks
     assert "hit config.cache_size_limit (2)" in fallback.reason and "runs eagerly" in fallback.reason
     assert "1 eager fallback" in report_for(compiled).format()
+
+
+def test_warnings_name_the_users_call():
+    stillframe.config.cache_size_limit = 1
+    compiled = stillframe.compile(scaled, backend="eager")
+    compiled(torch.ones(2), 1)
+    with pytest.warns(stillframe.StillframeWarning, match="cache_size_limit") as caught:
+        compiled(torch.ones(2), 2)  # the line the warning names
+    assert caught[0].filename == __file__
+    assert caught[0].lineno == test_warnings_name_the_users_call.__code__.co_firstlineno + 5

@@ -196,7 +196,7 @@ class CompiledFunction:
                 return entry
             if len(entries) >= config.cache_size_limit:
                 self._cache_limit_hit("cache_size_limit", _where(fn), "runs eagerly from then on")
-                self._warn_once("cache_size_limit", f"stillframe: {fn.__qualname__} ({_where(fn)}) hit "
+                self._warn_once("cache_size_limit", f"stillframe: {fn.__qualname__} ({log.defined_at(fn)}) hit "
                                 f"config.cache_size_limit ({config.cache_size_limit}) cache entries; running it "
                                 "eagerly from now on. Inputs that change shape, dtype or Python values on every "
                                 "call cause this.")

@@ -20,6 +20,7 @@ import builtins
 import collections
 import functools
 import inspect
+import os
 import sys
 import time
 import types
@@ -33,7 +34,7 @@ from . import compat
 from .config import config
 from .errors import InternalError, StillframeWarning, Unsupported, UserError
 from .guards.guard import identity_checked
-from .runtime import live
+from .runtime import live, tracebacks
 from .rules.disable import ORIGINAL, disable, is_disabled  # noqa: F401  (public: stillframe.disable)
 from .runtime.compiler import compile_frame, compile_retrying, eager_entry, start_resume
 from .runtime.entry import CacheEntry, watch
@@ -157,6 +158,14 @@ class CompiledFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._disable:
             return self._fn(*args, **kwargs)
+        try:
+            return self._call(args, kwargs)
+        except BaseException as e:
+            if not config.verbose_tracebacks:  # the user's frames, as eager shows them, not ours
+                e.__traceback__ = tracebacks.user_traceback(e.__traceback__)
+            raise
+
+    def _call(self, args: tuple, kwargs: dict) -> Any:
         fn = self._func
         if self._method_self is not None:
             args = (self._method_self, *args)
@@ -192,7 +201,7 @@ class CompiledFunction:
                 return entry
             if len(entries) >= config.cache_size_limit:
                 self._cache_limit_hit("cache_size_limit", _where(fn), "runs eagerly from then on")
-                self._warn_once("cache_size_limit", f"stillframe: {fn.__qualname__} ({_where(fn)}) hit "
+                self._warn_once("cache_size_limit", f"stillframe: {fn.__qualname__} ({log.defined_at(fn)}) hit "
                                 f"config.cache_size_limit ({config.cache_size_limit}) cache entries; running it "
                                 "eagerly from now on. Inputs that change shape, dtype or Python values on every "
                                 "call cause this.")
@@ -361,7 +370,17 @@ class CompiledFunction:
         if key in self._warned:
             return
         self._warned.add(key)
-        warnings.warn(message, StillframeWarning, stacklevel=4)
+        warnings.warn(message, StillframeWarning, stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` at which a warning names the user's call of the compiled object: the first frame
+    outside stillframe's package (``warnings.warn``'s ``skip_file_prefixes`` is Python 3.12's)."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _drop_entry(owner: "weakref.ref[CompiledFunction]", key: Any, entry: CacheEntry) -> None:

@@ -98,6 +98,7 @@ from ..errors import GraphBreak, StillframeWarning
 from ..guards.guard import describe
 from ..api import compile as sf_compile
 from ..api import is_compiled
+from . import log
 
 
 __all__ = ["EntryGuards", "ExplainReport", "Explainer", "Fallback", "GraphInfo", "Recompile", "explain", "report_for"]
@@ -352,7 +353,7 @@ def report_for(compiled: Any, *, name: str | None = None, warnings_: list[str] |
         else:
             name = getattr(func, "__qualname__", repr(compiled))
         if func is not None:
-            name += f" ({func.__code__.co_filename}:{func.__code__.co_firstlineno})"
+            name += f" ({log.defined_at(func)})"
     report = ExplainReport(name=name, warnings=list(warnings_ or ()))
     cache = cf.all_cache_entries() if hasattr(cf, "all_cache_entries") else {}
     for key, entries in cache.items():

@@ -17,6 +17,7 @@ replay them on the real objects. The result is one generated function::
 from __future__ import annotations
 
 import collections
+import copy
 import functools
 import itertools
 import types
@@ -268,7 +269,23 @@ def _rebuild_constant(cg: StateCodegen, var: ConstantVariable) -> str:
     v = var.value
     if type(v) in _LITERALS or (type(v) is float and v == v and abs(v) != float("inf")):
         return repr(v)
+    if isinstance(v, BaseException) and var.source is None:
+        # made in the trace (`raise ValueError(...)`): a new one per call, as eager makes it, never one object
+        # raised by every call (its traceback grew by one call's frames each time)
+        return f"{cg.gen.const(_fresh_exception)}({cg.gen.const(v)})"
     return cg.gen.const(v)
+
+
+def _fresh_exception(exc: BaseException) -> BaseException:
+    """A copy of ``exc`` with its chaining and no traceback (``exc`` itself where its class cannot be rebuilt
+    from its args)."""
+    try:
+        fresh = copy.copy(exc)
+    except Exception:  # an __init__ whose parameters are not its args
+        return exc
+    fresh.__cause__, fresh.__context__ = exc.__cause__, exc.__context__  # the chaining the trace gave it
+    fresh.__suppress_context__ = exc.__suppress_context__
+    return fresh
 
 
 @REBUILD.rule(TupleVariable)

@@ -5,9 +5,12 @@ passed beside the one the guard expected, and a code point past the cache limit 
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 import torch._dynamo
+from torch import nn
 
 import stillframe
 from stillframe.diagnostics.report import report_for
@@ -58,3 +61,34 @@ def test_the_cache_limit_is_an_eager_fallback_in_the_counters_and_the_report():
     (fallback,) = report_for(compiled).fallbacks
     assert "hit config.cache_size_limit (2)" in fallback.reason and "runs eagerly" in fallback.reason
     assert "1 eager fallback" in report_for(compiled).format()
+
+
+def test_warnings_name_the_users_call():
+    stillframe.config.cache_size_limit = 1
+    compiled = stillframe.compile(scaled, backend="eager")
+    compiled(torch.ones(2), 1)
+    with pytest.warns(stillframe.StillframeWarning, match="cache_size_limit") as caught:
+        compiled(torch.ones(2), 2)  # the line the warning names
+    assert caught[0].filename == __file__
+    assert caught[0].lineno == test_warnings_name_the_users_call.__code__.co_firstlineno + 5
+
+
+def library_wrapper(forward):  # as transformers' can_return_tuple / check_model_inputs wrap a model's forward
+    @functools.wraps(forward)
+    def wrapper(*args, **kwargs):
+        return forward(*args, **kwargs)
+
+    return wrapper
+
+
+class Wrapped(nn.Module):
+    @library_wrapper
+    def forward(self, x):
+        return x + 1
+
+
+def test_a_model_is_located_at_its_forward_not_at_a_library_wrapper():
+    compiled = stillframe.compile(Wrapped(), backend="eager")
+    compiled(torch.ones(2))
+    forward = Wrapped.forward.__wrapped__
+    assert report_for(compiled).name == f"Wrapped.forward ({__file__}:{forward.__code__.co_firstlineno})"

@@ -54,6 +54,22 @@ nn_metadata_helpers: dict[str, Callable] = {
 }
 
 
+#: Private pure helpers torch's own Python code (and user code copied from it) calls, with what each result
+#: depends on (``tensors/effects.py`` lets their results fold). Missing ones (another torch) are left out.
+pure_private_helpers: dict[Callable, str] = {
+    getattr(module, name): reason
+    for module, name, reason in (
+        (torch.nn._reduction, "get_enum", "a reduction name (a Python string)"),
+        (torch.nn.init, "_calculate_correct_fan", "the shape of its tensor and a mode name"),
+        (torch.nn.init, "_calculate_fan_in_and_fan_out", "the shape of its tensor"),
+        (torch.fx._symbolic_trace, "is_fx_tracing", "whether torch.fx is tracing: never while compiled code runs"),
+        (torch._C, "_get_privateuse1_backend_name", "the privateuse1 device's name: fixed once the process set it"))
+    if callable(getattr(module, name, None))
+}
+#: The code shared by ``_pair``, ``_single`` ... (the functions ``_ntuple(n)`` makes): pure on Python values.
+ntuple_code = getattr(getattr(torch.nn.modules.utils, "_pair", None), "__code__", None)
+
+
 def forget_fx_name(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
     """Give an erased node's name back to the graph's namespace (FX never does), newest node first.
 

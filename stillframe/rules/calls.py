@@ -25,6 +25,7 @@ from typing import Any, Callable
 import torch
 from .. import compat
 from ..bytecode.reader import read
+from ..errors import InternalError
 from ..guards.guard import Guard, globals_key
 from ..guards.source import AttrSource, DefaultSource, GetItemSource
 from ..trace.state import make_frame
@@ -110,9 +111,19 @@ def _is_grad_enabled(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 TORCH_SPECIAL: dict[Any, Callable] = {
     torch.is_grad_enabled: _is_grad_enabled,
     torch.get_default_dtype: lambda tx, a, k: ConstantVariable(torch.get_default_dtype()),
-    torch.is_tensor: lambda tx, a, k: ConstantVariable(isinstance(a[0], TensorVariable)),
-    torch.is_floating_point: lambda tx, a, k: ConstantVariable(tx.tensor(a[0]).meta.dtype.is_floating_point),
+    torch.is_tensor: lambda tx, a, k: ConstantVariable(isinstance(a[0], TensorVariable)) if len(a) == 1 and not k
+    else _arity_error(tx, torch.is_tensor, a, k),
 }
+
+
+def _arity_error(tx: Tracer, fn: Any, args: list, kwargs: dict) -> None:
+    """Python's TypeError for calling ``fn`` with this many arguments and these keywords (``fn`` is called with
+    placeholders, so the message is its own)."""
+    try:
+        fn(*[None] * len(args), **dict.fromkeys(kwargs))
+    except TypeError as e:
+        tx.user_error(e)
+    raise InternalError(f"{fn.__qualname__} accepted the arguments its rule refused")
 
 def _tracing_answers() -> dict:
     """Functions that libraries call to ask whether they are being compiled, with the answer a trace gives.

@@ -70,6 +70,19 @@ pure_private_helpers: dict[Callable, str] = {
 ntuple_code = getattr(getattr(torch.nn.modules.utils, "_pair", None), "__code__", None)
 
 
+def _same(value: Any) -> Any:
+    return value
+
+
+def user_saved_tensors_hooks_shadowed() -> Any:
+    """A context in which the user's saved-tensor hooks (``torch.autograd.graph.saved_tensors_hooks``) do not
+    run: while ops propagate on fake tensors, autograd saves fakes, and a user's pack hook must not see them
+    (eager packs each real saved tensor once; the graph's run does that). Identity hooks shadow the user's."""
+    if torch._C._autograd._top_saved_tensors_default_hooks(False) is None:
+        return contextlib.nullcontext()
+    return torch.autograd.graph.saved_tensors_hooks(_same, _same)
+
+
 def forget_fx_name(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
     """Give an erased node's name back to the graph's namespace (FX never does), newest node first.
 

@@ -466,12 +466,13 @@ def module_iterator(var: NNModuleVariable, method: str, tx: Any, args: list, kwa
 def module_attr(tx: Any, var: NNModuleVariable, name: str) -> VariableTracker:
     m = var.module
     src = AttrSource(var.source, name) if var.source is not None else None
-    for registry in ("_parameters", "_buffers", "_modules"):
-        members = m.__dict__.get(registry, {})
-        if name in members:
-            member_src = ModuleMemberSource(var.source, name, registry) if var.source is not None else None
-            return wrap(tx, members[name], member_src)
     found = _static_lookup(m, name)
+    if found is MISSING:  # as Python: nn.Module.__getattr__ (its registries) only when ordinary lookup fails
+        for registry in ("_parameters", "_buffers", "_modules"):
+            members = m.__dict__.get(registry, {})
+            if name in members:
+                member_src = ModuleMemberSource(var.source, name, registry) if var.source is not None else None
+                return wrap(tx, members[name], member_src)
     if name in MODULE_ITERATORS and found == ("class", getattr(torch.nn.Module, name)):
         return PythonObjectVariable(functools.partial(module_iterator, var, name))
     if found is MISSING:

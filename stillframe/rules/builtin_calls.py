@@ -182,6 +182,11 @@ def _isinstance(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     obj, classes = args
     cls = const_value(tx, classes)
     for c in _flat_classes(cls):
+        if type(c) is _LEGACY_TENSOR_TYPE and isinstance(obj, TensorVariable):
+            # torch.FloatTensor, torch.LongTensor ...: a check of dtype and device, which the tensor guard fixes
+            if isinstance(tx.tensor(obj).fake, c):
+                return ConstantVariable(True)
+            continue
         check = getattr(type(c), "__instancecheck__", None)
         if isinstance(check, types.FunctionType) and not type(c).__module__.startswith(_FOLDED_METACLASSES):
             # a user metaclass's own __instancecheck__ decides, traced (ABCMeta and torch's own are answered by
@@ -197,6 +202,8 @@ def _isinstance(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     return ConstantVariable(False)
 
 
+#: The metaclass of torch's legacy tensor types (``torch.FloatTensor`` ...).
+_LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
 _FOLDED_METACLASSES = ("abc", "_py_abc", "typing", "torch", "builtins", "enum")
 
 

@@ -42,6 +42,7 @@ from ..variables.base import (
     SliceVariable,
     TensorVariable,
     TupleVariable,
+    UserFunctionVariable,
     UserMethodVariable,
     VariableTracker,
 )
@@ -66,6 +67,7 @@ from .objects import (
     MISSING,
     new_object,
     object_setattr,
+    _static_lookup_type,
     store_attr,
     update_pairs,
 )
@@ -73,7 +75,7 @@ from .operators import binary_op
 from .truthiness import truthiness
 from ..variables.builder import load_local
 
-from . import calls
+from . import calls, polyfills
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -316,12 +318,23 @@ def iterator_of(tx: Tracer, seq: VariableTracker) -> VariableTracker:
     made = call_dunder(tx, seq, "__iter__", [])
     if isinstance(made, (IteratorVariable, GeneratorVariable, LiveIteratorVariable)):
         return made
+    if made is not None and has_python_next(made):  # an iterator object: stepped by its __next__, one per item
+        return calls.call_sync(tx, UserFunctionVariable(polyfills.drive), [made], {})
     return tx.new_iterator(tuple(sequence_items(tx, seq if made is None else made)))
+
+
+def has_python_next(var: VariableTracker) -> bool:
+    """Whether ``var`` is an object made in the trace whose class defines ``__next__`` in Python."""
+    return isinstance(var, ObjectVariable) and isinstance(_static_lookup_type(var.cls, "__next__"),
+                                                          types.FunctionType)
 
 
 def _iter(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     if len(args) != 1 or kwargs:
         tx.unsupported("unsupported_builtin", "iter() with a sentinel")
+    made = call_dunder(tx, args[0], "__iter__", [])
+    if made is not None and has_python_next(made):
+        return made  # iter(obj) is what obj.__iter__ returns (often obj itself)
     return iterator_of(tx, args[0])
 
 
@@ -547,6 +560,11 @@ def _next(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
         if len(args) == 2:
             return args[1]
         tx.user_error(StopIteration())
+    if has_python_next(gen):  # the class's own __next__, traced
+        if len(args) == 2:
+            item = attempt(tx, StopIteration, lambda: call_dunder(tx, gen, "__next__", []))
+            return args[1] if item is None else item
+        return call_dunder(tx, gen, "__next__", [])
     if not isinstance(gen, GeneratorVariable):
         tx.unsupported("unsupported_builtin", f"next() of a {gen.python_type().__name__} value")
     if len(args) == 2:  # next(gen, default)

@@ -273,6 +273,17 @@ def groupby(iterable, key=None):
                 pass
 
 
+def drive(iterator):
+    # A for loop over an object of a class with its own __next__: one call per item, until StopIteration.
+    step = type(iterator).__next__
+    while True:
+        try:
+            item = step(iterator)
+        except StopIteration:
+            return
+        yield item
+
+
 def takewhile(predicate, iterable):
     for item in iterable:
         if not predicate(item):

@@ -325,7 +325,12 @@ def _convert(tx: Any, var: VariableTracker, rec: Any) -> Any:
     if isinstance(var, LazyArgument):
         var = wrap(tx, var.value, var.source)
     if isinstance(var, ConstantVariable):
-        return var.value
+        value = var.value
+        if type(value).__module__ == "numpy" and hasattr(value, "item"):
+            # a NumPy scalar (np.int64(8)): torch takes it as the Python number it holds; the graph's code
+            # cannot name numpy, so the Python number goes in
+            return value.item()
+        return value
     if isinstance(var, TupleVariable):
         items = tuple(rec(v) for v in var.items)
         if var.cls is torch.Size and not any(isinstance(v, torch.fx.Node) for v in items):

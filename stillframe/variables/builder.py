@@ -183,10 +183,10 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
         return NULL
     if isinstance(value, standins.ResumableIterator):
         _guard(tx, source, "TYPE", standins.ResumableIterator)
-        _guard(tx, AttrSource(source, "index"), "EQUALS", value.index)
-        _guard(tx, AttrSource(source, "kind"), "EQUALS", value.kind)
-        return LiveIteratorVariable(AttrSource(source, "items"), tuple(value.items), value.index, id(value),
-                                    value.kind)
+        _guard(tx, AttrSource(source, "_index"), "EQUALS", value._index)
+        _guard(tx, AttrSource(source, "_kind"), "EQUALS", value._kind)
+        return LiveIteratorVariable(AttrSource(source, "_items"), tuple(value._items), value._index, id(value),
+                                    value._kind)
     if isinstance(value, standins.AutocastExit):
         _guard(tx, source, "TYPE", standins.AutocastExit)
         return AutocastExitVariable(None, value.args, source)

@@ -1,4 +1,4 @@
-"""Silent wrong results found by running PyTorch's own Dynamo tests through stillframe (issue 16)."""
+"""Divergences found by running PyTorch's own Dynamo tests through stillframe (issue 16)."""
 
 import torch
 from torch import nn
@@ -51,3 +51,15 @@ def test_saved_tensor_hooks_run_as_often_as_in_eager():
             y.backward()
             counts.append((len(packed), x.grad is not None))
     assert counts[2:] == counts[:2]
+
+
+def numpy_scalar_arguments(a, b, c):
+    return a + (4096 % b), a * c, (a.int() + b).dtype
+
+
+def test_numpy_scalars_in_tensor_ops():
+    # the graph's code named np.int64(0), and 'np' is not defined there (an internal NameError, every call)
+    import numpy as np
+
+    assert_parity(numpy_scalar_arguments, lambda: (torch.ones(2), np.int64(8), np.float32(2.5)), calls=2,
+                  fullgraph=True)

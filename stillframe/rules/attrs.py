@@ -492,7 +492,8 @@ def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> Va
     if isinstance(value, type):
         found = _static_lookup_type(value, name)
         if found is MISSING:
-            if name in ("__name__", "__qualname__", "__module__", "__doc__", "__mro__", "__bases__"):
+            if name in ("__name__", "__qualname__", "__module__", "__doc__", "__mro__", "__bases__") or \
+                    _static_lookup_type(type(value), name) is not MISSING:  # the metaclass's: Foo.__subclasses__
                 return wrap(tx, getattr(value, name), src)
             tx.user_error(AttributeError(f"type object '{value.__name__}' has no attribute '{name}'"))
         if isinstance(found, staticmethod):

@@ -385,7 +385,8 @@ def call_module(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> 
         forward = type(module).forward
         if not isinstance(forward, types.FunctionType):
             tx.unsupported("unsupported_call", f"{type(module).__name__}.forward is not a Python function")
-        forward_var = UserMethodVariable(forward, mod)
+        static = isinstance(inspect.getattr_static(type(module), "forward"), staticmethod)
+        forward_var = UserFunctionVariable(forward) if static else UserMethodVariable(forward, mod)
     for hook_id, hook in list(module._forward_pre_hooks.items()):
         if hook_id in module._forward_pre_hooks_with_kwargs:  # hook(module, args, kwargs) -> (args, kwargs)
             result = call_sync(tx, wrap_value(tx, hook, None),

@@ -63,3 +63,41 @@ def test_numpy_scalars_in_tensor_ops():
 
     assert_parity(numpy_scalar_arguments, lambda: (torch.ones(2), np.int64(8), np.float32(2.5)), calls=2,
                   fullgraph=True)
+
+
+class Base:
+    pass
+
+
+class Derived(Base):
+    pass
+
+
+def subclasses_of_a_class(x):
+    subs = Base.__subclasses__()
+    return x + len(subs), subs
+
+
+def test_a_metaclass_attribute_of_a_class_is_read():
+    # Base.__subclasses__ raised an AttributeError inside the trace (then ran eagerly; under fullgraph an error)
+    assert_parity(subclasses_of_a_class, lambda: (torch.ones(2),), calls=2)
+
+
+class StaticForward(nn.Module):
+    @staticmethod
+    def forward(x):
+        return x * torch.sigmoid(x)
+
+
+class HoldsStaticForward(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.act = StaticForward()
+
+    def forward(self, x):
+        return self.act(x) + 1
+
+
+def test_a_submodule_with_a_staticmethod_forward():
+    # its forward was called with the module as an extra first argument (a TypeError, then an eager fallback)
+    assert_parity(HoldsStaticForward(), lambda: (torch.randn(3),), calls=2, fullgraph=True)

@@ -111,6 +111,7 @@ def _is_grad_enabled(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 TORCH_SPECIAL: dict[Any, Callable] = {
     torch.is_grad_enabled: _is_grad_enabled,
     torch.get_default_dtype: lambda tx, a, k: ConstantVariable(torch.get_default_dtype()),
+    torch.jit.annotate: lambda tx, a, k: a[1] if len(a) == 2 and not k else _arity_error(tx, torch.jit.annotate, a, k),
     torch.is_tensor: lambda tx, a, k: ConstantVariable(isinstance(a[0], TensorVariable)) if len(a) == 1 and not k
     else _arity_error(tx, torch.is_tensor, a, k),
 }
@@ -559,6 +560,8 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
         return call_builtin(tx, value, args, kwargs)  # a builtin type reached as a value: type(3)(4)
     if value is collections.deque:
         return tx.push(make_deque(tx, args, kwargs))
+    if value is torch.device and all(is_const(tx, a) for a in (*args, *kwargs.values())):
+        return tx.push(fold(tx, value, args, kwargs))  # a device is a value: torch.device("cpu")
     if value is torch.Size and len(args) <= 1 and not kwargs:
         return tx.push(_size(tx, args))
     if value is torch.autocast or value is torch.amp.autocast:

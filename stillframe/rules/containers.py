@@ -11,6 +11,7 @@ from ..guards.guard import Guard
 from ..guards.source import GetItemSource
 from ..tensors.ops import call_tensor_op
 from ..variables.base import (
+    BuiltinVariable,
     ConstantVariable,
     DictEntry,
     DictVariable,
@@ -106,8 +107,21 @@ def _module(tx, container, key):
     return _object(tx, container, key)
 
 
+def _annotation(tx, var) -> bool:
+    """Whether ``var`` is made of constants, classes and typing forms only (what a typing subscript takes)."""
+    if isinstance(var, (TupleVariable, ListVariable)):
+        return all(_annotation(tx, v) for v in known.sequence_items(tx, var))
+    if isinstance(var, (BuiltinVariable, PythonObjectVariable)):
+        value = var.fn if isinstance(var, BuiltinVariable) else var.value
+        return isinstance(value, type) or type(value).__module__ == "typing"
+    return known.is_const(tx, var)
+
+
 @subscript.rule(ObjectVariable, PythonObjectVariable, ConstantVariable)
 def _object(tx, container, key):
+    if isinstance(container, PythonObjectVariable) and type(container.value).__module__ == "typing" and \
+            _annotation(tx, key):  # typing.List[int], typing.Callable[[T], T]: an annotation, a pure value
+        return builtin_calls.fold(tx, operator.getitem, [container, key], {})
     result = builtin_calls.call_dunder(tx, container, "__getitem__", [key])
     if result is not None:
         return result

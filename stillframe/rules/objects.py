@@ -15,6 +15,8 @@ object that escapes (returned, stored on ``self``) is rebuilt by the plan with
 
 from __future__ import annotations
 
+import torch
+
 import types
 from typing import Any
 from ..guards.guard import Guard
@@ -42,6 +44,7 @@ from ..variables.builder import is_constant, wrap
 from ..tensors.ops import call_tensor_op
 from . import calls, known
 from .deques import deque_method
+from . import operators
 from .operators import identical
 from ..variables.objects import ContainerMethodVariable
 from ..variables.objects import DELETED
@@ -355,6 +358,11 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
             for k, v in kwargs.items():
                 items[obj.cls._fields.index(k)] = v
             return TupleVariable(tuple(items), obj.cls)
+        if name == "numel" and obj.cls is torch.Size and not args and not kwargs:
+            product: VariableTracker = ConstantVariable(1)
+            for size in obj.items:  # traced arithmetic: symbolic sizes multiply in the graph
+                product = operators.binary_op(tx, "*", product, size)
+            return product
     tx.unsupported("unsupported_call", f"{obj.python_type().__name__}.{name}")
 
 

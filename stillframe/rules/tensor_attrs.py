@@ -10,7 +10,7 @@ import torch
 
 from ..guards.guard import Guard
 from ..guards.source import AttrSource, GetItemSource
-from ..variables.base import ConstantVariable, TensorMethodVariable, TensorVariable, VariableTracker
+from ..variables.base import ConstantVariable, PythonObjectVariable, TensorMethodVariable, TensorVariable, VariableTracker
 from ..variables.builder import is_constant, wrap
 from ..tensors.ops import call_tensor_op
 from ..tensors.symbolic import shape_of
@@ -28,6 +28,9 @@ def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
         return shape_of(tx, tx.tensor(var))
     if name == "ndim":
         return ConstantVariable(len(meta.shape))
+    if name == "__class__":
+        # an input's own class (Parameter or Tensor: its guard checks it); a tensor made in the trace is a Tensor
+        return PythonObjectVariable(type(tx.input_values[var.tid]) if var.tid in tx.input_values else torch.Tensor)
     if name in ("dtype", "device", "layout", "requires_grad", "is_leaf"):
         return ConstantVariable(getattr(meta, name))
     if name == "grad_fn":

@@ -37,6 +37,7 @@ from .base import (
     AutocastExitVariable,
     BuiltinVariable,
     ConstantVariable,
+    SliceVariable,
     ContextExitVariable,
     DictEntry,
     DictVariable,
@@ -138,6 +139,9 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
     if is_constant(value):
         _guard(tx, source, "EQUALS", value)
         return ConstantVariable(value, source)
+    if type(value) is slice and all(is_constant(p) for p in (value.start, value.stop, value.step)):
+        _guard(tx, source, "EQUALS", value)  # a slice passed in (x[s]): its parts are Python values
+        return SliceVariable(ConstantVariable(value.start), ConstantVariable(value.stop), ConstantVariable(value.step))
     if isinstance(value, torch.nn.Module):
         return _identity(tx, value, source, lambda: NNModuleVariable(value, source))
     if type(value) is tuple or isinstance(value, torch.Size) or _is_namedtuple(value):

@@ -1,5 +1,6 @@
 """Divergences found by running PyTorch's own Dynamo tests through stillframe (issue 16)."""
 
+import pytest
 import torch
 from torch import nn
 
@@ -101,3 +102,47 @@ class HoldsStaticForward(nn.Module):
 def test_a_submodule_with_a_staticmethod_forward():
     # its forward was called with the module as an extra first argument (a TypeError, then an eager fallback)
     assert_parity(HoldsStaticForward(), lambda: (torch.randn(3),), calls=2, fullgraph=True)
+
+
+def size_numel(a):
+    return a + 1, torch.Size([10, 8]).numel(), a.size().numel(), a.shape.numel()
+
+
+def device_value(a):
+    return a.to(torch.device("cpu")) + 1
+
+
+def class_name_of_a_tensor(a):
+    return a + 1 if f"{a.__class__.__name__} foo".startswith("Tensor") else a
+
+
+def typing_annotation_on_an_inner_function(a):
+    import typing
+
+    def inner(y: typing.List[int], f: typing.Callable[[int], int]) -> typing.Optional[torch.Tensor]:
+        return a + len(y)
+
+    return inner([1], abs)
+
+
+def jit_annotate(a):
+    import typing
+
+    return torch.jit.annotate(typing.Any, a + 1) + 2
+
+
+def slice_argument(a, s):
+    return a[s] + 1
+
+
+@pytest.mark.parametrize("fn, make_args", [
+    (size_numel, lambda: (torch.randn(2, 3),)),
+    (device_value, lambda: (torch.randn(2, 3),)),
+    (class_name_of_a_tensor, lambda: (torch.randn(2, 3),)),
+    (typing_annotation_on_an_inner_function, lambda: (torch.randn(2, 3),)),
+    (jit_annotate, lambda: (torch.randn(2, 3),)),
+    (slice_argument, lambda: (torch.randn(5), slice(0, 2, 1))),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_captured_in_one_graph(fn, make_args):
+    # each was a graph break (an error under fullgraph) where torch.compile captures one graph
+    assert_parity(fn, make_args, calls=2, fullgraph=True)

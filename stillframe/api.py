@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import collections
+import dataclasses
 import functools
 import inspect
 import os
@@ -325,6 +326,7 @@ class CompiledFunction:
             counters["traces"] += 1
             try:
                 shapes = self._shape_policy(key)
+                shapes.inherit(cont.dynamic)
                 shapes.prepare(L, G, None)
                 with compat.global_state_kept():
                     outcome = self._timed(time.perf_counter(), compile_retrying, lambda: start_resume(cont, L, shapes),
@@ -554,9 +556,20 @@ def _mark(t: torch.Tensor, attr: str, index: Any) -> None:
     marks.update([index] if isinstance(index, int) else index)
 
 
-def mark_dynamic(t: torch.Tensor, index: int | list | tuple) -> None:
+@dataclasses.dataclass(frozen=True)
+class DimRange:
+    """The range ``mark_dynamic(t, dim, min=, max=)`` gives one dimension (torch.compile's marking has the same
+    fields)."""
+
+    dim: int
+    min: int | None
+    max: int | None
+
+
+def mark_dynamic(t: torch.Tensor, index: int | list | tuple, *, min: int | None = None,
+                 max: int | None = None) -> None:
     """Make dimension ``index`` (an int or a list of them) of ``t`` symbolic whenever ``t`` enters a trace, even
-    on the first call and with ``dynamic=False``.
+    on the first call and with ``dynamic=False``; ``min`` / ``max`` bound its value (guarded).
 
     The marking is torch.compile's own (``torch._dynamo.mark_dynamic`` leaves the same one), so code written for
     either works with both::
@@ -566,6 +579,11 @@ def mark_dynamic(t: torch.Tensor, index: int | list | tuple) -> None:
         f(x)    # traced with L['x'].size()[0] symbolic: later batch sizes reuse the plan
     """
     _mark(t, "_dynamo_dynamic_indices", index)
+    if min is not None or max is not None:
+        ranges = t.__dict__.get("_dynamo_dynamic_range")
+        if ranges is None:
+            ranges = t._dynamo_dynamic_range = set()
+        ranges.update(DimRange(i, min, max) for i in ([index] if isinstance(index, int) else index))
 
 
 def maybe_mark_dynamic(t: torch.Tensor, index: int | list | tuple) -> None:

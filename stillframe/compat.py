@@ -242,6 +242,8 @@ def dynamo_config_default(name: str) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------- symbolic shapes
+#: ``torch._check`` / ``torch._check_is_size``: conditions on sizes a trace hands to the ShapeEnv.
+size_checks: tuple = tuple(f for f in (getattr(torch, "_check", None), getattr(torch, "_check_is_size", None)) if f)
 #: ``torch.ops.aten.sym_size.int``: the graph node that reads one (symbolic) size of a tensor.
 sym_size = torch.ops.aten.sym_size.int
 
@@ -288,17 +290,42 @@ def _torch_source_class() -> type:
 _NamedSource = _torch_source_class()
 
 
-def fake_symbolic(mode: FakeTensorMode, value: torch.Tensor, dynamic: tuple, name: str) -> Any:
+def fake_symbolic(mode: FakeTensorMode, value: torch.Tensor, dynamic: tuple, name: str,
+                  ranges: dict | None = None) -> Any:
     """The fake of ``value`` under ``mode`` with the dimensions flagged in ``dynamic`` symbolic (0/1 sized ones
-    stay static, as torch.compile specializes them); ``name`` names it in the ShapeEnv's messages."""
+    stay static, as torch.compile specializes them); ``name`` names it in the ShapeEnv's messages.
+
+    ``ranges``: dim -> (min, max) (either may be None) from ``mark_dynamic(..., min=, max=)``: the symbol's
+    value range, guarded (``2 <= L['x'].size()[0] <= 16``); a trace that specializes it fails to compile.
+    """
+    from torch.fx.experimental.symbolic_shapes import StrictMinMaxConstraint
+    from torch.utils._sympy.numbers import int_oo
+    from torch.utils._sympy.value_ranges import ValueRanges
+
     dims = [DimDynamic.DYNAMIC if d else DimDynamic.STATIC for d in dynamic]
-    return mode.from_tensor(value, symbolic_context=StatelessSymbolicContext(dynamic_sizes=dims),
-                            source=_NamedSource(name))
+    constraints = [None] * len(dims)
+    for dim, (low, high) in (ranges or {}).items():
+        if dim < len(dims) and dynamic[dim]:
+            constraints[dim] = StrictMinMaxConstraint(
+                vr=ValueRanges(lower=0 if low is None else low, upper=int_oo if high is None else high),
+                warn_only=False)
+    context = StatelessSymbolicContext(dynamic_sizes=dims, constraint_sizes=constraints)
+    return mode.from_tensor(value, symbolic_context=context, source=_NamedSource(name))
+
+
+def symbolic_int(mode: FakeTensorMode, value: int, name: str) -> Any:
+    """A SymInt of ``mode``'s ShapeEnv standing for the Python int argument ``value`` (0 and 1 specialized, as
+    torch.compile does: then the plain int comes back)."""
+    env = mode.shape_env
+    source = _NamedSource(name)
+    # any sign (create_symbol's default assumes a size, >= 0): as torch.compile's unspecialized ints
+    symbol = env.create_symbol(value, source, dynamic_dim=DimDynamic.DYNAMIC, positive=None)
+    return env.create_symintnode(symbol, hint=value, source=source)
 
 
 def shape_guard_exprs(mode: FakeTensorMode, fakes: list) -> list[str]:
-    """The ShapeEnv's guards over ``fakes`` (the entry snapshots of the symbolic inputs) as Python
-    expressions, where ``___t{i}`` stands for the live tensor of ``fakes[i]``
+    """The ShapeEnv's guards over ``fakes`` (the entry snapshots of the symbolic inputs: fake tensors, and
+    SymInts for int arguments) as Python expressions, where ``___t{i}`` stands for the live value of ``fakes[i]``
     (``'2 <= ___t0.size()[0]'``, ``'___t0.stride()[0] == ___t0.size()[1]'``). Sizes that are static, or
     became constants during the trace, are guarded too (``'___t0.size()[0] == 3'``)."""
     env = mode.shape_env

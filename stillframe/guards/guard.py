@@ -398,7 +398,9 @@ _SHAPE_NAME = re.compile(r"___t(\d+)\b")
 
 def _tensor_text(name: str, exp: tuple) -> str:
     cls, dtype, device, shape, stride, offset, rg, leaf, view = exp
-    shape = tuple("?" if n is None else n for n in shape) if None in shape else shape
+    if is_symbolic_signature(exp):  # a symbolic size or stride reads "?": the SHAPE guards say what it may be
+        shape, stride = (None if t is None else "(" + ", ".join("?" if n is None else str(n) for n in t)
+                         + ("," if len(t) == 1 else "") + ")" for t in (shape, stride))
     return (f"{name} is a {cls.__name__}(dtype={dtype}, device={device}, shape={shape}, stride={stride}, "
             f"storage_offset={offset}, requires_grad={rg}, is_leaf={leaf}, is_view={view})")
 

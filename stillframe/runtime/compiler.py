@@ -36,7 +36,7 @@ from ..guards.source import (
 )
 from ..trace.state import make_frame
 from ..tensors import symbolic as symbolic_values
-from ..variables.base import AutocastExitVariable, LazyArgument
+from ..variables.base import AutocastExitVariable, LazyArgument, SymNodeVariable, TensorVariable
 from ..variables.builder import is_lazy_scalar, wrap
 from ..rules.attrs import EMPTY_CELLS
 from ..rules.generators import refuse_unclosed
@@ -233,8 +233,10 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
                 for value in reversed(frame.stack):
                     if isinstance(value, AutocastExitVariable) and value.node is not None:
                         tracer.graph.call_function(torch.amp.autocast_mode._exit_autocast, (value.node,), {}, None)
+            hints = _dynamic_hints(tracer) if tracer.fake_mode.shape_env is not None else {}
             result_expr = (f"{codegen.gen.const(live.Continuation)}({codegen.frames()}, "
-                           f"{codegen.gen.const(tracer.graph_break)})")
+                           f"{codegen.gen.const(tracer.graph_break)}"
+                           + (f", dynamic={codegen.gen.const(hints)})" if hints else ")"))
         codegen.side_effects()
         if tracer.state.grad_enabled != torch.is_grad_enabled():
             # leave the grad mode as the traced code left it (as eager does), whatever the backend did
@@ -299,6 +301,28 @@ def _call_backend(backend: Callable, gm: torch.fx.GraphModule, example_inputs: l
     raise failed.with_traceback(error_tb) from None
 
 
+def _dynamic_hints(tracer: Tracer) -> dict:
+    """What is symbolic among the live values at a graph break, by the name of the source the resumed trace
+    reads each from (``L['0:x']``, ``L['0:s2']``): see ``Continuation.dynamic``."""
+    hints: dict = {}
+
+    def hint(name: str, var: Any) -> None:
+        if isinstance(var, TensorVariable):
+            dims = tuple(compat.is_symbolic(n) for n in tracer.tensor(var).fake.shape)
+            if any(dims):
+                hints[LocalSource(name).name] = dims
+        elif isinstance(var, SymNodeVariable) and isinstance(var.value, torch.SymInt) and \
+                compat.is_symbolic(var.value):
+            hints[LocalSource(name).name] = "int"
+
+    for i, frame in enumerate(tracer.state.frames):
+        for name, var in frame.locals.items():
+            hint(f"{i}:{name}", var)
+        for j, var in enumerate(frame.stack):
+            hint(f"{i}:s{j}", var)
+    return hints
+
+
 def _shape_guards(tracer: Tracer) -> list[Guard]:
     """The ShapeEnv's guards on the symbolic sizes of the graph inputs, produced from their entry snapshots
     (DESIGN invariants 5 and 12: an in-place ``t_()`` since then does not change them)."""
@@ -338,7 +362,7 @@ def _drop_unread_placeholders(tracer: Tracer) -> list[int]:
 
 
 def _add_aliasing_guard(tracer: Tracer) -> None:
-    args = [(src, tid) for src, tid in tracer.state.inputs if is_user_argument(src)]
+    args = [(src, tid) for src, tid in tracer.state.inputs if is_user_argument(src) and tid in tracer.input_values]
     if len(args) < 2:
         return
     pattern = aliasing_pattern(tuple(tracer.input_values[tid] for _, tid in args))

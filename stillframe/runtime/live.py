@@ -53,6 +53,9 @@ class Continuation:
     returned: Any = field(default=None)
     concrete: bool = False  # running instruction by instruction (no plan for where the stack stands)
     handling: Any = None  # the exception an `except` block of the user's code is handling, if any
+    # what was symbolic at the break, by the source name the resumed trace reads it from: the dimensions of a
+    # tensor (a tuple of bools), or "int" (so the code after a break stays dynamic where the code before was)
+    dynamic: dict = field(default_factory=dict)
 
     def key(self) -> tuple:
         """What resumed cache entries are keyed by: the code objects and instruction indexes of the stack."""

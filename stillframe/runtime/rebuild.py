@@ -260,6 +260,9 @@ def _rebuild_symbolic(cg: StateCodegen, var: SymNodeVariable) -> str:
     comparison of sizes, mostly one a branch already tested) is specialized: the ShapeEnv guards its value."""
     if isinstance(var.value, torch.SymBool) or not compat.is_symbolic(var.value):
         return repr(plain(var.value))
+    if var.node.op == "placeholder":  # an int argument made symbolic: the very value fetched
+        oid = next(oid for oid, node in cg.tracer.input_nodes.items() if node is var.node)
+        return f"___in[{cg.input_position[oid]}]"
     cg.output_nodes.append(var.node)
     return f"___out[{len(cg.output_nodes) - 1}]"
 

@@ -33,9 +33,10 @@ import torch
 
 from ..diagnostics import log
 from ..guards.guard import source_values
-from ..guards.source import ModuleMemberSource, Source
+from ..guards.source import ModuleMemberSource, Source, is_user_argument
 
 #: The markings torch.compile's mark_dynamic, maybe_mark_dynamic and mark_static leave on a tensor.
+_ABSENT = object()
 _MARKS = ("_dynamo_dynamic_indices", "_dynamo_weak_dynamic_indices", "_dynamo_static_indices")
 
 
@@ -53,7 +54,16 @@ class ShapePolicy:
         self.symbolic = dynamic is True
         self.seen: dict[str, tuple] = {}  # source name -> sizes at the last trace, None where already dynamic
         self.sources: dict[str, Source] = {}  # source name -> the source (to read the sizes of a new call)
+        self.ints: dict[str, int | None] = {}  # int argument -> its value at the last trace, None once dynamic
+        self.hints: dict[str, Any] = {}  # source name -> what was symbolic there before a graph break
         self.events: list[tuple] = []
+
+    def inherit(self, hints: dict) -> None:
+        """The code after a graph break stays dynamic where the code before it was (``Continuation.dynamic``):
+        those tensors' dimensions and ints are symbolic from this segment's first trace."""
+        if hints:
+            self.hints.update(hints)
+            self.symbolic = True
 
     def prepare(self, L: dict, G: dict, F: Any) -> None:
         """Before a trace of the call ``L, G, F``: whether it needs a ShapeEnv (``symbolic``), so that a size
@@ -62,14 +72,41 @@ class ShapePolicy:
             return
         if any(isinstance(v, torch.Tensor) and any(hasattr(v, a) for a in _MARKS) for v in L.values()):
             self.symbolic = True
-        elif self.dynamic is None and self.seen:
+        elif self.dynamic is None and self.sources:
             names = list(self.sources)
             for name, value in zip(names, source_values([self.sources[n] for n in names], L, G, F)):
+                if name in self.ints:
+                    if type(value) is int and self.ints[name] != value:
+                        self.symbolic = True
+                        return
+                    continue
                 before = self.seen[name]
                 if isinstance(value, torch.Tensor) and value.dim() == len(before) and \
                         any(old is None or old != new for old, new in zip(before, value.shape)):
                     self.symbolic = True
                     return
+
+    def int_dynamic(self, source: Source, value: int) -> bool:
+        """Whether the int argument at ``source`` is a symbolic graph input in this trace (arguments only, not
+        module attributes or globals: as torch.compile, which keeps those static)."""
+        if self.hints.get(source.name) == "int":
+            return True
+        if self.dynamic is False or not is_user_argument(source):
+            return False
+        if self.dynamic is True:
+            return True
+        name = source.name
+        before = self.ints.get(name, _ABSENT)
+        if before is _ABSENT:
+            self.ints[name] = value
+            self.sources[name] = source
+            return False
+        if before is not None and before != value:
+            self.events.append((name, None, before, value))
+            log.event("dynamic", "%s is a symbolic int from now on: it was %d when last traced, now %d",
+                      name, before, value)
+            self.ints[name] = None
+        return self.ints[name] is None
 
     def dims(self, source: Source, value: torch.Tensor) -> tuple[bool, ...]:
         """Per dimension of ``value`` (read from ``source``), whether it is symbolic in this trace."""
@@ -85,7 +122,19 @@ class ShapePolicy:
             auto = self._automatic(source, tuple(value.shape))
         else:
             auto = (False,) * ndim
+        hinted = self.hints.get(source.name)
+        if isinstance(hinted, tuple) and len(hinted) == ndim:
+            auto = tuple(a or h for a, h in zip(auto, hinted))
         return tuple((auto[i] or i in marked) and i not in static for i in range(ndim))
+
+    @staticmethod
+    def ranges(value: torch.Tensor) -> dict:
+        """dim -> (min, max) of the dimensions ``mark_dynamic(t, dim, min=, max=)`` gave a range (ours or
+        torch's: the same ``_dynamo_dynamic_range`` marking). A size outside its range gets a plan of its own,
+        symbolic without the range (where torch.compile raises)."""
+        return {r.dim: (r.min, r.max) for r in getattr(value, "_dynamo_dynamic_range", ())
+                if (r.min is not None or r.max is not None) and r.dim < value.dim()
+                and (r.min is None or r.min <= value.shape[r.dim]) and (r.max is None or value.shape[r.dim] <= r.max)}
 
     def _automatic(self, source: Source, shape: tuple) -> tuple[bool, ...]:
         """Automatic dynamic shapes: the dimensions of ``source``'s tensor whose size differs from an earlier trace."""

@@ -79,6 +79,10 @@ PURE_QUERIES: dict[Any, str] = {
 PURE_QUERIES.update(compat.pure_private_helpers)
 # ``_pair(3)`` and the other functions torch.nn.modules.utils._ntuple(n) makes: keyed by their shared code.
 PURE_CODES: dict[Any, str] = {compat.ntuple_code: "Python values: a tuple of n of them"} if compat.ntuple_code else {}
+# torch._check(cond), torch._check_is_size(n): a condition on Python values or symbolic sizes; the ShapeEnv guards
+# what it tests, and a false one raises as in eager
+PURE_QUERIES.update({fn: "its condition (a Python or symbolic value, guarded by the ShapeEnv)"
+                     for fn in compat.size_checks})
 # Python helpers of torch.nn (MultiheadAttention, TransformerEncoderLayer) run on fakes as one call: each returns
 # a tensor (a mask), or None for a None mask, or a dtype, device check or requires_grad of its argument.
 PURE_QUERIES.update({fn: f"{name}: metadata of its argument, or None for None"

@@ -48,6 +48,7 @@ from .base import (
     NNModuleVariable,
     NULL,
     PythonObjectVariable,
+    SymNodeVariable,
     TensorMethodVariable,
     TensorVariable,
     TorchFunctionVariable,
@@ -136,6 +137,8 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
     if value is None or value is True or value is False or value is Ellipsis:
         _guard(tx, source, "IS", value)
         return ConstantVariable(value, source)
+    if type(value) is int and source is not None and tx.shapes is not None and tx.shapes.int_dynamic(source, value):
+        return _symbolic_int(tx, value, source)
     if is_constant(value):
         _guard(tx, source, "EQUALS", value)
         return ConstantVariable(value, source)
@@ -360,6 +363,24 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
     return var
 
 
+def _symbolic_int(tx: Any, value: int, source: Source) -> VariableTracker:
+    """An int argument the shape policy makes symbolic (it changed between calls): a graph input whose guards
+    come from the ShapeEnv, instead of an EQUALS guard on its value. 0 and 1 are specialized."""
+    if tx.fake_mode.shape_env is None:
+        raise RetraceSymbolic(f"{source.name} is a symbolic int")
+    sym = compat.symbolic_int(tx.fake_mode, value, source.name)
+    if not compat.is_symbolic(sym):
+        _guard(tx, source, "EQUALS", value)
+        return ConstantVariable(value, source)
+    _guard(tx, source, "TYPE", int)
+    node = tx.graph.placeholder(source.name, sym)
+    oid = tx.new_id()
+    tx.state = tx.state.replace(inputs=tx.state.inputs.append((source, oid)))
+    tx.input_nodes[oid] = node
+    tx.entry_fakes[oid] = sym
+    return SymNodeVariable(sym, node)
+
+
 def _fake_input(tx: Any, value: torch.Tensor, source: Source) -> Any:
     """The fake of graph input ``value``, after installing its TENSOR guard.
 
@@ -375,7 +396,8 @@ def _fake_input(tx: Any, value: torch.Tensor, source: Source) -> Any:
             raise RetraceSymbolic(f"{source.name} has dynamic dimensions {[i for i, d in enumerate(dynamic) if d]}")
         _guard(tx, source, "TENSOR", tensor_signature(value))
         return tx.fake_mode.from_tensor(value)
-    fake = compat.fake_symbolic(tx.fake_mode, value, dynamic or (False,) * value.dim(), source.name)
+    fake = compat.fake_symbolic(tx.fake_mode, value, dynamic or (False,) * value.dim(), source.name,
+                                tx.shapes.ranges(value) if tx.shapes is not None else None)
     strided = value.layout == torch.strided
     symbolic_sizes = tuple(compat.is_symbolic(n) for n in fake.shape)
     symbolic_strides = tuple(compat.is_symbolic(n) for n in fake.stride()) if strided else ()

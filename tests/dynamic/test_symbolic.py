@@ -184,3 +184,82 @@ def test_mark_static_wins_over_dynamic_true(mark):
         return (x,)
     report = assert_parity(add_one, make, calls=3, compile_kwargs={"dynamic": True})
     assert len(report.compiled.cache_entries()) == 3
+
+
+def scale(x, n):
+    return x * n + torch.ones(n).sum()
+
+
+def test_an_int_argument_that_changes_becomes_symbolic():
+    report = assert_parity(scale, lambda i: (torch.randn(3), [2, 3, 4, 5, 7][i]), calls=5)
+    entries = report.compiled.cache_entries()
+    assert len(entries) == 2  # specialized on 2, then symbolic
+    placeholders = [n for n in entries[1].graph_module.graph.nodes if n.op == "placeholder"]
+    assert any(isinstance(n.meta["val"], torch.SymInt) for n in placeholders)
+    assert "type(s1) is" in entries[1].guard_source or "is ___c" in entries[1].guard_source
+
+
+def test_an_int_used_as_a_python_constant_is_specialized_and_guarded():
+    def f(x, n):
+        return [x * i for i in range(n)][-1]  # range() needs the value: each n is its own plan
+    report = assert_parity(f, lambda i: (torch.randn(3), [2, 3, 4][i]), calls=3, compile_kwargs={"dynamic": True})
+    assert len(report.compiled.cache_entries()) == 3
+
+
+def test_torch_check_on_a_symbolic_size():
+    def f(x):
+        torch._check(x.shape[0] >= 2)
+        return x.view(x.shape[0] // 2, -1) if x.shape[0] % 2 == 0 else x
+    report = assert_parity(f, args_of_shape([(4, 3), (6, 3), (8, 3)]), calls=3, compile_kwargs={"dynamic": True})
+    assert report.warnings == []
+
+
+def break_in_the_middle(x):
+    y = x * 2
+    print("a graph break")
+    return y.sum(0) + y.shape[0]
+
+
+def test_code_after_a_graph_break_stays_dynamic():
+    def make(i):
+        x = torch.randn(3 + i, 2)
+        stillframe.mark_dynamic(x, 0)
+        return (x,)
+    report = assert_parity(break_in_the_middle, make, calls=4, compile_kwargs={"dynamic": False})
+    assert report.warnings == []
+    entries = report.compiled.all_cache_entries()
+    assert len(entries) == 2  # the function and the code after the break
+    assert all(len(v) == 1 for v in entries.values()), {k: len(v) for k, v in entries.items()}
+
+
+@pytest.mark.parametrize("op", [lambda x: x.nonzero().float().sum() + x.shape[0],
+                                lambda x: x[x > 0].sum() * x.shape[0],
+                                lambda x: torch.unique(x.round()).sum(),
+                                lambda x: torch.zeros(int(x.sum().item() > 0) + x.shape[0]) + 1],
+                         ids=["nonzero", "mask", "unique", "item"])
+def test_data_dependent_sizes_break_the_graph_with_a_reason(op):
+    report = assert_parity(op, args_of_shape([(4, 3), (6, 3), (5, 3)], requires_grad=False), calls=3,
+                           compile_kwargs={"dynamic": True})
+    assert report.warnings == []
+    breaks = [e.graph_break for v in report.compiled.all_cache_entries().values() for e in v if e.graph_break]
+    assert breaks and all(b.kind == "data_dependent" for b in breaks)
+
+
+@pytest.mark.parametrize("mark", [stillframe.mark_dynamic, torch._dynamo.mark_dynamic])
+def test_mark_dynamic_range_is_guarded(mark):
+    def make(i):
+        x = torch.randn((3, 5, 8, 20)[i], 2)
+        mark(x, 0, min=2, max=8)
+        return (x,)
+    report = assert_parity(add_one, make, calls=4)
+    entries = report.compiled.cache_entries()
+    texts = [stillframe.guards.guard.describe(g) for g in entries[0].guards if g.kind == "SHAPE"]
+    assert any("L['x'].size()[0] <= 8" in t for t in texts), texts
+    assert len(entries) == 2  # 20 is outside the range: a plan of its own
+
+
+def test_explain_shows_shape_guards_as_expressions_over_sources():
+    explainer = stillframe.explain(sizes_in_python, dynamic=True)
+    text = str(explainer(torch.randn(5, 4)))
+    assert "3 <= L['x'].size()[0]" in text
+    assert "L['x'] is a Tensor(dtype=torch.float32, device=cpu, shape=(?, ?)" in text

@@ -126,6 +126,11 @@ class InternalError(StillframeError):
     """A bug in stillframe (an invariant of the tracer did not hold)."""
 
 
+class RetraceSymbolic(StillframeError):
+    """A trace with static shapes met a tensor that must have symbolic sizes (marked dynamic, or a size that
+    changed since the last trace): the runtime traces the frame again with a ShapeEnv. Never reaches the user."""
+
+
 class StillframeWarning(UserWarning):
     """Emitted once when a function (or one of its cache entries) runs eagerly."""
 

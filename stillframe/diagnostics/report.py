@@ -98,6 +98,7 @@ from ..errors import GraphBreak, StillframeWarning
 from ..guards.guard import describe
 from ..api import compile as sf_compile
 from ..api import is_compiled
+from . import log
 
 
 __all__ = ["EntryGuards", "ExplainReport", "Explainer", "Fallback", "GraphInfo", "Recompile", "explain", "report_for"]
@@ -126,6 +127,7 @@ class GraphInfo:
     guards: tuple[str, ...]
     ends_with: GraphBreak | None = None
     graph_module: Any = field(default=None, repr=False, compare=False)
+    site: Any = field(default=None, repr=False)  # the cache key it was traced for: the same for every plan there
 
     @property
     def where(self) -> str:
@@ -185,11 +187,27 @@ class ExplainReport:
 
     @property
     def graph_count(self) -> int:
+        """Graphs counted per source site, as ``torch._dynamo.explain`` counts them: the plans that start at
+        the same place (one per input shape, say) are one graph. ``plan_count`` counts them all."""
+        return len({g.site if g.site is not None else (g.filename, g.lineno, g.stack) for g in self.graphs})
+
+    @property
+    def plan_count(self) -> int:
         return len(self.graphs)
 
     @property
     def break_count(self) -> int:
-        return len(self.breaks)
+        """Graph breaks counted per source site (kind, file, line), as ``torch._dynamo.explain`` counts them:
+        the same break ending several plans is one. ``breaks`` lists one per plan."""
+        return len({(br.kind, br.location.filename if br.location else None,
+                     br.location.lineno if br.location else None) for br in self.breaks})
+
+    def counts(self) -> str:
+        """``"2 graphs, 1 graph break"`` per source site, with the plans behind them where they differ."""
+        text = f"{_n(self.graph_count, 'graph')}, {_n(self.break_count, 'graph break')}"
+        if self.plan_count != self.graph_count or len(self.breaks) != self.break_count:
+            text += f" (over {_n(self.plan_count, 'plan')}, {_n(len(self.breaks), 'break')} taken)"
+        return text
 
     @property
     def op_count(self) -> int:
@@ -198,8 +216,7 @@ class ExplainReport:
     def format(self, *, code: bool = True, guards: bool = True) -> str:
         """The whole report as text; ``code=False`` / ``guards=False`` leave out graph code / guards."""
         lines = [f"stillframe.explain: {self.name}",
-                 f"{_n(self.graph_count, 'graph')}, {_n(self.break_count, 'graph break')}, "
-                 f"{_n(self.op_count, 'op')}, {_n(len(self.recompiles), 'recompile')}, "
+                 f"{self.counts()}, {_n(self.op_count, 'op')}, {_n(len(self.recompiles), 'recompile')}, "
                  f"{_n(len(self.fallbacks), 'eager fallback')}"]
         if self.breaks:
             lines += ["", "Graph breaks:"]
@@ -313,6 +330,15 @@ def _start(key: Any) -> tuple[str, str, int | None, bool, tuple[str, ...]]:
     return repr(key), "?", None, False, ()
 
 
+def _site(key: Any) -> Any:
+    """A cache key as a hashable site: the code object, or the resumed stack's (code, instruction) pairs."""
+    try:
+        hash(key)
+        return key
+    except TypeError:
+        return repr(key)
+
+
 def _label(name: str, filename: str, lineno: int | None, resume: bool) -> str:
     return f"resumes {name} at {filename}:{lineno}" if resume else f"starts at {name} ({filename}:{lineno})"
 
@@ -327,7 +353,7 @@ def report_for(compiled: Any, *, name: str | None = None, warnings_: list[str] |
         else:
             name = getattr(func, "__qualname__", repr(compiled))
         if func is not None:
-            name += f" ({func.__code__.co_filename}:{func.__code__.co_firstlineno})"
+            name += f" ({log.defined_at(func)})"
     report = ExplainReport(name=name, warnings=list(warnings_ or ()))
     cache = cf.all_cache_entries() if hasattr(cf, "all_cache_entries") else {}
     for key, entries in cache.items():
@@ -346,10 +372,13 @@ def report_for(compiled: Any, *, name: str | None = None, warnings_: list[str] |
             if gm is None:
                 continue
             ops = sum(1 for node in gm.graph.nodes if node.op in _OPS)
-            report.graphs.append(GraphInfo(fname, filename, lineno, resume, stack, ops, _code(gm), guards, br, gm))
+            report.graphs.append(GraphInfo(fname, filename, lineno, resume, stack, ops, _code(gm), guards, br, gm,
+                                           _site(key)))
     for event in getattr(cf, "_events", ()):
         if event.get("kind") == "recompile":
             report.recompiles.append(Recompile(str(event.get("where")), event.get("guard")))
+        elif event.get("kind") == "cache_limit":  # no entry: the code past the limit runs eagerly
+            report.fallbacks.append(Fallback(f"at {event.get('where')}", str(event.get("reason"))))
     return report
 
 

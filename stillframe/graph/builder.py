@@ -108,7 +108,7 @@ class GraphBuilder:
         return node
 
     def erase_input(self, node: torch.fx.Node) -> None:
-        """Remove a placeholder nothing reads (when finishing the graph; not undoable)."""
+        """Remove a placeholder (or another node) nothing reads (when finishing the graph; not undoable)."""
         self.nodes.remove(node)
         if node is self._last_placeholder:
             self._last_placeholder = self._previous_placeholder(node)

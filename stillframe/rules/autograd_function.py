@@ -128,6 +128,9 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     if fwd.effects:
         return _break(tx, cls, f"{fwd.name} {'; '.join(fwd.effects)}")
     output, ctx = fwd.output.items
+    materialize = fwd.state.heap[ctx.oid].attrs.get("materialize_grads")
+    if not (isinstance(materialize, ConstantVariable) and materialize.value is True):
+        return _break(tx, cls, "set_materialize_grads(False): backward sees None for unused outputs")
     single = isinstance(output, TensorVariable)
     outputs = [output] if single else list(output.items) if isinstance(output, TupleVariable) else None
     if outputs is None or not outputs or not all(isinstance(o, TensorVariable) for o in outputs):

@@ -204,7 +204,7 @@ def functional_call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -
         dict(tx.dict_entry(call_kwargs).items) if isinstance(call_kwargs, DictVariable) else None
     if call_kwargs is None:
         return _break(tx, "functional_call's kwargs is not a dict")
-    named = {}
+    named, replaced = {}, {}
     for key, value in tx.dict_entry(members).items:
         if not isinstance(key, str):
             return _break(tx, "functional_call with a key that is not a string")
@@ -218,9 +218,23 @@ def functional_call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -
         if registry is None:
             return _break(tx, f"functional_call: {key} is not a parameter or buffer of the module")
         named[ModuleMemberSource(owner.source, leaf, registry).name] = value
+        replaced[id(owner.module.__dict__[registry][leaf])] = value
     shared = [t for t in _members(module.module) if sum(t is u for u in _members(module.module)) > 1]
     if shared:
         return _break(tx, "functional_call of a module with tied parameters")
+    prefix = module.source.name
+
+    def inside(name: str) -> bool:  # a path through the module (a reference held elsewhere is not replaced)
+        return name == prefix or name.startswith((prefix + ".", prefix + "["))
+
+    # Names the trace already read a replaced member by, through the module, are replaced too; a read by a
+    # new path through the module (a new input, or a SAME guard on the member's VT) is detected below.
+    originals = {tx.state.memo[("id", i)].tid: v for i, v in replaced.items() if ("id", i) in tx.state.memo}
+    for name, var in tx.state.memo.items():
+        if isinstance(name, str) and inside(name) and isinstance(var, TensorVariable) and var.tid in originals:
+            named.setdefault(name, originals[var.tid])
+    sources = {tx.tensor(TensorVariable(tid)).source for tid in originals}
+    inputs_before, guards_before = len(tx.state.inputs), tx.state.guards
     saved = {name: tx.state.memo.get(name) for name in named}
     tx.state = tx.state.replace(memo=tx.state.memo.update(named))
     try:
@@ -228,8 +242,14 @@ def functional_call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -
     finally:
         memo = tx.state.memo
         for name, old in saved.items():
-            memo = memo.delete(name) if old is None else memo.set(name, old)
+            memo = (memo.delete(name) if name in memo else memo) if old is None else memo.set(name, old)
         tx.state = tx.state.replace(memo=memo)
+    new_inputs = list(tx.state.inputs)[inputs_before:]
+    new_guards = [g for key, (_, g) in tx.state.guards.items() if key not in guards_before]
+    if any(id(tx.input_values.get(tid)) in replaced and inside(src.name) for src, tid in new_inputs) or any(
+            g.kind == "SAME" and g.source is not None and inside(g.source.name) and g.expected in sources
+            for g in new_guards):
+        return _break(tx, "functional_call: the module reads a replaced parameter or buffer by another path")
     tx.push(output)
 
 

@@ -308,6 +308,24 @@ def clip_grad_positional(x):
     return (ClipGrad.apply(x * 10, 0.5) ** 2).sum()
 
 
+class NoMaterialize(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.set_materialize_grads(False)
+        return x * 2, x * 3
+
+    @staticmethod
+    def backward(ctx, ga, gb):
+        if gb is None:
+            return ga * 2 if ga is not None else None
+        return (ga * 2 if ga is not None else 0) + gb * 3
+
+
+def no_materialize(x):
+    a, _ = NoMaterialize.apply(x)
+    return a.sum()
+
+
 def under_no_grad(x):
     with torch.no_grad():
         y = Scale.apply(x, 2.0)
@@ -319,6 +337,7 @@ BREAKS = {
     side_effect_in_forward: lambda: (torch.randn(3, requires_grad=True),),
     wrong_gradient_count: lambda: (torch.randn(3, requires_grad=True),),
     mark_dirty: lambda: (torch.randn(3, requires_grad=True),),
+    no_materialize: lambda: (torch.randn(3, requires_grad=True),),
 }
 PROGRAMS.update({
     setup_context_style: lambda: (torch.randn(4, requires_grad=True),),

@@ -2,7 +2,7 @@
 jacrev, jacfwd, functional_call."""
 
 import torch
-from torch.func import functional_call, grad, grad_and_value, jacfwd, jacrev, vmap
+from torch.func import functional_call, grad, grad_and_value, hessian, jacfwd, jacrev, vmap
 
 
 def vmap_dot(x, y):
@@ -35,6 +35,10 @@ def jacobians(x):
     return jacrev(f)(x), jacfwd(f)(x)
 
 
+def hessian_of_energy(x):
+    return hessian(lambda a: (a.sin() * a).sum())(x)
+
+
 def per_sample_grads(x, w):
     def loss(w_, xi):
         return (xi @ w_).pow(2).sum()
@@ -57,6 +61,7 @@ PROGRAMS = {
     grad_of_loss: lambda: (torch.randn(4, 3), torch.randn(3, 2)),
     grad_and_value_two: lambda: (torch.randn(4, 3), torch.randn(3, 2)),
     jacobians: lambda: (torch.randn(3),),
+    hessian_of_energy: lambda: (torch.randn(3),),
     per_sample_grads: lambda: (torch.randn(5, 3), torch.randn(3, 2)),
     functional: lambda: (torch.randn(4, 3), torch.randn(2, 3, requires_grad=True)),
 }

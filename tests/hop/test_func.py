@@ -103,6 +103,59 @@ def strict(x, weight):
     return torch.func.functional_call(LINEAR, {"weight": weight}, (x,), strict=True)
 
 
+WEIGHT = LINEAR.weight
+
+
+class ReadsAlias(torch.nn.Module):
+    """Reads the weight through the module (replaced) and through a reference held elsewhere (not replaced)."""
+
+    def __init__(self):
+        super().__init__()
+        self.seq = torch.nn.Sequential(LINEAR)
+
+    def forward(self, x):
+        return self.seq[0](x) + WEIGHT.sum() + self.seq._modules["0"].weight.sum()
+
+
+ALIASED = ReadsAlias()
+
+
+def reads_by_other_paths(x, weight):
+    before = WEIGHT.sum() + ALIASED.seq[0].weight.sum()  # read first, by the names functional_call does not use
+    return torch.func.functional_call(ALIASED, {"seq.0.weight": weight}, (x,)) + before
+
+
+def reads_by_other_paths_first_inside(x, weight):
+    return torch.func.functional_call(ALIASED, {"seq.0.weight": weight}, (x,))
+
+
+class ReadsRegistry(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = LINEAR
+
+    def forward(self, x):
+        return self.lin(x) * self.lin._parameters["weight"].sum()  # a path the trace has no name for
+
+
+REGISTRY = ReadsRegistry()
+
+
+def reads_the_registry(x, weight):
+    return torch.func.functional_call(REGISTRY, {"lin.weight": weight}, (x,))
+
+
+def reads_the_registry_after(x, weight):
+    return WEIGHT.sum() + torch.func.functional_call(REGISTRY, {"lin.weight": weight}, (x,))
+
+
+@pytest.mark.parametrize("fn", [reads_by_other_paths, reads_by_other_paths_first_inside, reads_the_registry,
+                                reads_the_registry_after], ids=lambda f: f.__name__)
+def test_functional_call_replaces_members_read_through_the_module_only(fn):
+    """Whatever paths reach the weight, the values are eager's (captured, or run for real)."""
+    assert_parity(fn, lambda: (torch.randn(4, 3), torch.randn(2, 3, requires_grad=True)), calls=2)
+
+
 @pytest.mark.parametrize("fn", [missing_key, strict], ids=lambda f: f.__name__)
 def test_functional_call_it_cannot_model_runs_for_real(fn):
     report = assert_parity(fn, lambda: (torch.randn(4, 3), torch.randn(2, 3)))

@@ -232,7 +232,7 @@ def _as_prologue(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> 
     var = args[0]
     entry = tx.state.heap[var.tid]
     if entry.source is None or var.tid not in tx.input_values or entry.node is None or entry.node.users or \
-            entry.meta.version != 0 or entry.meta.base is not None:
+            entry.meta.version != 0 or entry.meta.base is not None or _views_read(tx, var.tid):
         # No graph can carry it (AOTAutograd traces inputs with fixed autograd metadata and returns outputs of
         # an autograd.Function, never new leaves): the graph so far runs, then the call itself for real.
         tx.unsupported("autograd_leaf", f"{target}() changes autograd metadata a graph cannot carry",
@@ -241,6 +241,16 @@ def _as_prologue(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> 
     plain_kwargs = {k: _as_const(v) for k, v in kwargs.items()}
     tx.state = tx.state.replace(prologue=tx.state.prologue.append((entry.source, target, plain, plain_kwargs)))
     return entry.node
+
+
+def _views_read(tx: Any, tid: int) -> bool:
+    """Whether the graph has read a view of input ``tid`` (an input itself): a view sees its base's autograd
+    metadata, so ``requires_grad_()`` moved before the graph would change what those reads computed."""
+    for other in tx.state.heap.values():
+        meta = getattr(other, "meta", None)
+        if meta is not None and meta.base == tid and other.node is not None and other.node.users:
+            return True
+    return False
 
 
 def _emit(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict, val: Any) -> Any:

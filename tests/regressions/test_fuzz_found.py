@@ -134,6 +134,39 @@ def f(x, y, w, k):
 ''', ks=(1, 2, 3)))
 
 
+def test_fuzz_requires_grad_of_an_input_whose_view_the_graph_read():
+    # fuzz 7:26: t1 = y.t() crossed a graph break as an input of the next graph, which computed t1 * 2 and then
+    # y.requires_grad_(); moved before the graph, requires_grad_ made t1 (a view of y) and t1 * 2 require grad
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t1 = y.t()
+    print('break', file=BUF)
+    t2 = t1 * 2
+    y.requires_grad_()
+    return (t2, y)
+'''))
+
+
+def test_fuzz_exception_context_in_nested_handlers():
+    # fuzz 7:231: raise inside `except KeyError` inside `except IndexError`: the handler's cleanup RERAISE
+    # chained the outer IndexError as __context__ (eager: the KeyError), and a KeyError raised by a traced
+    # dict lookup inside a handler had no __context__
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    try:
+        raise IndexError('first')
+    except IndexError:
+        try:
+            try:
+                STATE['no such key']
+            except KeyError:
+                raise ValueError('outer')
+        except ValueError as e:
+            OUT.append((repr(e.__context__), repr(e.__context__.__context__), repr(e.__cause__)))
+    return x * 2
+'''))
+
+
 @pytest.mark.xfail(strict=True, reason="side effects traced before an op that raises only when the graph runs "
                                        "are replayed after the graph, so they are lost (torch.compile loses "
                                        "them too)")

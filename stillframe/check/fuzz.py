@@ -81,6 +81,7 @@ class Finding:
     program: Program
     kind: str
     mismatches: list[str] = field(default_factory=list)
+    eager: tuple = ()  # per call: the type name of the exception eager raised, or "returned"
 
     def format(self) -> str:
         lines = [f"== {self.kind} in program {self.program.seed}:{self.program.index}"]
@@ -141,6 +142,7 @@ def check_program(program: Program, compiler="stillframe", *, timeout: float = 6
     compiled = compile_fn(comp_ns["f"])
     mismatches: list[str] = []
     eager_errors: list[BaseException] = []
+    eager: list[str] = []
     internal = fallback = False
     try:
         with _deadline(timeout), warnings.catch_warnings():
@@ -161,8 +163,10 @@ def check_program(program: Program, compiler="stillframe", *, timeout: float = 6
                 found = [f"call {call}: {m}" for m in report.mismatches if not _benign(m)]
                 fallback |= any("StillframeWarning" in m for m in report.mismatches)
                 internal |= _is_internal(report.compiled_results[-1])
-                if isinstance(report.eager_results[-1], BaseException):
-                    eager_errors.append(report.eager_results[-1])
+                outcome = report.eager_results[-1]
+                eager.append(type(outcome).__name__ if isinstance(outcome, BaseException) else "returned")
+                if isinstance(outcome, BaseException):
+                    eager_errors.append(outcome)
                 _compare_outside(eager_ns, comp_ns, made, report, found, call)
                 if len(modes) == 2 and modes[1] != torch.is_grad_enabled():
                     found.append(f"call {call}: grad mode after the call: eager {modes[1]}, "
@@ -177,10 +181,10 @@ def check_program(program: Program, compiler="stillframe", *, timeout: float = 6
     if not mismatches:
         return Finding(program, "ok")
     if any("INTERNAL ASSERT FAILED" in str(r) for r in eager_errors):
-        return Finding(program, "torch_assert", mismatches)  # eager itself hit one of torch's internal asserts
+        return Finding(program, "torch_assert", mismatches, tuple(eager))  # eager hit one of torch's own asserts
     diverged = any("StillframeWarning" not in m for m in mismatches)
     kind = "internal" if internal else "divergence" if diverged else "fallback"
-    return Finding(program, kind, mismatches)
+    return Finding(program, kind, mismatches, tuple(eager))
 
 
 def _benign(mismatch: str) -> bool:
@@ -265,8 +269,9 @@ def _compare_grad(walker: Walker, e: torch.Tensor, c: torch.Tensor, path: str):
 def minimize(finding: Finding, compiler="stillframe", *, budget: int = 60, timeout: float = 5.0) -> Finding:
     """Delete statements (outermost first, at most ``budget`` re-runs) while the program still shows the finding.
 
-    A deletion is kept when the smaller program gives the same kind of finding and its first mismatch reads
-    the same (:func:`_key`); ``make_args`` and the counter step of each ``while`` loop are never deleted.
+    A deletion is kept when the smaller program gives the same kind of finding, eager raises (or returns) as
+    it did on each call, and the first mismatch reads the same (:func:`_key`); ``make_args`` and the counter
+    step of each ``while`` loop are never deleted.
     """
     tree = ast.parse(finding.program.source)
     header = "\n".join(line for line in finding.program.source.splitlines() if line.startswith("# "))
@@ -288,8 +293,8 @@ def minimize(finding: Finding, compiler="stillframe", *, budget: int = 60, timeo
             tries += 1
             source = header + "\n" + ast.unparse(ast.fix_missing_locations(tree)) + "\n"
             result = _try(load(source, best.program.seed, best.program.index), compiler, timeout)
-            if result is not None and result.kind == finding.kind and _key(finding) in {
-                    _key(result, j) for j in range(len(result.mismatches))}:
+            same = result is not None and result.kind == finding.kind and result.eager == finding.eager
+            if same and _key(finding) in {_key(result, j) for j in range(len(result.mismatches))}:
                 best, progress = result, True
                 removed.add(id(stmt))
             elif len(stmts) == 1 and isinstance(stmts[0], ast.Pass) and stmts[0] is not stmt:

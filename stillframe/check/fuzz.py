@@ -13,6 +13,7 @@ Usage::
     python -m stillframe.check.fuzz --count 200 --seed 1 --compiler stillframe
     python -m stillframe.check.fuzz --count 200 --seed 1 --compiler torch   # torch.compile(backend="eager")
     python -m stillframe.check.fuzz --replay program.py --compiler stillframe
+    python -m stillframe.check.fuzz --count 200 --backend aot_eager                  # what AOTAutograd is handed
 
 prints one line per finding and a summary; each finding's reproducer (minimized when ``--minimize``) is the
 program text, runnable with ``--replay``. Outcome kinds: ``divergence`` (an observable differs),
@@ -44,7 +45,7 @@ from .parity import compare
 from .programs import FAMILIES, Program, generate, load
 from .values import Walker, identity_labels, tensors_of
 
-__all__ = ["COMPILERS", "Finding", "Summary", "check_program", "fuzz", "main", "minimize"]
+__all__ = ["COMPILERS", "Finding", "Summary", "check_program", "compiler_for", "fuzz", "main", "minimize"]
 
 CALLS = 3
 #: Outcomes of one program; ``torch_assert``: eager itself failed one of torch's internal asserts (not a finding).
@@ -53,25 +54,31 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(stillframe.__file__))
 _CHECK = _PACKAGE + "check" + os.sep
 
 
-def _stillframe(fn):
-    return stillframe.compile(fn, backend="eager")
+def _stillframe(fn, backend="eager"):
+    return stillframe.compile(fn, backend=backend)
 
 
-def _torch(fn):
+def _torch(fn, backend="eager"):
     # torch.compile logs each fake-tensor failure it recovers from; the fuzzer reports outcomes, not logs
     logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)
-    return torch.compile(fn, backend="eager")
+    return torch.compile(fn, backend=backend)
 
 
 def _reset_torch():
     torch.compiler.reset()
 
 
-# name -> (compile a function, reset that compiler's caches between programs)
+# name -> (compile a function (fn, backend=), reset that compiler's caches between programs)
 COMPILERS: dict[str, tuple[Callable, Callable]] = {
     "stillframe": (_stillframe, stillframe.reset),
     "torch": (_torch, _reset_torch),
 }
+
+
+def compiler_for(name: str, backend: str = "eager") -> tuple[Callable, Callable]:
+    """``(compile, reset)`` for a compiler of :data:`COMPILERS` with a backend (``eager``, ``aot_eager``, ...)."""
+    compile_fn, reset = COMPILERS[name]
+    return (lambda fn: compile_fn(fn, backend=backend)), reset
 
 
 @dataclass
@@ -348,9 +355,9 @@ def _statements(tree: ast.Module) -> list[tuple[list, ast.stmt, frozenset]]:
 
 
 def fuzz(count: int, seed: int = 0, compiler="stillframe", *, start: int = 0, timeout: float = 60.0,
-         minimize_budget: int = 0, report: Callable[[str], None] | None = None) -> Summary:
+         minimize_budget: int = 0, report: Callable[[str], None] | None = None, name: str | None = None) -> Summary:
     """Generate and check programs ``start .. start+count-1`` of ``seed``; ``report`` gets each finding's text."""
-    name = compiler if isinstance(compiler, str) else getattr(compiler, "__name__", "custom")
+    name = name or (compiler if isinstance(compiler, str) else "custom")
     summary = Summary(name)
     began = time.perf_counter()
     for index in range(start, start + count):
@@ -375,6 +382,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--start", type=int, default=0, help="index of the first program")
     parser.add_argument("--compiler", choices=sorted(COMPILERS), default="stillframe")
+    parser.add_argument("--backend", default="eager", help="the backend both compilers hand graphs to")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per program before it counts as a hang")
     parser.add_argument("--minimize", type=int, default=60, metavar="TRIES",
                         help="re-runs spent shrinking each reproducer (0: none)")
@@ -385,17 +393,19 @@ def main(argv=None) -> int:
     def emit(text: str):
         print(text, flush=True)
 
+    compiler = compiler_for(args.compiler, args.backend)
+
     if args.replay:
         with open(args.replay) as fh:
-            finding = check_program(load(fh.read()), args.compiler, timeout=args.timeout)
+            finding = check_program(load(fh.read()), compiler, timeout=args.timeout)
         print(finding.format() if finding.kind != "ok" else "ok")
         return 0 if finding.kind == "ok" else 1
     if args.show:
         for index in range(args.start, args.start + args.count):
             print(generate(args.seed, index).source)
         return 0
-    summary = fuzz(args.count, args.seed, args.compiler, start=args.start, timeout=args.timeout,
-                   minimize_budget=args.minimize, report=emit)
+    summary = fuzz(args.count, args.seed, compiler, start=args.start, timeout=args.timeout,
+                   minimize_budget=args.minimize, report=emit, name=f"{args.compiler} (backend {args.backend})")
     print(summary.format(), flush=True)
     return 0 if not summary.findings else 1
 

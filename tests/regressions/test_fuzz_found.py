@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from stillframe.check.fuzz import check_program
+from stillframe.check.fuzz import check_program, compiler_for
 from stillframe.check.program_writer import HEADER
 from stillframe.check.programs import load
 
@@ -240,3 +240,21 @@ def f(x, y, w, k):
         OUT.append(str(e))
     return t
 ''', n=3))
+
+
+def test_fuzz_eager_fallback_runs_with_the_callers_grad_mode():
+    # fuzz 3:1 on aot_eager: an internal error while tracing inside a traced no_grad block left grad mode off,
+    # so the eager fallback ran f without autograd (backward raised "element 0 of tensors does not require
+    # grad") and the caller was left with grad mode off. The fallback itself is reported (a warning), not hidden.
+    finding = check_program(load(program('''
+def f(x, y, w, k):
+    t1 = y @ w
+    y[1:] = 2.0
+    with torch.no_grad():
+        if x.grad is not None:
+            pass
+    with contextlib.ExitStack() as stack:
+        torch.autograd.backward([x.sum()], retain_graph=True)
+    return t1
+''', n=3)), compiler_for("stillframe", "aot_eager"))
+    assert all("StillframeWarning" in m for m in finding.mismatches), finding.format()

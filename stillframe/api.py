@@ -358,12 +358,18 @@ class CompiledFunction:
         watch(entry, identity_checked(entry.guards, L, G, F), functools.partial(_drop_entry, weakref.ref(self), key))
 
     def _timed(self, start: float, trace: Callable, *args: Any) -> Any:
-        """``trace(*args)``, its time since ``start`` added to ``trace_seconds`` less the backend's share."""
+        """``trace(*args)``, its time since ``start`` added to ``trace_seconds`` less the backend's share.
+
+        The grad mode is the caller's again afterwards, however tracing ended: a fault inside a traced
+        ``no_grad`` left it off, and the eager fallback then ran the user's function without autograd."""
+        grad_mode = torch.is_grad_enabled()
         try:
             outcome = trace(*args)
         except BaseException:
+            compat.set_grad_enabled(grad_mode)
             self.trace_seconds += time.perf_counter() - start
             raise
+        compat.set_grad_enabled(grad_mode)
         self.trace_seconds += time.perf_counter() - start - outcome.compile_seconds
         self.compile_seconds += outcome.compile_seconds
         return outcome

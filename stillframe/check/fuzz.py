@@ -13,6 +13,7 @@ Usage::
     python -m stillframe.check.fuzz --count 200 --seed 1 --compiler stillframe
     python -m stillframe.check.fuzz --count 200 --seed 1 --compiler torch   # torch.compile(backend="eager")
     python -m stillframe.check.fuzz --replay program.py --compiler stillframe
+    python -m stillframe.check.fuzz --count 200 --backend aot_eager                  # what AOTAutograd is handed
 
 prints one line per finding and a summary; each finding's reproducer (minimized when ``--minimize``) is the
 program text, runnable with ``--replay``. Outcome kinds: ``divergence`` (an observable differs),
@@ -44,7 +45,7 @@ from .parity import compare
 from .programs import FAMILIES, Program, generate, load
 from .values import Walker, identity_labels, tensors_of
 
-__all__ = ["COMPILERS", "Finding", "Summary", "check_program", "fuzz", "main", "minimize"]
+__all__ = ["COMPILERS", "Finding", "Summary", "check_program", "compiler_for", "fuzz", "main", "minimize"]
 
 CALLS = 3
 #: Outcomes of one program; ``torch_assert``: eager itself failed one of torch's internal asserts (not a finding).
@@ -53,25 +54,31 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(stillframe.__file__))
 _CHECK = _PACKAGE + "check" + os.sep
 
 
-def _stillframe(fn):
-    return stillframe.compile(fn, backend="eager")
+def _stillframe(fn, backend="eager"):
+    return stillframe.compile(fn, backend=backend)
 
 
-def _torch(fn):
+def _torch(fn, backend="eager"):
     # torch.compile logs each fake-tensor failure it recovers from; the fuzzer reports outcomes, not logs
     logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)
-    return torch.compile(fn, backend="eager")
+    return torch.compile(fn, backend=backend)
 
 
 def _reset_torch():
     torch.compiler.reset()
 
 
-# name -> (compile a function, reset that compiler's caches between programs)
+# name -> (compile a function (fn, backend=), reset that compiler's caches between programs)
 COMPILERS: dict[str, tuple[Callable, Callable]] = {
     "stillframe": (_stillframe, stillframe.reset),
     "torch": (_torch, _reset_torch),
 }
+
+
+def compiler_for(name: str, backend: str = "eager") -> tuple[Callable, Callable]:
+    """``(compile, reset)`` for a compiler of :data:`COMPILERS` with a backend (``eager``, ``aot_eager``, ...)."""
+    compile_fn, reset = COMPILERS[name]
+    return (lambda fn: compile_fn(fn, backend=backend)), reset
 
 
 @dataclass
@@ -81,6 +88,7 @@ class Finding:
     program: Program
     kind: str
     mismatches: list[str] = field(default_factory=list)
+    eager: tuple = ()  # per call: the type name of the exception eager raised, or "returned"
 
     def format(self) -> str:
         lines = [f"== {self.kind} in program {self.program.seed}:{self.program.index}"]
@@ -141,6 +149,7 @@ def check_program(program: Program, compiler="stillframe", *, timeout: float = 6
     compiled = compile_fn(comp_ns["f"])
     mismatches: list[str] = []
     eager_errors: list[BaseException] = []
+    eager: list[str] = []
     internal = fallback = False
     try:
         with _deadline(timeout), warnings.catch_warnings():
@@ -161,8 +170,10 @@ def check_program(program: Program, compiler="stillframe", *, timeout: float = 6
                 found = [f"call {call}: {m}" for m in report.mismatches if not _benign(m)]
                 fallback |= any("StillframeWarning" in m for m in report.mismatches)
                 internal |= _is_internal(report.compiled_results[-1])
-                if isinstance(report.eager_results[-1], BaseException):
-                    eager_errors.append(report.eager_results[-1])
+                outcome = report.eager_results[-1]
+                eager.append(type(outcome).__name__ if isinstance(outcome, BaseException) else "returned")
+                if isinstance(outcome, BaseException):
+                    eager_errors.append(outcome)
                 _compare_outside(eager_ns, comp_ns, made, report, found, call)
                 if len(modes) == 2 and modes[1] != torch.is_grad_enabled():
                     found.append(f"call {call}: grad mode after the call: eager {modes[1]}, "
@@ -177,10 +188,10 @@ def check_program(program: Program, compiler="stillframe", *, timeout: float = 6
     if not mismatches:
         return Finding(program, "ok")
     if any("INTERNAL ASSERT FAILED" in str(r) for r in eager_errors):
-        return Finding(program, "torch_assert", mismatches)  # eager itself hit one of torch's internal asserts
+        return Finding(program, "torch_assert", mismatches, tuple(eager))  # eager hit one of torch's own asserts
     diverged = any("StillframeWarning" not in m for m in mismatches)
     kind = "internal" if internal else "divergence" if diverged else "fallback"
-    return Finding(program, kind, mismatches)
+    return Finding(program, kind, mismatches, tuple(eager))
 
 
 def _benign(mismatch: str) -> bool:
@@ -265,8 +276,9 @@ def _compare_grad(walker: Walker, e: torch.Tensor, c: torch.Tensor, path: str):
 def minimize(finding: Finding, compiler="stillframe", *, budget: int = 60, timeout: float = 5.0) -> Finding:
     """Delete statements (outermost first, at most ``budget`` re-runs) while the program still shows the finding.
 
-    A deletion is kept when the smaller program gives the same kind of finding and its first mismatch reads
-    the same (:func:`_key`); ``make_args`` and the counter step of each ``while`` loop are never deleted.
+    A deletion is kept when the smaller program gives the same kind of finding, eager raises (or returns) as
+    it did on each call, and the first mismatch reads the same (:func:`_key`); ``make_args`` and the counter
+    step of each ``while`` loop are never deleted.
     """
     tree = ast.parse(finding.program.source)
     header = "\n".join(line for line in finding.program.source.splitlines() if line.startswith("# "))
@@ -288,8 +300,8 @@ def minimize(finding: Finding, compiler="stillframe", *, budget: int = 60, timeo
             tries += 1
             source = header + "\n" + ast.unparse(ast.fix_missing_locations(tree)) + "\n"
             result = _try(load(source, best.program.seed, best.program.index), compiler, timeout)
-            if result is not None and result.kind == finding.kind and _key(finding) in {
-                    _key(result, j) for j in range(len(result.mismatches))}:
+            same = result is not None and result.kind == finding.kind and result.eager == finding.eager
+            if same and _key(finding) in {_key(result, j) for j in range(len(result.mismatches))}:
                 best, progress = result, True
                 removed.add(id(stmt))
             elif len(stmts) == 1 and isinstance(stmts[0], ast.Pass) and stmts[0] is not stmt:
@@ -343,9 +355,9 @@ def _statements(tree: ast.Module) -> list[tuple[list, ast.stmt, frozenset]]:
 
 
 def fuzz(count: int, seed: int = 0, compiler="stillframe", *, start: int = 0, timeout: float = 60.0,
-         minimize_budget: int = 0, report: Callable[[str], None] | None = None) -> Summary:
+         minimize_budget: int = 0, report: Callable[[str], None] | None = None, name: str | None = None) -> Summary:
     """Generate and check programs ``start .. start+count-1`` of ``seed``; ``report`` gets each finding's text."""
-    name = compiler if isinstance(compiler, str) else getattr(compiler, "__name__", "custom")
+    name = name or (compiler if isinstance(compiler, str) else "custom")
     summary = Summary(name)
     began = time.perf_counter()
     for index in range(start, start + count):
@@ -370,6 +382,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--start", type=int, default=0, help="index of the first program")
     parser.add_argument("--compiler", choices=sorted(COMPILERS), default="stillframe")
+    parser.add_argument("--backend", default="eager", help="the backend both compilers hand graphs to")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per program before it counts as a hang")
     parser.add_argument("--minimize", type=int, default=60, metavar="TRIES",
                         help="re-runs spent shrinking each reproducer (0: none)")
@@ -380,17 +393,19 @@ def main(argv=None) -> int:
     def emit(text: str):
         print(text, flush=True)
 
+    compiler = compiler_for(args.compiler, args.backend)
+
     if args.replay:
         with open(args.replay) as fh:
-            finding = check_program(load(fh.read()), args.compiler, timeout=args.timeout)
+            finding = check_program(load(fh.read()), compiler, timeout=args.timeout)
         print(finding.format() if finding.kind != "ok" else "ok")
         return 0 if finding.kind == "ok" else 1
     if args.show:
         for index in range(args.start, args.start + args.count):
             print(generate(args.seed, index).source)
         return 0
-    summary = fuzz(args.count, args.seed, args.compiler, start=args.start, timeout=args.timeout,
-                   minimize_budget=args.minimize, report=emit)
+    summary = fuzz(args.count, args.seed, compiler, start=args.start, timeout=args.timeout,
+                   minimize_budget=args.minimize, report=emit, name=f"{args.compiler} (backend {args.backend})")
     print(summary.format(), flush=True)
     return 0 if not summary.findings else 1
 

@@ -20,8 +20,10 @@ class ObjectStatements(WriterBase):
         r = self.rng
         a = self.pick()
         va = self.lookup(a)
-        roll = r.randrange(5)
-        if roll == 0:
+        roll = r.randrange(6)
+        if roll == 5:
+            self.new_tensor(f"CHILD.scale({a})", va.shape, self.deps_of(va))  # zero-argument super()
+        elif roll == 0:
             o = self.fresh("o")
             self.emit(f"{o} = Slotted({a})")
             if r.random() < 0.6:
@@ -42,10 +44,11 @@ class ObjectStatements(WriterBase):
             self.emit(f"OUT.append([hasattr(OBJ, 'attr' + str(j)) for j in range(4)])")
             self.new_tensor("getattr(OBJ, 'attr' + str(k)) * 2", va.shape, None)
         elif roll == 3:
-            self.emit(r.choice(["OUT.append(getattr(OBJ, 'missing', None) is None)",
-                                "OUT.append(type(OBJ).__name__)",
-                                "OUT.append(sorted(vars(OBJ)))",
-                                "if hasattr(OBJ, 'last'):\n    del OBJ.last"]).replace("\n", "\n" + "    " * self.indent))
+            for line in r.choice(["OUT.append(getattr(OBJ, 'missing', None) is None)",
+                                  "OUT.append(type(OBJ).__name__)",
+                                  "OUT.append(sorted(vars(OBJ)))",
+                                  "if hasattr(OBJ, 'last'):\n    del OBJ.last"]).splitlines():
+                self.emit(line)
         else:
             self.emit(f"OUT.append((isinstance({a}, torch.Tensor), callable(CNT.add), type({a}).__name__))")
         self.families.add("object")
@@ -155,7 +158,7 @@ class ObjectStatements(WriterBase):
         va = self.lookup(a)
         self.emit(self.rng.choice(["OUT.append(bump(k))", "bump(1)", "STATE['total'] = bump(len(OUT))"]))
         if self.rng.random() < 0.5:
-            self.new_tensor(f"{a} * TOTAL", va.shape, self.deps_of(va))
+            self.new_tensor(self.rng.choice([f"{a} * TOTAL", f"{a} * math.sqrt(k)"]), va.shape, self.deps_of(va))
         self.families.add("global")
 
     def s_container(self):

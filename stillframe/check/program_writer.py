@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 HEADER = '''import contextlib
 import io
+import math
 import torch
 
 OUT = []
@@ -59,6 +60,20 @@ class Counter:
 
 
 CNT = Counter()
+
+
+class Base:
+    def scale(self, t):
+        OUT.append(type(self).__name__)
+        return t * 2
+
+
+class Child(Base):
+    def scale(self, t):
+        return super().scale(t) + 1
+
+
+CHILD = Child()
 
 
 class Recorder:

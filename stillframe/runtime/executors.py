@@ -238,6 +238,8 @@ def RAISE_VARARGS(cont: Continuation, frame: LiveFrame, inst: Instruction) -> No
         exc = exc()
     if inst.arg == 2:
         exc.__cause__ = cause
+    if isinstance(cont.handling, BaseException) and cont.handling is not exc:
+        exc.__context__ = cont.handling  # CPython's implicit chaining (the real raise below sees no handler)
     frame_trampoline(frame, "raise")(exc)
 
 

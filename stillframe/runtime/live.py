@@ -72,6 +72,9 @@ class Continuation:
         except StillframeError:  # ours, never the user's: no `except` of the user's code may see it
             raise
         except Exception as exc:
+            if inst.opname not in ("RERAISE", "RAISE_VARARGS") and exc.__context__ is None and \
+                    isinstance(self.handling, BaseException) and exc is not self.handling:
+                exc.__context__ = self.handling  # raised inside the user's `except`, as CPython chains it
             self._unwind(exc, inst.index)
         return not self.frames
 

@@ -179,6 +179,10 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
             for tid in views:
                 meta = tx.state.heap[tid].meta
                 fresh[tid] = fresh_view(fresh[meta.base], meta)
+    if mutated and _overlapping_write(tx, mutated, args, kwargs):
+        refused = _probe_overlap(tx, kind, target, args, kwargs)
+        if refused is not None:
+            tx.user_error(refused, traceable=False)  # runs for real: eager's error reaches the user's except
     fake_args = tuple(to_fake(tx, a, fresh) for a in args)
     fake_kwargs = {k: to_fake(tx, v, fresh) for k, v in kwargs.items()}
     watched = [t for t in _fakes_in((fake_args, fake_kwargs)) if not t.is_inference()]  # no version counter
@@ -237,7 +241,7 @@ def _as_prologue(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> 
     var = args[0]
     entry = tx.state.heap[var.tid]
     if entry.source is None or var.tid not in tx.input_values or entry.node is None or entry.node.users or \
-            entry.meta.version != 0 or entry.meta.base is not None:
+            entry.meta.version != 0 or entry.meta.base is not None or _views_read(tx, var.tid):
         # No graph can carry it (AOTAutograd traces inputs with fixed autograd metadata and returns outputs of
         # an autograd.Function, never new leaves): the graph so far runs, then the call itself for real.
         tx.unsupported("autograd_leaf", f"{target}() changes autograd metadata a graph cannot carry",
@@ -246,6 +250,83 @@ def _as_prologue(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> 
     plain_kwargs = {k: _as_const(v) for k, v in kwargs.items()}
     tx.state = tx.state.replace(prologue=tx.state.prologue.append((entry.source, target, plain, plain_kwargs)))
     return entry.node
+
+
+def _overlapping_write(tx: Any, mutated: list, args: tuple, kwargs: dict) -> bool:
+    """Whether an in-place op writes into memory that overlaps itself (an expanded tensor) or that another
+    argument views differently. Eager's TensorIterator refuses many such writes and a fake tensor does not
+    (its meta kernels skip the overlap checks), so the real op decides: it runs for real, where its error, if
+    any, reaches the user's ``except`` (raised by the graph, it would escape it, after the effects before it
+    were lost)."""
+    written = {v.tid: tx.state.heap[v.tid].meta for v in mutated}
+    for meta in written.values():
+        if any(size > 1 and stride == 0 for size, stride in zip(meta.shape, meta.stride)):
+            return True
+    roots = {meta.base if meta.base is not None else tid: meta for tid, meta in written.items()}
+    for other in _fakes_vars(args, kwargs):
+        if other.tid in written:
+            continue
+        meta = tx.state.heap[other.tid].meta
+        root = meta.base if meta.base is not None else other.tid
+        target = roots.get(root)
+        if target is not None and (meta.shape, meta.stride, meta.storage_offset) != \
+                (target.shape, target.stride, target.storage_offset):
+            return True
+    return False
+
+
+def _probe_overlap(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> Exception | None:
+    """Run the op for real on zero tensors with the arguments' geometry and aliasing (one small real storage per
+    alias root) and return the error eager raises for it, if any: whether a write into overlapping memory is
+    refused depends on the op and the overlap, not on values."""
+    storages: dict[int, torch.Tensor] = {}
+
+    def probe(var: VariableTracker) -> Any:
+        if not isinstance(var, TensorVariable):
+            return _convert(tx, var, probe)
+        meta = tx.state.heap[var.tid].meta
+        root = meta.base if meta.base is not None else var.tid
+        if root not in storages:
+            group = [e.meta for e in tx.state.heap.values() if getattr(e, "meta", None) is not None and
+                     (e.meta.base == root) and e.meta.dtype == meta.dtype] + [tx.state.heap[root].meta]
+            extent = max(m.storage_offset + sum((n - 1) * st for n, st in zip(m.shape, m.stride)) + 1
+                         for m in group)
+            storages[root] = torch.zeros(max(extent, 1), dtype=meta.dtype)
+        return storages[root].as_strided(meta.shape, meta.stride, meta.storage_offset)
+
+    try:
+        real_args = tuple(probe(a) for a in args)
+        real_kwargs = {k: probe(v) for k, v in kwargs.items()}
+    except Exception:  # a probe we cannot build (another device, a dtype mix): the real op decides
+        return RuntimeError(f"{_describe(kind, target)} writes into overlapping memory")
+    fn = getattr(real_args[0], target) if kind == "call_method" else target
+    try:
+        with torch.no_grad():
+            fn(*(real_args[1:] if kind == "call_method" else real_args), **real_kwargs)
+    except (RuntimeError, IndexError, ValueError) as e:
+        return e
+    return None
+
+
+def _fakes_vars(args: tuple, kwargs: dict) -> list:
+    """The TensorVariables among an op's arguments (top level and inside tuples and lists)."""
+    found: list = []
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, TensorVariable):
+            found.append(a)
+        elif isinstance(a, (TupleVariable,)):
+            found.extend(v for v in a.items if isinstance(v, TensorVariable))
+    return found
+
+
+def _views_read(tx: Any, tid: int) -> bool:
+    """Whether the graph has read a view of input ``tid`` (an input itself): a view sees its base's autograd
+    metadata, so ``requires_grad_()`` moved before the graph would change what those reads computed."""
+    for other in tx.state.heap.values():
+        meta = getattr(other, "meta", None)
+        if meta is not None and meta.base == tid and other.node is not None and other.node.users:
+            return True
+    return False
 
 
 def _emit(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict, val: Any) -> Any:

@@ -350,11 +350,17 @@ class Tracer:
         """Stop tracing here: a graph break of ``kind`` (a :class:`GraphBreakKind` value; another is a bug)."""
         raise Unsupported(GraphBreak(GraphBreakKind(kind), explanation, tuple(hints), self.location()))
 
-    def user_error(self, exc: BaseException, traceable: bool = True) -> "NoReturn":  # noqa: F821
+    def user_error(self, exc: BaseException, traceable: bool = True, chain: bool = True) -> "NoReturn":  # noqa: F821
         """The one way an exception becomes the user's (a traced ``except`` may catch it). stillframe's own
-        errors never do: they propagate as they are (issue 10's choke point)."""
+        errors never do: they propagate as they are (issue 10's choke point).
+
+        ``chain``: a new exception raised inside a traced ``except`` gets the handled one as ``__context__``,
+        as CPython does (``RERAISE`` passes ``False``: the exception goes on unchanged)."""
         if isinstance(exc, StillframeError):
             raise exc
+        handled = getattr(self.state.handling, "value", None)
+        if chain and isinstance(handled, BaseException) and handled is not exc and exc.__context__ is None:
+            exc.__context__ = handled
         raise UserError(exc, self.location(), traceable)
 
     # ----------------------------------------------------------------- loop

@@ -161,7 +161,7 @@ def test_command_line_prints_a_summary_and_replays_a_reproducer(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     run = subprocess.run([sys.executable, "-m", "stillframe.check.fuzz", "--count", "3", "--seed", "4"],
                          capture_output=True, text=True, env=env, timeout=300)
-    assert "3 programs on stillframe" in run.stdout, run.stdout + run.stderr
+    assert "3 programs on stillframe (backend eager)" in run.stdout, run.stdout + run.stderr
     path = tmp_path / "program.py"
     path.write_text(generate(4, 0).source)
     replay = subprocess.run([sys.executable, "-m", "stillframe.check.fuzz", "--replay", str(path),

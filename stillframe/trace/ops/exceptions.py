@@ -113,4 +113,6 @@ def RERAISE(tx, inst):
     exc = tx.pop()
     if inst.arg:
         tx.pop()  # f_lasti
-    _raise_value(tx, exc)
+    # the exception goes on as it is: no new chaining (a handler's cleanup re-raising after POP_EXCEPT would
+    # otherwise make the outer handled exception its __context__)
+    tx.user_error(_exception(tx, exc), chain=False)

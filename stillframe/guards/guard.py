@@ -39,6 +39,7 @@ Kinds (:data:`GUARD_KINDS` holds each one's check code and readable text):
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -78,8 +79,24 @@ def describe(guard: Guard) -> str:
     if guard.kind not in GUARD_KINDS:
         raise ValueError(f"unknown guard kind {guard.kind}")
     name = guard.source.name if guard.source is not None else ""
-    text = GUARD_KINDS[guard.kind].text(name, guard.expected)
+    text = user_names(GUARD_KINDS[guard.kind].text(name, guard.expected))
     return text if guard.origin is None else f"{text}  (from {guard.origin})"
+
+
+_RESUMED = re.compile(r"L\['\d+:(?:cell:)?([^']+)'\]")
+
+
+def user_names(text: str) -> str:
+    """Guard text with the names of a resumed call stack as a user reads them, as torch.compile's resume
+    functions name them: ``L['0:y']`` (local ``y`` of frame 0) is ``L['y']``, ``L['0:s4']`` (slot 4 of its
+    value stack) is ``L['___stack4']``. The guard code itself keeps the full names."""
+    def name(match: re.Match) -> str:
+        local = match.group(1)
+        if local[:1] == "s" and local[1:].isdigit():
+            local = "___stack" + local[1:]
+        return f"L[{local!r}]"
+
+    return _RESUMED.sub(name, text)
 
 
 def actual(value: Any) -> str:

@@ -92,3 +92,18 @@ def test_a_model_is_located_at_its_forward_not_at_a_library_wrapper():
     compiled(torch.ones(2))
     forward = Wrapped.forward.__wrapped__
     assert report_for(compiled).name == f"Wrapped.forward ({__file__}:{forward.__code__.co_firstlineno})"
+
+
+def resumed(x, scale):
+    y = x * 2
+    print("", end="")
+    return y + scale
+
+
+def test_messages_name_a_resumed_frames_values_as_the_user_and_torch_do():
+    explained = stillframe.explain(resumed)
+    explained(torch.ones(2), 1.5)
+    report = explained(torch.ones(3), 1.5)
+    text = report.format()
+    assert "L['0:" not in text and "0:s" not in text  # stillframe's internal slot names
+    assert any(r.guard.startswith("L['y'] is a Tensor(") for r in report.recompiles), report.recompiles

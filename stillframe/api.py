@@ -35,9 +35,10 @@ from .config import config
 from .errors import InternalError, StillframeWarning, Unsupported, UserError
 from .guards.guard import identity_checked
 from .runtime import live, tracebacks
-from .rules.disable import disable, is_disabled  # noqa: F401  (public: stillframe.disable)
+from .rules.disable import ORIGINAL, disable, is_disabled  # noqa: F401  (public: stillframe.disable)
 from .runtime.compiler import compile_frame, compile_retrying, eager_entry, start_resume
 from .runtime.entry import CacheEntry, watch
+from .runtime.shapes import ShapePolicy
 from .diagnostics import log
 
 counters: collections.Counter = collections.Counter()
@@ -51,6 +52,7 @@ def reset() -> None:
         compiled._warned.clear()
         compiled._events.clear()
         compiled._faults.clear()
+        compiled._shapes.clear()
         compiled.trace_seconds = compiled.compile_seconds = 0.0
         compiled.traces = 0
     counters.clear()
@@ -115,6 +117,7 @@ class CompiledFunction:
         self._dynamic = dynamic
         self._disable = disable
         self._cache: dict[Any, list[CacheEntry]] = {}
+        self._shapes: dict[Any, ShapePolicy] = {}  # per cache key: which input dimensions are symbolic
         self._warned: set = set()
         self._events: list[dict] = []
         self._faults: dict[Any, int] = {}  # internal errors met while tracing, by cache key
@@ -123,6 +126,8 @@ class CompiledFunction:
         self._bind = _make_binder(self._func)
         self._method_self = fn.__self__ if isinstance(fn, types.MethodType) else None
         functools.update_wrapper(self, self._func)
+        if not disable:  # compiled code calling this wrapper inlines the function instead (rules/disable.py)
+            setattr(self, ORIGINAL, fn)
         # as torch.compile's wrapper: torch.compiler.disable(compiled) and torch.compile(compiled) unwrap to fn
         self._torchdynamo_orig_callable, self._torchdynamo_wrapper_id = fn, id(self)
         _LIVE.add(self)
@@ -207,9 +212,11 @@ class CompiledFunction:
             self.traces += 1
             self._record_recompile(_where(fn), entries, L, G, fn)
             try:
+                shapes = self._shape_policy(fn.__code__)
+                shapes.prepare(L, G, fn)
                 with compat.global_state_kept():
                     outcome = self._timed(time.perf_counter(), compile_frame, fn, L, G, fn, self._backend,
-                                          self._fullgraph)
+                                          self._fullgraph, shapes)
             except Unsupported as e:
                 if self._fullgraph:
                     raise Unsupported(e.graph_break) from None
@@ -321,9 +328,11 @@ class CompiledFunction:
             counters["traces"] += 1
             self.traces += 1
             try:
+                shapes = self._shape_policy(key)
+                shapes.prepare(L, G, None)
                 with compat.global_state_kept():
-                    outcome = self._timed(time.perf_counter(), compile_retrying, lambda: start_resume(cont, L), L,
-                                          G, None, self._backend, False, self._func)
+                    outcome = self._timed(time.perf_counter(), compile_retrying, lambda: start_resume(cont, L, shapes),
+                                          L, G, None, self._backend, False, self._func, shapes)
             except Exception as e:  # Unsupported with no real step to fall back on, or a fault of ours
                 if compat.is_backend_compiler_failed(e) and not config.suppress_errors:
                     raise
@@ -338,6 +347,12 @@ class CompiledFunction:
             self._add_entry(key, entries, outcome.entry, L, G, None)
             counters["graphs"] += outcome.entry.compiled is not None
             return outcome.entry
+
+    def _shape_policy(self, key: Any) -> ShapePolicy:
+        policy = self._shapes.get(key)
+        if policy is None:
+            policy = self._shapes[key] = ShapePolicy(self._dynamic)
+        return policy
 
     def _add_entry(self, key: Any, entries: list[CacheEntry], entry: CacheEntry, L: dict, G: dict, F: Any) -> None:
         """Cache ``entry`` under ``key``, to be dropped when an object whose ``id()`` it guards dies."""
@@ -439,6 +454,9 @@ class CompiledModule(torch.nn.Module):
     def original_module(self) -> torch.nn.Module:
         return self._orig_mod
 
+    #: compiled code calling this module calls the original module instead (rules/disable.py)
+    __stillframe_original__ = original_module
+
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         module = self._orig_mod
         if module._forward_hooks or module._forward_pre_hooks:
@@ -509,8 +527,9 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None 
             :class:`CompiledModule` is returned). ``None`` returns a decorator.
         fullgraph: raise :class:`stillframe.Unsupported` instead of running
             eagerly when something cannot be captured (torch.compile's ``fullgraph``).
-        dynamic: accepted for torch.compile compatibility; shapes are specialized
-            (``dynamic=False`` behaviour) in this release.
+        dynamic: as torch.compile's: ``None`` (automatic dynamic shapes: static first, then symbolic in the
+            dimensions whose size changed), ``True`` (every dimension symbolic from the first call, sizes
+            0 and 1 specialized), ``False`` (always specialized). See :mod:`stillframe.runtime.shapes`.
         backend: any name torch.compile accepts (``"inductor"``, ``"aot_eager"``,
             ``"eager"``, ...) or a callable ``(gm, example_inputs) -> callable``.
         mode, options: passed to the backend as torch.compile does.
@@ -529,6 +548,40 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None 
         return CompiledModule(model, **kwargs)
     # torch.compile(torch.compiler.disable(f)) compiles f: the wrappers of disable and compile are looked through
     return CompiledFunction(compat.innermost_fn(model), **kwargs)
+
+
+def _mark(t: torch.Tensor, attr: str, index: Any) -> None:
+    marks = t.__dict__.get(attr)
+    if marks is None:
+        marks = set()
+        setattr(t, attr, marks)
+    marks.update([index] if isinstance(index, int) else index)
+
+
+def mark_dynamic(t: torch.Tensor, index: int | list | tuple) -> None:
+    """Make dimension ``index`` (an int or a list of them) of ``t`` symbolic whenever ``t`` enters a trace, even
+    on the first call and with ``dynamic=False``.
+
+    The marking is torch.compile's own (``torch._dynamo.mark_dynamic`` leaves the same one), so code written for
+    either works with both::
+
+        x = torch.randn(8, 16)
+        stillframe.mark_dynamic(x, 0)
+        f(x)    # traced with L['x'].size()[0] symbolic: later batch sizes reuse the plan
+    """
+    _mark(t, "_dynamo_dynamic_indices", index)
+
+
+def maybe_mark_dynamic(t: torch.Tensor, index: int | list | tuple) -> None:
+    """Like :func:`mark_dynamic`, a hint (as ``torch._dynamo.maybe_mark_dynamic``): the dimension starts
+    symbolic, and the trace may still specialize it where the code needs its value."""
+    _mark(t, "_dynamo_weak_dynamic_indices", index)
+
+
+def mark_static(t: torch.Tensor, index: int | list | tuple) -> None:
+    """Keep dimension ``index`` of ``t`` specialized in every mode (as ``torch._dynamo.mark_static``; it wins
+    over the markings above and over ``dynamic=True``)."""
+    _mark(t, "_dynamo_static_indices", index)
 
 
 def is_compiled(obj: Any) -> bool:

@@ -5,7 +5,8 @@ torch.compile's ``backend=`` argument (``torch._TorchCompileWrapper``,
 ``torch._TorchCompileInductorWrapper``), ``torch._dynamo.reset``, TorchDynamo's C++ tensor check
 (``torch._C._dynamo.guards.TensorGuards``, optional: see :func:`tensor_guards`), the raw grad-mode
 switch a graph records (``torch._C._set_grad_enabled``), the C++ base of ``torch.Tensor``, fake
-tensors' data-dependence errors, and ``torch._utils.is_compiling``. A test
+tensors' data-dependence errors, ``torch._utils.is_compiling``, ``torch._ops.HigherOrderOperator`` and
+``torch._higher_order_ops.while_loop``. A test
 (``tests/architecture/test_layers.py``) checks no other module names a private torch API.
 """
 
@@ -24,6 +25,7 @@ from torch._subclasses.fake_tensor import (
     UnsupportedFakeTensorException,
     UnsupportedOperatorException,
 )
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
 #: ``torch.set_grad_enabled`` without the context-manager object: what graphs record and plans call.
 set_grad_enabled: Callable[[bool], None] = torch._C._set_grad_enabled
@@ -33,6 +35,11 @@ TensorBase: type = torch._C.TensorBase
 DATA_DEPENDENT_ERRORS = (DataDependentOutputException, DynamicOutputShapeException)
 #: ``torch._utils.is_compiling`` where this torch has it (an older spelling of torch.compiler.is_compiling).
 utils_is_compiling: Callable[[], bool] | None = getattr(torch._utils, "is_compiling", None)
+#: The class of torch's higher-order ops (``torch.ops.higher_order.cond`` ...).
+HigherOrderOperator: type = torch._ops.HigherOrderOperator
+#: ``torch._higher_order_ops.while_loop``, the user-facing while loop whose calls stillframe records as the
+#: ``torch.ops.higher_order.while_loop`` op (``None`` where this torch has none).
+while_loop: Callable | None = getattr(getattr(torch, "_higher_order_ops", None), "while_loop", None)
 #: Private helpers that ``nn.MultiheadAttention`` and ``nn.TransformerEncoderLayer`` call on tensors or None:
 #: each returns a tensor, or reads only metadata (``tensors/effects.py`` lets the latter fold). Missing ones
 #: (another torch) are left out.
@@ -69,9 +76,16 @@ def forget_fx_name(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
         namespace._base_count[base] = int(num) - 1
 
 
-def new_fake_mode() -> FakeTensorMode:
-    """A fake-tensor mode with static shapes (one per trace)."""
-    return FakeTensorMode(allow_non_fake_inputs=False)
+def new_fake_mode(symbolic: bool = False) -> FakeTensorMode:
+    """A fake-tensor mode (one per trace): static shapes, or with ``symbolic`` a ``ShapeEnv`` of its own.
+
+    The ShapeEnv allows neither data-dependent output shapes nor scalar outputs, so ``nonzero`` and
+    ``.item()`` break the graph exactly as they do with static shapes.
+    """
+    if not symbolic:
+        return FakeTensorMode(allow_non_fake_inputs=False)
+    env = ShapeEnv(allow_dynamic_output_shape_ops=False, allow_scalar_outputs=False)
+    return FakeTensorMode(shape_env=env, allow_non_fake_inputs=False)
 
 
 def resolve_backend(backend: Any, mode: str | None, options: dict | None, dynamic: bool | None) -> Callable:
@@ -90,21 +104,22 @@ def resolve_backend(backend: Any, mode: str | None, options: dict | None, dynami
     return torch._TorchCompileWrapper(backend, mode, options, dynamic)
 
 
-def tensor_guards(examples: list) -> Any:
+def tensor_guards(examples: list, sizes: list | None = None, strides: list | None = None) -> Any:
     """torch's C++ tensor check (TorchDynamo's ``TensorGuards``) for tensors like ``examples``, or ``None``.
 
     ``check(*tensors)`` is True when each tensor has its example's Python type, dispatch keys, dtype,
     device, ``requires_grad``, sizes and strides (every size static). It keeps no reference to the examples.
     ``None`` when this torch has no such class, its signature differs, or a tensor is not strided: the
-    caller then checks those tensors in Python.
+    caller then checks those tensors in Python. ``sizes`` / ``strides``: per tensor, the expected sizes and
+    strides with ``None`` for a symbolic one (checked by the shape guards instead); default: the examples'.
     """
     if not examples or any(t.layout != torch.strided for t in examples):
         return None
     try:
         from torch._C._dynamo.guards import TensorGuards
 
-        guards = TensorGuards(*examples, dynamic_dims_sizes=[list(t.shape) for t in examples],
-                              dynamic_dims_strides=[list(t.stride()) for t in examples])
+        guards = TensorGuards(*examples, dynamic_dims_sizes=sizes or [list(t.shape) for t in examples],
+                              dynamic_dims_strides=strides or [list(t.stride()) for t in examples])
         return guards if guards.check(*examples) else None
     except Exception:  # an API change: fall back to the Python checks
         return None
@@ -195,3 +210,78 @@ def dynamo_config_default(name: str) -> Any:
         return dynamo_config()._config[name].default
     except (AttributeError, KeyError):
         return None
+
+
+# ---------------------------------------------------------------------------------------------- symbolic shapes
+#: ``torch.ops.aten.sym_size.int``: the graph node that reads one (symbolic) size of a tensor.
+sym_size = torch.ops.aten.sym_size.int
+
+
+def is_symbolic(value: Any) -> bool:
+    """Whether ``value`` is a SymInt / SymFloat / SymBool that a ShapeEnv has not reduced to a constant (by
+    0/1 specialization, or a guard that pinned it)."""
+    method = _KNOWN_VALUE.get(type(value))
+    if method is None:
+        return False
+    known = getattr(value.node, method, None)
+    return known is None or known() is None
+
+
+_KNOWN_VALUE = {torch.SymInt: "maybe_as_int", torch.SymBool: "maybe_as_bool", torch.SymFloat: "maybe_as_float"}
+
+
+def _torch_source_class() -> type:
+    """A ``torch._guards.Source`` that renders as a fixed text: how torch's ShapeEnv names an input of ours.
+
+    ``name`` is a property in recent torch and a method before; ``guard_source`` likewise.
+    """
+    import dataclasses
+    import functools
+    import inspect
+
+    from torch._guards import GuardSource, Source as TorchSource
+
+    name_is_property = isinstance(inspect.getattr_static(TorchSource, "name"), (property, functools.cached_property))
+    guard_is_property = isinstance(inspect.getattr_static(TorchSource, "guard_source"),
+                                   (property, functools.cached_property))
+    namespace: dict = {"__annotations__": {"text": str}}
+    if name_is_property:
+        namespace["_name_template"] = property(lambda self: self.text)
+        if isinstance(inspect.getattr_static(TorchSource, "name"), property):
+            namespace["name"] = property(lambda self: self.text)
+    else:
+        namespace["name"] = lambda self: self.text
+    namespace["guard_source"] = (property(lambda self: GuardSource.LOCAL) if guard_is_property
+                                 else (lambda self: GuardSource.LOCAL))
+    return dataclasses.dataclass(frozen=True)(type("NamedSource", (TorchSource,), namespace))
+
+
+_NamedSource = _torch_source_class()
+
+
+def fake_symbolic(mode: FakeTensorMode, value: torch.Tensor, dynamic: tuple, name: str) -> Any:
+    """The fake of ``value`` under ``mode`` with the dimensions flagged in ``dynamic`` symbolic (0/1 sized ones
+    stay static, as torch.compile specializes them); ``name`` names it in the ShapeEnv's messages."""
+    dims = [DimDynamic.DYNAMIC if d else DimDynamic.STATIC for d in dynamic]
+    return mode.from_tensor(value, symbolic_context=StatelessSymbolicContext(dynamic_sizes=dims),
+                            source=_NamedSource(name))
+
+
+def shape_guard_exprs(mode: FakeTensorMode, fakes: list) -> list[str]:
+    """The ShapeEnv's guards over ``fakes`` (the entry snapshots of the symbolic inputs) as Python
+    expressions, where ``___t{i}`` stands for the live tensor of ``fakes[i]``
+    (``'2 <= ___t0.size()[0]'``, ``'___t0.stride()[0] == ___t0.size()[1]'``). Sizes that are static, or
+    became constants during the trace, are guarded too (``'___t0.size()[0] == 3'``)."""
+    env = mode.shape_env
+    if env is None or not fakes:
+        return []
+    return list(env.produce_guards(fakes, [_NamedSource(f"___t{i}") for i in range(len(fakes))],
+                                   ignore_static=False))
+
+
+def backend_context(mode: FakeTensorMode) -> Any:
+    """What a backend reads the fake mode (and ShapeEnv) of symbolic example inputs from, as under
+    torch.compile: a ``TracingContext`` on ``mode``."""
+    from torch._guards import TracingContext, tracing
+
+    return tracing(TracingContext(mode))

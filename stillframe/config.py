@@ -9,7 +9,8 @@ Example::
 
 Environment variables read once at import: ``STILLFRAME_CACHE_SIZE_LIMIT``
 (int), ``STILLFRAME_SUPPRESS_ERRORS`` and ``STILLFRAME_VERBOSE_TRACEBACKS`` (``1``), ``STILLFRAME_LOGS``
-(comma separated: ``graph,guards,breaks,recompiles,bytecode``).
+(comma separated: ``graph,guards,breaks,recompiles,bytecode,dynamic``; ``dynamic`` says which dimension became
+symbolic and why).
 """
 
 from __future__ import annotations

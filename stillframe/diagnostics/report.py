@@ -374,7 +374,7 @@ def report_for(compiled: Any, *, name: str | None = None, warnings_: list[str] |
             if gm is None:
                 continue
             ops = sum(1 for node in gm.graph.nodes if node.op in _OPS)
-            report.graphs.append(GraphInfo(fname, filename, lineno, resume, stack, ops, gm.code, guards, br, gm,
+            report.graphs.append(GraphInfo(fname, filename, lineno, resume, stack, ops, _code(gm), guards, br, gm,
                                            _site(key)))
     for event in getattr(cf, "_events", ()):
         if event.get("kind") == "recompile":
@@ -441,3 +441,12 @@ def _collect_warnings(sink: list) -> Iterator[None]:
             else:  # filters were applied when it was raised: show it as it would have been shown
                 warnings.showwarning(record.message, record.category, record.filename, record.lineno,
                                      record.file, record.line)
+
+
+def _code(gm: Any) -> str:
+    """``gm``'s code, then the code of each subgraph it holds (a branch of torch.cond ...), by attribute name."""
+    parts = [gm.code]
+    for name, sub in gm.named_modules():
+        if name and isinstance(sub, torch.fx.GraphModule):
+            parts.append(f"\n# self.{name}:" + sub.code)
+    return "".join(parts)

@@ -36,6 +36,7 @@ from ..variables.base import (
     PythonObjectVariable,
     RangeVariable,
     SetVariable,
+    DequeVariable,
     SliceVariable,
     TensorMethodVariable,
     TorchFunctionVariable,
@@ -47,17 +48,19 @@ from ..variables.base import (
 )
 from ..variables.builder import TRUSTED_MODULES, is_constant, wrap
 from ..variables.kinds import CONTEXT_VALUES, INTERNAL
-from ..variables.objects import ContainerMethodVariable, DICT_BASES, ObjectVariable, SuperVariable, storage_of
-from ..tensors.ops import call_tensor_op
+from ..variables.objects import (DELETED, ContainerMethodVariable, DICT_BASES, ObjectVariable, SuperVariable,
+                                 storage_of)
 from . import builtin_calls, calls, known
 from .protocol import Protocol
-from .objects import MISSING, _static_lookup, _static_lookup_type, function_attr_key, pending_attr
+from .disable import compiled_original
+from .objects import (MISSING, _static_lookup, _static_lookup_type, function_attr_key, pending_attr, real_object,
+                      slots_refuse)
+from .tensor_attrs import tensor_attr, tensor_instance_attr
 
 
 EMPTY_CELLS: immutables.Map = immutables.Map()
 
 # Tensor attributes that are views computed by a property: recorded as ``getattr`` nodes.
-TENSOR_VIEW_PROPERTIES = {"T", "mT", "H", "mH", "real", "imag"}
 
 
 def module_hooks_guard(tx: Any, mod: NNModuleVariable) -> None:
@@ -112,8 +115,10 @@ def _object_getattr(tx: Any, obj: ObjectVariable, name: str) -> VariableTracker:
     return instance_attr(tx, obj, name)
 
 
-@GETATTR.rule(ListVariable, DictVariable, TupleVariable, SetVariable)
+@GETATTR.rule(ListVariable, DictVariable, TupleVariable, SetVariable, DequeVariable)
 def _container_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
+    if isinstance(obj, DequeVariable) and name == "maxlen":
+        return ConstantVariable(obj.maxlen)
     if isinstance(obj, TupleVariable) and obj.cls is not tuple:
         fields = getattr(obj.cls, "_fields", None) or getattr(obj.cls, "__match_args__", None)
         if fields and name in fields:
@@ -245,6 +250,10 @@ def instance_attr(tx: Any, obj: Any, name: str) -> VariableTracker:
         tx.heap_set(view.oid, tx.heap(view.oid)._with_live(AttrsView(obj.oid)))
         return view
     found = _static_lookup_type(entry.cls, name)
+    if isinstance(found, types.MemberDescriptorType) and not hasattr(entry.cls, "__getattr__"):
+        refused = slots_refuse(entry.cls, name, write=False)  # a slot never assigned in the trace: unset
+        if refused is not None:
+            tx.user_error(refused)
     if entry.storage is not None and _defined_by_dict_base(entry.cls, name):
         return ContainerMethodVariable(DictVariable(entry.storage), name, obj)  # self.keys() of a dict subclass
     if found is MISSING:
@@ -367,9 +376,12 @@ def has_attr(tx: Any, obj: VariableTracker, name: str) -> bool:
                 return True
         return _has_static(tx, obj, m, name)
     if isinstance(obj, PythonObjectVariable):
+        written = tx.state.side_effects.get(("attr", id(real_object(obj)), name)) if tx.state.side_effects else None
+        if written is not None:  # an earlier traced obj.name = v (or del obj.name), not yet on the live object
+            return written[1][1] is not DELETED
         return _has_static(tx, obj, obj.value, name)
     if isinstance(obj, TensorVariable):
-        return hasattr(torch.Tensor, name) or _tensor_instance_attr(tx, obj, name) is not MISSING
+        return hasattr(torch.Tensor, name) or tensor_instance_attr(tx, obj, name) is not MISSING
     if isinstance(obj, ConstantVariable):
         return hasattr(obj.value, name)
     if isinstance(obj, PartialVariable):  # no instance attributes: setattr on a traced partial is refused
@@ -384,52 +396,6 @@ def _has_static(tx: Any, var: VariableTracker, value: Any, name: str) -> bool:
     elif var.source is not None:
         tx.add_guard(Guard(AttrSource(var.source, "__dict__"), "HAS_KEY", (name, True)))
     return found is not MISSING
-
-
-def _tensor_instance_attr(tx: Any, var: TensorVariable, name: str) -> Any:
-    """An attribute a graph input tensor carries in its own ``__dict__`` (``t.tag = ...``), guarded; MISSING for
-    one it lacks and for tensors made in the trace (the trace never sets one)."""
-    entry = tx.tensor(var)
-    live = tx.input_values.get(var.tid)
-    if entry.source is None or live is None:
-        return MISSING
-    value = live.__dict__.get(name, MISSING)
-    tx.add_guard(Guard(AttrSource(entry.source, "__dict__"), "HAS_KEY", (name, value is not MISSING)))
-    return value
-
-
-def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
-    meta = tx.tensor(var).meta
-    if meta.autograd_error is not None and name in ("requires_grad", "is_leaf", "grad_fn"):
-        tx.user_error(RuntimeError(meta.autograd_error))
-    if name in ("shape",):
-        return TupleVariable(tuple(ConstantVariable(s) for s in meta.shape), torch.Size)
-    if name == "ndim":
-        return ConstantVariable(len(meta.shape))
-    if name in ("dtype", "device", "layout", "requires_grad", "is_leaf"):
-        return ConstantVariable(getattr(meta, name))
-    if name == "grad_fn":
-        if not meta.has_grad_fn:
-            return ConstantVariable(None)
-        tx.unsupported("unsupported_attribute", "reading .grad_fn of a tensor that has one")
-    if name in TENSOR_VIEW_PROPERTIES:
-        import builtins
-
-        return call_tensor_op(tx, "call_function", builtins.getattr, (var, ConstantVariable(name)), {})
-    if name in ("grad", "data", "_base"):
-        tx.unsupported("unsupported_attribute", f"reading .{name} of a tensor inside a compiled function")
-    attr = getattr(torch.Tensor, name, MISSING)
-    if attr is MISSING:
-        own = _tensor_instance_attr(tx, var, name)
-        if own is not MISSING:
-            return wrap(tx, own, GetItemSource(AttrSource(tx.tensor(var).source, "__dict__"), name))
-        tx.user_error(AttributeError(f"'Tensor' object has no attribute '{name}'"))
-    if callable(attr) and not isinstance(attr, property):
-        return TensorMethodVariable(name, var)
-    value = getattr(tx.tensor(var).fake, name)
-    if is_constant(value):
-        return ConstantVariable(value)
-    tx.unsupported("unsupported_attribute", f"reading .{name} of a tensor")
 
 
 MODULE_ITERATORS = {"modules", "named_modules", "children", "named_children", "parameters", "named_parameters",
@@ -588,6 +554,9 @@ def _bind_found(tx: Any, var: VariableTracker, obj: Any, name: str, found: tuple
         return UserMethodVariable(attr.__func__, PythonObjectVariable(type(obj)))
     if isinstance(attr, types.FunctionType):
         return UserMethodVariable(attr, var)
+    wrapped = compiled_original(attr)
+    if wrapped is not None and isinstance(wrapped[1], types.FunctionType):  # a compiled method: inlined
+        return UserMethodVariable(wrapped[1], var)
     if hasattr(type(attr), "__get__") and not isinstance(attr, (int, float, str, bool, tuple, type(None))):
         if hasattr(type(attr), "__set__"):  # slots members and other data descriptors: read the live value
             return wrap(tx, getattr(obj, name), src)

@@ -37,6 +37,8 @@ from ..variables.base import (
     PythonObjectVariable,
     RangeVariable,
     SetVariable,
+    TensorKey,
+    DequeVariable,
     SliceVariable,
     TensorVariable,
     TupleVariable,
@@ -47,7 +49,7 @@ from ..variables.builder import wrap
 from ..variables.objects import (ContainerMethodVariable, ObjectVariable, SuperVariable, dict_base, storage_of)
 from ..tensors.ops import call_tensor_op
 # known first: it imports the lower rules modules by name, and they reach it as a module object
-from .known import const_value, is_const, sequence_items
+from .known import const_value, hash_key, is_const, sequence_items
 from .attrs import (
     _defined_by_dict_base,
     getattr_var,
@@ -57,6 +59,7 @@ from .attrs import (
 from .containers import subscript
 from .context import set_grad_mode
 from .generators import resume
+from .imports import import_builtin
 from .objects import (
     call_container_method,
     delete_attr,
@@ -139,7 +142,7 @@ def _len(tx: Tracer, var: VariableTracker) -> int:
         return const_value(tx, result)
     if isinstance(var, TupleVariable):
         return len(var.items)
-    if isinstance(var, ListVariable):
+    if isinstance(var, (ListVariable, DequeVariable)):
         return len(tx.list_items(var))
     if isinstance(var, DictVariable):
         return len(tx.dict_entry(var).items)
@@ -149,7 +152,7 @@ def _len(tx: Tracer, var: VariableTracker) -> int:
         shape = tx.tensor(var).meta.shape
         if not shape:
             tx.user_error(TypeError("len() of a 0-d tensor"))
-        return shape[0]
+        return int(shape[0])  # a symbolic size is specialized (the ShapeEnv guards it)
     if isinstance(var, NNModuleVariable) and hasattr(var.module, "__len__"):
         return len(var.module)
     if isinstance(var, (ConstantVariable, PythonObjectVariable)) and var.source is None and \
@@ -370,6 +373,17 @@ def _callable(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 
 def _id(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    """``id(obj)`` of an object the plan already checks by identity (a module reached from outside, a class or a
+    Python module): the same number on every call the plan runs for. Other objects' ids change from call to call
+    (or do not exist yet, for objects made in the trace), so that ``id()`` breaks the graph."""
+    if len(args) != 1 or kwargs:
+        tx.user_error(TypeError(f"id() takes exactly one argument ({len(args)} given)"))
+    var = args[0]
+    if isinstance(var, NNModuleVariable) and var.source is not None:
+        return ConstantVariable(id(var.module))
+    if isinstance(var, PythonObjectVariable) and var.source is not None and \
+            isinstance(var.value, (type, types.ModuleType)):
+        return ConstantVariable(id(var.value))
     tx.unsupported("unsupported_builtin", "id() of a traced value")
 
 
@@ -538,6 +552,7 @@ def _next(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 
 BUILTIN_RULES[next] = _next
+BUILTIN_RULES[__import__] = import_builtin
 BUILTIN_RULES[delattr] = _delattr
 BUILTIN_RULES[object.__setattr__] = _object_setattr
 BUILTIN_RULES[object.__getattribute__] = _object_getattribute
@@ -555,12 +570,15 @@ def _set_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 def _frozenset_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     """``frozenset(iterable)``: immutable, so a constant."""
     items = sequence_items(tx, args[0]) if args else ()
-    return ConstantVariable(frozenset(_hashable(tx, v) for v in items))
+    members = frozenset(_hashable(tx, v) for v in items)
+    if any(type(m) is TensorKey for m in members):
+        tx.unsupported("not_constant", "a frozenset of tensors (frozensets made in the trace are constants)")
+    return ConstantVariable(members)
 
 
 def _hashable(tx: Tracer, var: VariableTracker) -> Any:
-    """A set member: a constant, with Python's TypeError where it is unhashable."""
-    value = const_value(tx, var)
+    """A set member: a constant or a tensor (by identity), with Python's TypeError where it is unhashable."""
+    value = hash_key(tx, var)
     try:
         hash(value)
     except TypeError as e:

@@ -8,6 +8,7 @@ closed set) and, for builtins, by the builtin itself (``BUILTIN_RULES``).
 
 from __future__ import annotations
 
+import collections
 from typing import TYPE_CHECKING
 
 import builtins
@@ -46,6 +47,7 @@ from ..variables.base import (
     PythonObjectVariable,
     RangeVariable,
     SetVariable,
+    DequeVariable,
     SliceVariable,
     TensorMethodVariable,
     TensorVariable,
@@ -83,7 +85,9 @@ from .attrs import (
 )
 from .containers import subscript
 from .context import exit_autocast, set_grad_mode
-from .disable import is_disabled
+from .deques import make_deque
+from .disable import compiled_original, is_disabled
+from .higher_order import higher_order_rule
 from .protocol import Protocol
 from .generators import drain, make_generator
 from .objects import (
@@ -156,10 +160,18 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         return tx.push(deepcopy_var(tx, args[0], {}))
     if target is inspect.signature and len(args) == 1 and not kwargs:
         return tx.push(_signature(tx, args[0]))
+    hop = higher_order_rule(target) if target is not None else None
+    if hop is not None:  # torch.cond ...: its callables become subgraphs (rules/higher_order.py)
+        return hop(tx, fn, args, kwargs)
     if target is not None and is_disabled(target):
         tx.unsupported("disabled", f"{getattr(target, '__qualname__', target)} is marked never to be compiled "
                        "(stillframe.disable or torch.compiler.disable)",
                        ("it runs for real; tracing resumes after it",))
+    wrapped = compiled_original(fn.module if isinstance(fn, NNModuleVariable) else target)
+    if wrapped is not None:
+        attr, original = wrapped
+        source = getattr(fn, "source", None)
+        return call(tx, wrap(tx, original, AttrSource(source, attr) if source else None), args, kwargs)
     module = getattr(target, "__module__", None) or ""
     stateful = runs_for_real(target) if target is not None else None
     if stateful is not None:
@@ -244,7 +256,8 @@ def _call_context_exit(tx: Tracer, fn: ContextExitVariable, args: list, kwargs: 
 
 
 CALL.refuse("a constant, container or range is not callable (the real call raises TypeError)",
-            ConstantVariable, ListVariable, DictVariable, TupleVariable, RangeVariable, SliceVariable, SetVariable)
+            ConstantVariable, ListVariable, DictVariable, TupleVariable, RangeVariable, SliceVariable, SetVariable,
+            DequeVariable)
 CALL.refuse("a tensor's __call__ is not modelled", TensorVariable)
 CALL.refuse("iterators and generators are not callable", IteratorVariable, LiveIteratorVariable, GeneratorVariable)
 CALL.refuse("a grad-mode or autocast object made in the trace is called for real (as a decorator)",
@@ -532,6 +545,8 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
         return call_builtin(tx, value, args, kwargs)
     if isinstance(value, type) and value.__module__ == "builtins" and getattr(builtins, value.__name__, None) is value:
         return call_builtin(tx, value, args, kwargs)  # a builtin type reached as a value: type(3)(4)
+    if value is collections.deque:
+        return tx.push(make_deque(tx, args, kwargs))
     if value is torch.Size and len(args) <= 1 and not kwargs:
         return tx.push(_size(tx, args))
     if value is torch.autocast or value is torch.amp.autocast:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import enum
 import operator
 
@@ -18,6 +19,7 @@ from ..variables.base import (
     LazyArgument,
     ListVariable,
     SetVariable,
+    DequeVariable,
     LiveIteratorVariable,
     NNModuleVariable,
     PythonObjectVariable,
@@ -69,7 +71,7 @@ def _sequence(tx, container, key):
 
 @subscript.rule(DictVariable)
 def _dict(tx, container, key):
-    k = known.const_value(tx, key)
+    k = known.hash_key(tx, key, container)
     v = tx.dict_lookup(container, k, _ABSENT)
     if v is _ABSENT:
         tx.user_error(KeyError(k))
@@ -117,6 +119,16 @@ def _object(tx, container, key):
 
 subscript.refuse("it is not a container the trace models", SliceVariable, IteratorVariable, LiveIteratorVariable,
                  GeneratorVariable, SuperVariable, *CALLABLES, *CONTEXT_VALUES)
+@subscript.rule(DequeVariable)
+def _deque(tx, container, key):
+    items = list(tx.list_items(container))
+    k = known.const_value(tx, key)
+    try:
+        return collections.deque(items)[k]  # an int index only: a slice is Python's TypeError
+    except (IndexError, TypeError) as e:
+        tx.user_error(e)
+
+
 subscript.refuse("a set is not subscriptable (the real step raises Python's TypeError)", SetVariable)
 subscript.refuse("CPython's NULL and internal markers are not values", *INTERNAL)
 
@@ -124,8 +136,9 @@ subscript.refuse("CPython's NULL and internal markers are not values", *INTERNAL
 def store_subscript(tx, container, key, value):
     if isinstance(container, TensorVariable):
         call_tensor_op(tx, "call_function", operator.setitem, (container, key, value), {})
-    elif isinstance(container, ListVariable):
-        items = list(tx.list_items(container))
+    elif isinstance(container, (ListVariable, DequeVariable)):
+        items = list(tx.list_items(container)) if isinstance(container, ListVariable) else \
+            collections.deque(tx.list_items(container))
         k = known.const_value(tx, key)
         try:
             items[k] = value if not isinstance(k, slice) else list(known.sequence_items(tx, value))
@@ -133,7 +146,7 @@ def store_subscript(tx, container, key, value):
             tx.user_error(e)
         tx.set_list_items(container, tuple(items))
     elif isinstance(container, DictVariable):
-        tx.set_dict_entry(container, tx.dict_entry(container).set(known.const_value(tx, key), value))
+        tx.set_dict_entry(container, tx.dict_entry(container).set(known.hash_key(tx, key, container), value))
     elif builtin_calls.call_dunder(tx, container, "__setitem__", [key, value]) is None:
         tx.unsupported("unsupported_subscript", f"assigning into a {container.python_type().__name__} value")
 
@@ -149,15 +162,16 @@ _ABSENT = object()
 
 def delete_subscript(tx, container, key) -> None:
     """``del container[key]`` on VTs."""
-    if isinstance(container, ListVariable):
-        items = list(tx.list_items(container))
+    if isinstance(container, (ListVariable, DequeVariable)):
+        items = list(tx.list_items(container)) if isinstance(container, ListVariable) else \
+            collections.deque(tx.list_items(container))
         try:
             del items[known.const_value(tx, key)]
         except (IndexError, TypeError) as e:
             tx.user_error(e)
         tx.set_list_items(container, tuple(items))
     elif isinstance(container, DictVariable):
-        k = known.const_value(tx, key)
+        k = known.hash_key(tx, key, container)
         entry = tx.dict_entry(container)
         if entry.get(k, _ABSENT) is _ABSENT:
             tx.user_error(KeyError(k))

@@ -27,6 +27,8 @@ from ..variables.base import (
     LazyArgument,
     ListVariable,
     SetVariable,
+    TensorKey,
+    DequeVariable,
     NNModuleVariable,
     NestedFunctionVariable,
     PythonObjectVariable,
@@ -39,6 +41,7 @@ from ..variables.base import (
 from ..variables.builder import is_constant, wrap
 from ..tensors.ops import call_tensor_op
 from . import calls, known
+from .deques import deque_method
 from .operators import identical
 from ..variables.objects import ContainerMethodVariable
 from ..variables.objects import DELETED
@@ -88,16 +91,38 @@ def store_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker)
 
 
 def object_setattr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker) -> None:
-    """``object.__setattr__(obj, name, value)``: data descriptors (properties) first, else the instance dict."""
+    """``object.__setattr__(obj, name, value)``: data descriptors (properties) first, else the instance dict
+    (or a slot: a ``__slots__`` class without ``__dict__`` refuses any other name, as Python does)."""
     if isinstance(obj, ObjectVariable):
         entry: ObjectEntry = tx.heap(obj.oid)
         prop = getattr(entry.cls, name, None)
         if isinstance(prop, property):
             _call_setter(tx, prop, obj, name, value)
             return
+        refused = slots_refuse(entry.cls, name, write=True) if entry.cls.__dictoffset__ == 0 else None
+        if refused is not None:
+            tx.user_error(refused)
         tx.heap_set(obj.oid, entry.with_attrs(entry.attrs.set(name, value)))
         return
     tx.unsupported("side_effect", f"object.__setattr__ on a {obj.python_type().__name__} value")
+
+
+def slots_refuse(cls: type, name: str, *, write: bool) -> AttributeError | None:
+    """The ``AttributeError`` Python raises writing ``name`` (or reading it, unset) on an instance of ``cls``
+    through ``object``'s own attribute protocol; ``None`` where it raises none. Found by trying it on a bare
+    instance (``object.__new__``, no ``__init__`` run), so the message is this Python's own."""
+    try:
+        probe = object.__new__(cls)
+    except TypeError:  # a class object.__new__ cannot make (a builtin base): no answer
+        return None
+    try:
+        if write:
+            object.__setattr__(probe, name, None)
+        else:
+            object.__getattribute__(probe, name)
+    except AttributeError as e:
+        return e
+    return None
 
 
 def _store_outside_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker) -> None:
@@ -189,8 +214,8 @@ def _reorder(tx: Any, obj: DictVariable, entry: DictEntry, name: str, args: list
             tx.user_error(KeyError("popitem(): dictionary is empty"))  # dict's (OrderedDict: no "popitem(): ")
         key, value = items.pop(-1 if last else 0)
         tx.set_dict_entry(obj, DictEntry(tuple(items), entry.source))
-        return TupleVariable((ConstantVariable(key), value))
-    key = known.const_value(tx, args[0])
+        return TupleVariable((known.key_variable(key), value))
+    key = known.hash_key(tx, args[0], obj)
     index = next((i for i, (k, _) in enumerate(items) if type(k) is type(key) and k == key), None)
     if index is None:
         tx.user_error(KeyError(key))
@@ -205,6 +230,8 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
     obj, name = method.obj, method.name
     if isinstance(obj, SetVariable):
         return _set_method(tx, obj, name, args, kwargs)
+    if isinstance(obj, DequeVariable):
+        return deque_method(tx, obj, name, args, kwargs)
     if isinstance(obj, ListVariable) and name in ("append", "extend"):
         tx.append_to_list(obj, (args[0],) if name == "append" else tuple(known.sequence_items(tx, args[0])))
         return ConstantVariable(None)
@@ -257,7 +284,7 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
         tx.set_list_items(obj, tuple(items))
         return result
     if isinstance(obj, DictVariable) and name in ("get", "__getitem__", "__contains__") and args:
-        key = known.const_value(tx, args[0])  # one key looked up: only its presence is guarded
+        key = known.hash_key(tx, args[0], obj)  # one key looked up: only its presence is guarded
         found = tx.dict_lookup(obj, key, MISSING)
         if name == "get":
             default = args[1] if len(args) > 1 else ConstantVariable(None)
@@ -270,18 +297,18 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
     if isinstance(obj, DictVariable):
         entry = tx.dict_entry(obj)
         if name == "keys":
-            return tx.new_iterator(tuple(ConstantVariable(k) for k, _ in entry.items))
+            return tx.new_iterator(tuple(known.key_variable(k) for k, _ in entry.items))
         if name == "values":
             return tx.new_iterator(tuple(v for _, v in entry.items))
         if name == "items":
-            return tx.new_iterator(tuple(TupleVariable((ConstantVariable(k), v)) for k, v in entry.items))
+            return tx.new_iterator(tuple(TupleVariable((known.key_variable(k), v)) for k, v in entry.items))
         if name == "get":
-            key = known.const_value(tx, args[0])
+            key = known.hash_key(tx, args[0], obj)
             default = args[1] if len(args) > 1 else ConstantVariable(None)
             found = entry.get(key, MISSING)
             return default if found is MISSING else found
         if name in ("pop", "setdefault"):
-            key = known.const_value(tx, args[0])
+            key = known.hash_key(tx, args[0], obj)
             found = entry.get(key, MISSING)
             if name == "setdefault":
                 if found is not MISSING:
@@ -339,11 +366,17 @@ _SET_MUTATORS = frozenset({"add", "discard", "remove", "pop", "clear", "update",
                            "intersection_update", "symmetric_difference_update"})
 
 
+#: Methods of ``set`` whose argument is one member (the rest take iterables of members).
+_SET_ELEMENT_ARGS = frozenset({"add", "discard", "remove", "__contains__"})
+
+
 def _set_method(tx: Any, obj: SetVariable, name: str, args: list, kwargs: dict) -> VariableTracker:
     """A method of a traced set, run on a copy of its members; a mutation binds the set's new members, a set
     result (``union``, ``copy`` ...) is a new traced set."""
     values = tx.set_values(obj)
-    const_args = [set(known.const_value(tx, a)) if isinstance(a, SetVariable) else known.const_value(tx, a)
+    const_args = [tx.set_values(a) if isinstance(a, SetVariable) else
+                  {known.hash_key(tx, v) for v in known.sequence_items(tx, a)} if name not in _SET_ELEMENT_ARGS else
+                  known.hash_key(tx, a)
                   for a in args]
     if kwargs:
         tx.user_error(TypeError(f"set.{name}() takes no keyword arguments"))
@@ -358,6 +391,8 @@ def _set_method(tx: Any, obj: SetVariable, name: str, args: list, kwargs: dict) 
         tx.set_set_values(obj, values)
     if type(result) is set:
         return tx.new_set(result)
+    if type(result) is TensorKey:  # set.pop() of a tensor member
+        return known.key_variable(result)
     return ConstantVariable(result) if is_constant(result) or result is None else wrap(tx, result, None)
 
 
@@ -382,7 +417,7 @@ def update_pairs(tx: Any, other: VariableTracker) -> tuple:
             tx.user_error(TypeError(f"cannot convert dictionary update sequence element #{i} to a sequence"))
         if len(pair) != 2:
             tx.user_error(ValueError(f"dictionary update sequence element #{i} has length {len(pair)}; 2 is required"))
-        pairs.append((known.const_value(tx, pair[0]), pair[1]))
+        pairs.append((known.hash_key(tx, pair[0]), pair[1]))
     return tuple(pairs)
 
 
@@ -392,8 +427,8 @@ def _dict_dunder(tx: Any, obj: DictVariable, entry: DictEntry, name: str, args: 
     if name == "__len__":
         return ConstantVariable(len(entry.items))
     if name == "__iter__":
-        return tx.new_iterator(tuple(ConstantVariable(k) for k, _ in entry.items))
-    key = known.const_value(tx, args[0])
+        return tx.new_iterator(tuple(known.key_variable(k) for k, _ in entry.items))
+    key = known.hash_key(tx, args[0], obj)
     if name == "__setitem__":
         tx.set_dict_entry(obj, entry.set(key, args[1]))
         return ConstantVariable(None)

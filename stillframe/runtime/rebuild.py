@@ -16,6 +16,7 @@ replay them on the real objects. The result is one generated function::
 
 from __future__ import annotations
 
+import collections
 import copy
 import functools
 import itertools
@@ -23,8 +24,10 @@ import types
 from typing import Any, Callable
 
 import torch
+from .. import compat
 from ..guards.guard import GuardCodegen
 from ..guards.source import ScalarOutputSource
+from ..tensors.symbolic import plain
 from ..variables.base import (
     AttrsView,
     AutocastExitVariable,
@@ -47,7 +50,10 @@ from ..variables.base import (
     PythonObjectVariable,
     RangeVariable,
     SetVariable,
+    TensorKey,
+    DequeVariable,
     SliceVariable,
+    SymNodeVariable,
     TensorMethodVariable,
     TensorVariable,
     TorchFunctionVariable,
@@ -58,7 +64,7 @@ from ..variables.base import (
 )
 from ..variables.builder import wrap
 from ..variables.objects import ContainerMethodVariable, DELETED, ObjectVariable, SuperVariable, _Deleted, dict_base
-from ..rules.known import live_iterator_index
+from ..rules.known import key_variable, live_iterator_index
 from ..rules.protocol import Protocol
 from ..trace.interpreter import Tracer
 from ..variables import standins
@@ -118,6 +124,8 @@ class StateCodegen:
         return "{" + ", ".join(f"{self._key(k)}: {self.expr(v)}" for k, v in items) + "}"
 
     def _key(self, k: Any) -> str:
+        if type(k) is TensorKey:
+            return self.expr(TensorVariable(k.tid))
         return repr(k) if type(k) in _LITERALS else self.gen.const(k)
 
     def _once(self, key: tuple, create: str, fill: Callable[[str], str]) -> str:
@@ -246,6 +254,16 @@ def _rebuild_tensor(cg: StateCodegen, var: TensorVariable) -> str:
     return cg._tensor(var)
 
 
+@REBUILD.rule(SymNodeVariable)
+def _rebuild_symbolic(cg: StateCodegen, var: SymNodeVariable) -> str:
+    """A symbolic size is a graph output: the graph computes it from the inputs' sizes. A symbolic bool (a
+    comparison of sizes, mostly one a branch already tested) is specialized: the ShapeEnv guards its value."""
+    if isinstance(var.value, torch.SymBool) or not compat.is_symbolic(var.value):
+        return repr(plain(var.value))
+    cg.output_nodes.append(var.node)
+    return f"___out[{len(cg.output_nodes) - 1}]"
+
+
 @REBUILD.rule(ConstantVariable)
 def _rebuild_constant(cg: StateCodegen, var: ConstantVariable) -> str:
     v = var.value
@@ -304,11 +322,18 @@ def _rebuild_dict(cg: StateCodegen, var: DictVariable) -> str:
     return cg._once(("heap", var.oid), "{}", lambda name: f"{name}.update({cg._dict(entry.items)})")
 
 
+@REBUILD.rule(DequeVariable)
+def _rebuild_deque(cg: StateCodegen, var: DequeVariable) -> str:
+    make = f"{cg.gen.const(collections.deque)}(maxlen={var.maxlen!r})"
+    return cg._once(("heap", var.oid), make,
+                    lambda name: f"{name}.extend([{cg._items(cg.tracer.list_items(var))}])")
+
+
 @REBUILD.rule(SetVariable)
 def _rebuild_set(cg: StateCodegen, var: SetVariable) -> str:
     values = cg.tracer.heap(var.oid).values
     return cg._once(("heap", var.oid), "set()",
-                    lambda name: f"{name}.update([{cg._items(tuple(ConstantVariable(v) for v in values))}])")
+                    lambda name: f"{name}.update([{cg._items(tuple(key_variable(v) for v in values))}])")
 
 
 @REBUILD.rule(ObjectVariable)

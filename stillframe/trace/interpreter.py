@@ -99,6 +99,9 @@ class Tracer:
         self.input_values: dict[int, Any] = {}  # tid -> live value (example inputs), not part of the state
         self.keepalive: list[Any] = []  # objects whose id() a guard checks stay alive while tracing
         self.input_nodes: dict[int, Any] = {}  # tid -> placeholder node (for finishing the graph)
+        self.uncaptured_ops: frozenset = frozenset()  # higher-order ops the backend failed on: graph breaks
+        self.shapes: Any = None  # which input dimensions are symbolic (runtime.shapes.ShapePolicy); None: static
+        self.entry_fakes: dict[int, Any] = {}  # tid -> fake of a graph input as it entered (with a ShapeEnv)
 
     # ---------------------------------------------------------------- state
     def checkpoint(self) -> Checkpoint:

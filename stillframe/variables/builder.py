@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 from .. import compat
+from ..errors import RetraceSymbolic
 from ..guards.guard import Guard, tensor_signature
 from ..guards.source import AttrSource, GetItemSource, GlobalSource, ScalarOutputSource, Source
 from ..tensors.meta import TensorEntry
@@ -307,7 +308,10 @@ def _wrap_dict(tx: Any, value: dict, source: Source | None) -> VariableTracker:
     _guard(tx, source, "TYPE", dict)
     keys = list(value.keys())
     if not all(is_constant(k) or is_class_key(k) for k in keys):
-        tx.unsupported("dict_keys", "a dict whose keys are not Python constants")
+        # keys the plan cannot name (tensors, objects): an opaque dict, guarded by type; each use of it (a lookup,
+        # a method) runs for real where it happens, instead of the whole resumed segment running uncompiled
+        tx.keepalive.append(value)
+        return PythonObjectVariable(value, source)
     # scalar values are read (and guarded) only when the trace uses them: a dict like os.environ is
     # consulted for one key, and must not guard every other entry's value
     items = tuple((k, LazyArgument(v, GetItemSource(source, k)) if source is not None and is_lazy_scalar(v) else
@@ -331,8 +335,7 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
                        "through an object stillframe cannot name)")
     if type(value) not in (torch.Tensor, torch.nn.Parameter) and not isinstance(value, torch.nn.parameter.Buffer):
         tx.unsupported("tensor_subclass", f"tensor subclass {type(value).__name__} is not supported")
-    _guard(tx, source, "TENSOR", tensor_signature(value))
-    fake = tx.fake_mode.from_tensor(value)
+    fake = _fake_input(tx, value, source)
     existing = tx.tid_of_fake(fake)
     node = tx.graph.placeholder(source.name, fake)  # the fake: a graph must not keep the real input alive
     if existing is not None:  # a hidden base (seen as the base of a view) now read directly
@@ -345,7 +348,35 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
                                 inputs=tx.state.inputs.append((source, var.tid)))
     tx.input_values[var.tid] = value
     tx.input_nodes[var.tid] = node
+    if tx.fake_mode.shape_env is not None and value.layout == torch.strided and \
+            any(compat.is_symbolic(n) for n in (*fake.shape, *fake.stride())):
+        # the entry snapshot the ShapeEnv's guards are produced from; every size of it is guarded there, static
+        # ones too (one the trace specialized is no longer checked by the TENSOR guard, which left it out)
+        tx.entry_fakes[var.tid] = fake
     return var
+
+
+def _fake_input(tx: Any, value: torch.Tensor, source: Source) -> Any:
+    """The fake of graph input ``value``, after installing its TENSOR guard.
+
+    Static shapes unless the trace's shape policy (``tx.shapes``, see
+    :mod:`stillframe.runtime.shapes`) makes some of its dimensions dynamic: then
+    they are symbolic sizes of the trace's ShapeEnv, and the TENSOR guard
+    leaves them (and the strides that depend on them) to the ShapeEnv's guards.
+    A trace without a ShapeEnv that meets such a tensor is traced again with one.
+    """
+    dynamic = tx.shapes.dims(source, value) if tx.shapes is not None else ()
+    if tx.fake_mode.shape_env is None:
+        if any(dynamic):
+            raise RetraceSymbolic(f"{source.name} has dynamic dimensions {[i for i, d in enumerate(dynamic) if d]}")
+        _guard(tx, source, "TENSOR", tensor_signature(value))
+        return tx.fake_mode.from_tensor(value)
+    fake = compat.fake_symbolic(tx.fake_mode, value, dynamic or (False,) * value.dim(), source.name)
+    strided = value.layout == torch.strided
+    symbolic_sizes = tuple(compat.is_symbolic(n) for n in fake.shape)
+    symbolic_strides = tuple(compat.is_symbolic(n) for n in fake.stride()) if strided else ()
+    _guard(tx, source, "TENSOR", tensor_signature(value, symbolic_sizes, symbolic_strides))
+    return fake
 
 
 def load_local(tx, name, keep_scalars=False):

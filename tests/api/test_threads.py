@@ -35,7 +35,8 @@ def _global_state():
 
 def test_four_threads_share_one_compiled_function():
     stillframe.config.cache_size_limit = 64  # every shape gets a plan: the threads trace while others run plans
-    compiled = stillframe.compile(branchy, backend="aot_eager")  # aot_eager FX-traces: the flag race
+    # aot_eager FX-traces: the flag race; static shapes, so that each shape has its own plan to count
+    compiled = stillframe.compile(branchy, backend="aot_eager", dynamic=False)
     before = _global_state()
     failures, barrier = [], threading.Barrier(4)
 

@@ -159,3 +159,17 @@ def negative_islice(x):
 @pytest.mark.parametrize("fn", [reduce_of_nothing, zip_shorter, zip_longer, negative_islice])
 def test_errors_are_pythons(fn):
     assert_parity(fn, lambda: (torch.ones(2),), calls=2)
+
+
+def groupby_keys_and_groups(x):
+    rows = [(0, x), (0, x * 2), (1, x * 3), (0, x * 4)]
+    sums = [(k, sum(t for _, t in g)) for k, g in itertools.groupby(rows, key=lambda r: r[0])]
+    keys = [k for k, _ in itertools.groupby("aabccc")]
+    groups = list(itertools.groupby([1, 1, 2]))  # advancing the groupby empties the earlier groups
+    return sums, keys, [list(g) for _, g in groups], list(itertools.groupby([]))
+
+
+def test_groupby_is_traced():
+    one_graph(assert_parity(groupby_keys_and_groups, lambda: (torch.ones(2, requires_grad=True),), calls=2,
+                            fullgraph=True))
+

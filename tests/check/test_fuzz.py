@@ -1,0 +1,170 @@
+"""The differential fuzzer (issue 11 item 5): its CI budget on stillframe, and proof that it would catch a bug.
+
+``test_ci_budget`` checks a fixed budget of generated programs on stillframe: every finding must be one of
+``KNOWN`` (each has a named regression test in ``tests/regressions/test_fuzz_found.py``), and every known one
+must still be found, so a fix shows up here as a stale entry to delete. The other tests show the generator is
+strong enough: it is deterministic, it produces every construct family, most programs run to their end, and
+wrong compilers (each drops one kind of effect) are caught.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from torch.overrides import TorchFunctionMode
+
+from stillframe.check import fuzz
+from stillframe.check.programs import FAMILIES, generate
+
+CI_SEED = 2026
+CI_COUNT = 150
+
+# (seed, index) -> the regression test that reproduces it, minimized
+KNOWN: dict[tuple[int, int], str] = {}
+
+
+def test_ci_budget():
+    summary = fuzz.fuzz(CI_COUNT, CI_SEED, "stillframe", timeout=60.0)
+    found = {(f.program.seed, f.program.index): f for f in summary.findings}
+    new = [f.format() for key, f in found.items() if key not in KNOWN]
+    assert not new, "the fuzzer found new divergences on stillframe:\n\n" + "\n\n".join(new)
+    fixed = sorted(set(KNOWN) - set(found))
+    assert not fixed, f"no longer found (fixed? delete from KNOWN and un-xfail the regression test): {fixed}"
+
+
+def test_generation_is_deterministic():
+    assert generate(7, 3).source == generate(7, 3).source
+    assert generate(7, 3).source != generate(7, 4).source
+
+
+def test_generator_produces_every_family():
+    counts = {name: 0 for name in FAMILIES}
+    for index in range(CI_COUNT):
+        for name in generate(CI_SEED, index).families:
+            counts[name] += 1
+    rare = {name: n for name, n in counts.items() if n < 3}
+    assert not rare, f"families seldom or never generated in the CI budget: {rare}"
+
+
+def test_most_programs_run_to_their_end():
+    returned = 0
+    for index in range(60):
+        ns = generate(CI_SEED, index).namespace()
+        try:
+            for call in range(fuzz.CALLS):
+                ns["f"](*ns["make_args"](call))
+            returned += 1
+        except Exception:  # the program's own error, as eager raises it
+            pass
+    assert returned >= 45, f"only {returned} of 60 programs ran all their calls without raising"
+
+
+def test_eager_against_itself_finds_nothing():
+    summary = fuzz.fuzz(40, 11, (lambda fn: fn, lambda: None))
+    assert summary.kinds["ok"] == 40, "\n\n".join(f.format() for f in summary.findings)
+
+
+# ---------------------------------------------------------------- wrong compilers are caught
+
+
+class _Drop(TorchFunctionMode):
+    """Turns the torch functions named in ``names`` into no-ops returning ``result(args)``."""
+
+    def __init__(self, names, result):
+        super().__init__()
+        self.names, self.result = names, result
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", None) in self.names:
+            return self.result(args)
+        return func(*args, **(kwargs or {}))
+
+
+def _dropping(names, result=lambda args: args[0]):
+    def compiler(fn):
+        def run(*args):
+            with _Drop(names, result):
+                return fn(*args)
+        return run
+    return compiler
+
+
+def _stale_int(fn):
+    first: list = []
+
+    def run(x, y, w, k):
+        first.append(k)
+        return fn(x, y, w, first[0])  # a guard on the Python int k that never fails
+    return run
+
+
+def _silent(fn):
+    def run(*args):
+        real = fn.__globals__["BUF"]
+        fn.__globals__["BUF"] = io.StringIO()
+        try:
+            return fn(*args)
+        finally:
+            fn.__globals__["BUF"] = real
+    return run
+
+
+def _forgetful(fn):
+    def run(*args):
+        out = fn.__globals__["OUT"]
+        before = len(out)
+        try:
+            return fn(*args)
+        finally:
+            del out[before:]  # list appends made by the call are lost
+    return run
+
+
+def _renaming(fn):
+    def run(*args):
+        try:
+            return fn(*args)
+        except Exception as exc:
+            raise (ValueError if isinstance(exc, RuntimeError) else RuntimeError)(str(exc)) from None
+    return run
+
+
+MUTANTS = {
+    "drops in-place ops": _dropping({"add_", "mul_", "sub_", "copy_", "__iadd__", "__isub__", "__imul__"}),
+    "drops index assignment": _dropping({"__setitem__"}, lambda args: None),
+    "drops metadata mutation": _dropping({"t_", "transpose_", "unsqueeze_", "squeeze_"}),
+    "drops backward": _dropping({"backward"}, lambda args: None),
+    "drops retain_grad": _dropping({"retain_grad"}, lambda args: None),
+    "drops requires_grad_": _dropping({"requires_grad_"}),
+    "guards the int argument on its first value": _stale_int,
+    "loses printed text": _silent,
+    "loses list appends": _forgetful,
+    "raises the wrong exception type": _renaming,
+}
+
+
+@pytest.mark.parametrize("name", list(MUTANTS))
+def test_a_wrong_compiler_is_caught(name):
+    summary = fuzz.fuzz(60, 5, (MUTANTS[name], lambda: None), timeout=30.0)
+    assert summary.kinds["divergence"] > 0, f"60 programs did not catch a compiler that {name}"
+
+
+# ---------------------------------------------------------------- the command line
+
+
+def test_command_line_prints_a_summary_and_replays_a_reproducer(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    run = subprocess.run([sys.executable, "-m", "stillframe.check.fuzz", "--count", "3", "--seed", "4"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert "3 programs on stillframe" in run.stdout, run.stdout + run.stderr
+    path = tmp_path / "program.py"
+    path.write_text(generate(4, 0).source)
+    replay = subprocess.run([sys.executable, "-m", "stillframe.check.fuzz", "--replay", str(path),
+                             "--compiler", "torch"], capture_output=True, text=True, env=env, timeout=300)
+    assert replay.returncode in (0, 1) and replay.stdout.strip(), replay.stdout + replay.stderr
+    assert torch.is_grad_enabled()

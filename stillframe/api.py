@@ -55,6 +55,7 @@ def reset() -> None:
         compiled._faults.clear()
         compiled._shapes.clear()
         compiled.trace_seconds = compiled.compile_seconds = 0.0
+        compiled.traces = 0
     counters.clear()
 
 
@@ -99,7 +100,7 @@ class CompiledFunction:
     ``cache_entries()`` lists the cache entries of the function's code object
     (each with ``guard_source``, ``graph_module``, ``eager``). ``trace_seconds``
     and ``compile_seconds`` add up the time spent tracing (failed traces
-    included) and in the backend's compile call.
+    included) and in the backend's compile call; ``traces`` counts the traces.
     """
 
     def __init__(self, fn: Callable, *, backend: Any, fullgraph: bool, dynamic: bool | None, mode: Any,
@@ -122,6 +123,7 @@ class CompiledFunction:
         self._events: list[dict] = []
         self._faults: dict[Any, int] = {}  # internal errors met while tracing, by cache key
         self.trace_seconds = self.compile_seconds = 0.0
+        self.traces = 0  # traces of this object (a first trace, a recompile, or code after a new graph break)
         self._bind = _make_binder(self._func)
         self._method_self = fn.__self__ if isinstance(fn, types.MethodType) else None
         functools.update_wrapper(self, self._func)
@@ -208,6 +210,7 @@ class CompiledFunction:
                                 "call cause this.")
                 return None
             counters["traces"] += 1
+            self.traces += 1
             self._record_recompile(_where(fn), entries, L, G, fn)
             try:
                 shapes = self._shape_policy(fn.__code__)
@@ -324,6 +327,7 @@ class CompiledFunction:
                                 f"graph break at {where}; running on from there instruction by instruction")
                 return None
             counters["traces"] += 1
+            self.traces += 1
             try:
                 shapes = self._shape_policy(key)
                 shapes.inherit(cont.dynamic)

@@ -32,14 +32,14 @@ it runs compiles with stillframe. When it ends -- returns, calls
     counters: cache_hits=8, graph_breaks=9, graphs=4, recompiles=2, traces=7
 
     [1] Linear.forward (.../torch/nn/modules/linear.py:130)
-        1 graph, 0 graph breaks (over 2 plans, 0 breaks taken), 1 recompile, 0 eager fallbacks
+        1 graph, 0 graph breaks (over 2 plans, 0 breaks taken), 1 recompile, 0 eager fallbacks, 2 traces
         time: tracing 0.07 s, backend compile 2.29 s
         recompiles:
           1. at .../torch/nn/modules/linear.py:130: guard failed: L['input'] is a Tensor(dtype=torch.float32, ...
              device=cpu, shape=(8, 4), ...); got a Tensor(dtype=torch.float32, device=cpu, shape=(5, 4), ...)
 
     [2] loss_fn (/home/me/train.py:6)
-        4 graphs, 1 graph break (over 5 plans, 4 breaks taken), 1 recompile, 0 eager fallbacks
+        4 graphs, 1 graph break (over 5 plans, 4 breaks taken), 1 recompile, 0 eager fallbacks, 5 traces
         time: tracing 0.08 s, backend compile 0.27 s
         graph breaks:
           1. data_dependent at /home/me/train.py:9: Tensor.item() reads the tensor's value into Python (x2)
@@ -356,7 +356,8 @@ def summarize(created: list, *, script: str, status: int, seconds: float, notes:
         trace_s, compile_s = _seconds(compiled)
         lines += ["", f"[{i}] {report.name}",
                   (f"    {report.counts()}, "
-                   f"{_n(len(report.recompiles), 'recompile')}, {_n(len(report.fallbacks), 'eager fallback')}"),
+                   f"{_n(len(report.recompiles), 'recompile')}, {_n(len(report.fallbacks), 'eager fallback')}, "
+                   f"{_n(getattr(_compiled_function(compiled), 'traces', 0), 'trace')}"),
                   f"    time: tracing {trace_s:.2f} s, backend compile {compile_s:.2f} s"]
         lines += _section("graph breaks", [_format_break(br, n) for br, n in _grouped(report.breaks)])
         lines += _section("recompiles", [[f"at {r.where}: guard failed: {r.guard}"] for r in report.recompiles])

@@ -42,8 +42,8 @@ again, so a second call with another input shape shows the recompile::
       Graph 2: resumes f at example.py:3; 1 op; returns
         guards:
           ...
-          L['0:s0'] is None
-          L['0:y'] is a Tensor(dtype=torch.float32, device=cpu, shape=(3,), stride=(1,), storage_offset=0, ...)
+          L['___stack0'] is None
+          L['y'] is a Tensor(dtype=torch.float32, device=cpu, shape=(3,), stride=(1,), storage_offset=0, ...)
         code:
           def forward(self, L_0_y):
               l_0_y = L_0_y
@@ -53,8 +53,10 @@ again, so a second call with another input shape shows the recompile::
 Graph 1 ends where the ``print`` is; the runtime rebuilds the live frame,
 runs the print for real, and resumes tracing at the next instruction (still
 line 3: the ``POP_TOP`` of the print's result), which is Graph 2. Its guards
-read the live values of the resumed frame: ``L['0:y']`` is local ``y`` of
-frame 0 (the outermost), ``L['0:s0']`` the first slot of its value stack.
+read the live values of the resumed frame: ``L['y']`` is its local ``y``,
+``L['___stack0']`` the first slot of its value stack (named as torch.compile
+names them in its resume functions; the guard code itself says ``L['0:y']``,
+local ``y`` of frame 0, the outermost).
 Calling ``explained(torch.ones(5))`` next adds two graphs and two recompiles,
 each naming the guard that failed (``L['x'] is a Tensor(... shape=(3,) ...)``).
 
@@ -75,8 +77,8 @@ What each part means:
   that ends at a break: ``kind``, a one-line ``explanation``, ``hints`` and the
   user's ``location`` (file, line, source text).
 * ``guards``: per cache entry, its guards as readable expressions
-  (:func:`stillframe.guards.guard.describe`); ``L['x']`` is the argument ``x``,
-  ``L['0:x']`` local ``x`` of the outermost frame of a resumed call stack.
+  (:func:`stillframe.guards.guard.describe`); ``L['x']`` is the argument ``x``, or
+  local ``x`` of a resumed call stack, ``L['___stack0']`` a slot of its value stack.
 * ``recompiles``: each time a code point that already had plans was traced
   again, where, and the first guard of the newest plan that failed.
 * ``fallbacks``: cache entries that run eagerly, and why.

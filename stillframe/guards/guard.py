@@ -82,8 +82,25 @@ def describe(guard: Guard) -> str:
     if guard.kind not in GUARD_KINDS:
         raise ValueError(f"unknown guard kind {guard.kind}")
     name = guard.source.name if guard.source is not None else ""
-    text = GUARD_KINDS[guard.kind].text(name, guard.expected)
+    text = user_names(GUARD_KINDS[guard.kind].text(name, guard.expected))
     return text if guard.origin is None else f"{text}  (from {guard.origin})"
+
+
+_RESUMED = re.compile(r"L\['(\d+:(?:cell:)?[^']+)'\]")
+
+
+def user_names(text: str) -> str:
+    """Guard text with the names of a resumed call stack as a user reads them, as torch.compile's resume
+    functions name them: ``L['0:y']`` (local ``y`` of frame 0) is ``L['y']``, ``L['0:s4']`` (slot 4 of its
+    value stack) is ``L['___stack4']``. The guard code itself keeps the full names."""
+    return _RESUMED.sub(lambda match: f"L[{_user_local(match.group(1))!r}]", text)
+
+
+def _user_local(local: str) -> str:
+    """A name of a resumed call stack without its frame (``'0:y'`` is ``'y'``), a stack slot as torch names
+    it (``'0:s4'`` is ``'___stack4'``)."""
+    local = local.split(":")[-1]
+    return "___stack" + local[1:] if local[:1] == "s" and local[1:].isdigit() else local
 
 
 def actual(value: Any) -> str:
@@ -372,7 +389,7 @@ GLOBAL_STATES: dict[str, GuardKind] = {
                               lambda name, value: "no global module hooks"),
     # a resumed segment: which locals of the call stack are bound (an ``if`` may have bound one only sometimes)
     "live_names": GuardKind(lambda gen, v, value: f"L.keys() == {gen.const(value)}",
-                            lambda name, value: f"the live names are {sorted(value)}"),
+                            lambda name, value: f"the live names are {sorted(_user_local(n) for n in value)}"),
 }
 
 

@@ -565,6 +565,10 @@ def _bind_found(tx: Any, var: VariableTracker, obj: Any, name: str, found: tuple
         if isinstance(attr, functools._lru_cache_wrapper) and obj is not None:
             # a cached function used as a method (transformers' Logger.warning_once): bound for real
             return PythonObjectVariable(attr.__get__(obj, type(obj)))
+        if isinstance(attr, types.MethodDescriptorType) and obj is not None and src is not None:
+            # a C method of a live object (deque.append): bound for real, guarded by its type, name and owner;
+            # a call of it is the one graph break (the attribute read was a second)
+            return wrap(tx, getattr(obj, name), src)
         tx.unsupported("unsupported_attribute", f"the descriptor {type(attr).__name__} at .{name}")
     return wrap(tx, attr, None) if src is None else wrap(tx, getattr(obj, name), src)
 

@@ -427,8 +427,7 @@ def _convert(tx: Any, var: VariableTracker, rec: Any) -> Any:
         return var.value
     if isinstance(var, PythonObjectVariable) and isinstance(var.value, (torch.dtype, torch.device)):
         return var.value
-    tx.unsupported("unsupported_argument", f"passing {type(var).__name__} "
-                   f"({var.python_type().__name__}) to a tensor operation")
+    tx.unsupported("unsupported_argument", f"passing a {var.python_type().__name__} value to a tensor operation")
 
 
 def wrap_result(tx: Any, result: Any, node: Any) -> VariableTracker:

@@ -6,6 +6,7 @@ passed beside the one the guard expected, and a code point past the cache limit 
 from __future__ import annotations
 
 import functools
+import io
 
 import pytest
 import torch
@@ -13,6 +14,7 @@ import torch._dynamo
 from torch import nn
 
 import stillframe
+from stillframe import runner
 from stillframe.diagnostics.report import report_for
 
 
@@ -92,3 +94,30 @@ def test_a_model_is_located_at_its_forward_not_at_a_library_wrapper():
     compiled(torch.ones(2))
     forward = Wrapped.forward.__wrapped__
     assert report_for(compiled).name == f"Wrapped.forward ({__file__}:{forward.__code__.co_firstlineno})"
+
+
+def resumed(x, scale):
+    y = x * 2
+    print("", end="")
+    return y + scale
+
+
+def test_messages_name_a_resumed_frames_values_as_the_user_and_torch_do():
+    explained = stillframe.explain(resumed)
+    explained(torch.ones(2), 1.5)
+    report = explained(torch.ones(3), 1.5)
+    text = report.format()
+    assert "L['0:" not in text and "0:s" not in text  # stillframe's internal slot names
+    assert any(r.guard.startswith("L['y'] is a Tensor(") for r in report.recompiles), report.recompiles
+
+
+def test_the_run_summary_counts_every_trace(tmp_path):
+    script = tmp_path / "script.py"
+    script.write_text("import torch\n"
+                      "f = torch.compile(lambda x: x.sin() * 2, backend='eager')\n"
+                      "for n in (2, 3, 2, 3):\n"
+                      "    f(torch.ones(n))\n")
+    out = io.StringIO()
+    assert runner.run(str(script), [], out=out) == 0
+    assert "1 graph, 0 graph breaks (over 2 plans, 0 breaks taken), 1 recompile, 0 eager fallbacks, 2 traces" \
+        in out.getvalue()

@@ -116,3 +116,15 @@ def test_random_inside_a_module_is_not_guarded_by_value():
     with torch.no_grad():
         assert _check(compiled, model, lambda: torch.randn(2, 4)) == 0
     assert stillframe.counters["recompiles"] == 0
+
+
+@pytest.mark.parametrize("fn, breaks", [(ordered_dict_values, 1), (deque_append_pop, 2)],
+                         ids=["ordered_dict_values", "deque_append_pop"])
+def test_a_c_method_of_a_live_object_breaks_once_per_call(fn, breaks):
+    compiled = stillframe.compile(fn, backend="eager")
+    x = torch.randn(4)
+    for _ in range(2):
+        compiled(x)
+    before = stillframe.counters["graph_breaks"]
+    torch.testing.assert_close(compiled(x), fn(x))
+    assert stillframe.counters["graph_breaks"] - before == breaks  # at the call; reading the method was another

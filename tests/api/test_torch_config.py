@@ -25,9 +25,9 @@ def failing_backend(gm, example_inputs):
 
 torch._dynamo.config.{limit_name} = 12
 torch._dynamo.config.capture_scalar_outputs = True
-f = torch.compile(lambda x, n: x + n, backend="eager")
-for n in range(10):  # a new int every call: a recompile each, within the script's limit of 12
-    f(torch.ones(1), n)
+f = torch.compile(lambda x, s: x + len(s), backend="eager")
+for n in range(10):  # a new string every call (strings are never symbolic): a recompile each, within the limit of 12
+    f(torch.ones(1), "a" * n)
 before_reset = len(f.cache_entries())
 torch._dynamo.reset()
 after_reset = len(f.cache_entries())
@@ -56,8 +56,8 @@ def test_a_scripts_torch_config_acts_on_stillframe(tmp_path, limit_name):
 
 
 def test_without_the_scripts_limit_stillframe_keeps_its_own():
-    f = stillframe.compile(lambda x, n: x + n, backend="eager")
+    f = stillframe.compile(lambda x, s: x + len(s), backend="eager")
     with pytest.warns(stillframe.StillframeWarning, match="cache_size_limit"):
         for n in range(10):
-            f(torch.ones(1), n)
+            f(torch.ones(1), "a" * n)  # a new string every call: strings are never symbolic
     assert len(f.cache_entries()) == 8

@@ -156,11 +156,15 @@ class CompiledFunction:
             return fn(*args, **kwargs)
         return self._miss(fn, args, kwargs, L, G, entries)
 
-    def _record_recompile(self, where: str, entries: list[CacheEntry], L: dict, G: dict, F: Any) -> None:
-        """Note why a code point that already has plans is traced again (the first failing guard of the newest)."""
+    def _record_recompile(self, where: str, entries: list[CacheEntry], L: dict, G: dict, F: Any,
+                          dynamic: list[str] = ()) -> None:
+        """Note why a code point that already has plans is traced again (the first failing guard of the newest)
+        and what automatic dynamic shapes makes symbolic because of it (``dynamic``)."""
         if not entries:
             return
         reason = entries[-1].failing_guard(L, G, F)
+        if dynamic and reason is not None:
+            reason += f"; symbolic from now on: {', '.join(dynamic)}"
         self._events.append({"kind": "recompile", "where": where, "guard": reason})
         counters["recompiles"] += 1
         log.event("recompiles", "recompiling %s at %s: guard failed: %s", self._func.__qualname__, where, reason)
@@ -168,10 +172,9 @@ class CompiledFunction:
     def _miss(self, fn: types.FunctionType, args: tuple, kwargs: dict, L: dict, G: dict,
               entries: list[CacheEntry]) -> Any:
         counters["traces"] += 1
-        self._record_recompile(_where(fn), entries, L, G, fn)
+        shapes = self._shape_policy(fn.__code__)
+        self._record_recompile(_where(fn), entries, L, G, fn, shapes.prepare(L, G, fn))
         try:
-            shapes = self._shape_policy(fn.__code__)
-            shapes.prepare(L, G, fn)
             outcome = self._timed(time.perf_counter(), compile_frame, fn, L, G, fn, self._backend, self._fullgraph,
                                   shapes)
         except Unsupported as e:
@@ -242,7 +245,9 @@ class CompiledFunction:
         if cont.concrete:
             return cont
         where = "%s:%s" % cont.frames[-1].code.location(cont.frames[-1].ip)
-        self._record_recompile(where, entries, L, G, None)
+        shapes = self._shape_policy(key)
+        shapes.inherit(cont.dynamic)
+        self._record_recompile(where, entries, L, G, None, shapes.prepare(L, G, None))
         if len(entries) >= config.cache_size_limit:
             self._warn_once(("cache_size_limit", key), f"stillframe: {self._func.__qualname__} hit "
                             f"config.cache_size_limit ({config.cache_size_limit}) plans for the code after a graph "
@@ -253,9 +258,6 @@ class CompiledFunction:
         counters["traces"] += 1
         tracer, start = None, time.perf_counter()
         try:
-            shapes = self._shape_policy(key)
-            shapes.inherit(cont.dynamic)
-            shapes.prepare(L, G, None)
             outcome = self._timed(start, compile_retrying, lambda: start_resume(cont, L, shapes), L, G, None,
                                   self._backend, False, self._func, shapes)
         except Exception as e:  # Unsupported with no real step to fall back on, or a fault of ours

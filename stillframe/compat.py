@@ -127,6 +127,15 @@ def is_symbolic(value: Any) -> bool:
     return known is None or known() is None
 
 
+def symbol_of(value: Any) -> Any:
+    """The sympy symbol ``value`` (a SymInt) stands for when it is one symbol alone (``s0``, not ``2*s0``), else
+    ``None``."""
+    if not is_symbolic(value):
+        return None
+    expr = value.node.expr
+    return expr if getattr(expr, "is_Symbol", False) else None
+
+
 _KNOWN_VALUE = {torch.SymInt: "maybe_as_int", torch.SymBool: "maybe_as_bool", torch.SymFloat: "maybe_as_float"}
 
 

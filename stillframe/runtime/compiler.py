@@ -31,6 +31,7 @@ from ..guards.source import (
     GetItemSource,
     LocalSource,
     ScalarOutputSource,
+    SizeSource,
     is_user_argument,
 )
 from ..trace.state import make_frame
@@ -205,8 +206,12 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     compiled = None
     if tracer.graph.num_ops() or codegen.output_nodes:
         example_inputs = fetch(L, G, F)
+        examples = [example_inputs[i] for i in used_inputs]
+        if symbolic:  # a symbol's example is its SymInt, as torch.compile hands it to the backend
+            inputs = list(tracer.state.inputs)
+            examples = [_symbolic_example(tracer, inputs[i][1], e) for i, e in zip(used_inputs, examples)]
         with compat.backend_context(tracer.fake_mode) if symbolic else contextlib.nullcontext():
-            compiled = backend(gm, [example_inputs[i] for i in used_inputs])
+            compiled = backend(gm, examples)
     t2 = time.perf_counter()
     if symbolic:  # after the backend: what it specialized (inductor may) is guarded too
         guards = guards + _shape_guards(tracer)
@@ -219,6 +224,13 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
                        graph_break=tracer.graph_break, guards=guards,
                        used_inputs=None if len(used_inputs) == len(tracer.state.inputs) else tuple(used_inputs))
     return TraceOutcome(entry, tracer, t1 - t0, t2 - t1)
+
+
+def _symbolic_example(tracer: Tracer, tid: int, value: Any) -> Any:
+    node = tracer.tensor_node_of_input(tid)
+    if type(value) is int and node is not None and isinstance(node.meta.get("val"), torch.SymInt):
+        return node.meta["val"]
+    return value
 
 
 def _dynamic_hints(tracer: Tracer) -> dict:
@@ -246,7 +258,8 @@ def _dynamic_hints(tracer: Tracer) -> dict:
 def _shape_guards(tracer: Tracer) -> list[Guard]:
     """The ShapeEnv's guards on the symbolic sizes of the graph inputs, produced from their entry snapshots
     (DESIGN invariants 5 and 12: an in-place ``t_()`` since then does not change them)."""
-    inputs = [(src, tracer.entry_fakes[tid]) for src, tid in tracer.state.inputs if tid in tracer.entry_fakes]
+    seen: set = set()
+    inputs = [(src, fake) for src, fake in tracer.entry_fakes if id(fake) not in seen and not seen.add(id(fake))]
     sources = tuple(src for src, _ in inputs)
     try:
         exprs = compat.shape_guard_exprs(tracer.fake_mode, [fake for _, fake in inputs])
@@ -272,9 +285,9 @@ def _drop_unread_placeholders(tracer: Tracer) -> list[int]:
     AOTAutograd's handling of aliased inputs.
     """
     kept = []
-    for i, (_src, tid) in enumerate(tracer.state.inputs):
+    for i, (src, tid) in enumerate(tracer.state.inputs):
         node = tracer.tensor_node_of_input(tid)
-        if node is not None and not node.users:
+        if node is not None and not node.users and not isinstance(src, SizeSource):  # symbols stay, as in torch
             tracer.graph.erase_input(node)
         else:
             kept.append(i)

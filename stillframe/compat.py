@@ -204,13 +204,12 @@ def symbolic_int(mode: FakeTensorMode, value: int, name: str) -> Any:
 def shape_guard_exprs(mode: FakeTensorMode, fakes: list) -> list[str]:
     """The ShapeEnv's guards over ``fakes`` (the entry snapshots of the symbolic inputs: fake tensors, and
     SymInts for int arguments) as Python expressions, where ``___t{i}`` stands for the live value of ``fakes[i]``
-    (``'2 <= ___t0.size()[0]'``, ``'___t0.stride()[0] == ___t0.size()[1]'``). Sizes that are static, or
-    became constants during the trace, are guarded too (``'___t0.size()[0] == 3'``)."""
+    (``'2 <= ___t0.size()[0]'``, ``'___t0.stride()[0] == ___t0.size()[1]'``). A size or stride that is a
+    constant is left out (as torch.compile leaves it to its tensor check), one the trace specialized too."""
     env = mode.shape_env
     if env is None or not fakes:
         return []
-    return list(env.produce_guards(fakes, [_NamedSource(f"___t{i}") for i in range(len(fakes))],
-                                   ignore_static=False))
+    return list(env.produce_guards(fakes, [_NamedSource(f"___t{i}") for i in range(len(fakes))]))
 
 
 def backend_context(mode: FakeTensorMode) -> Any:

@@ -259,13 +259,19 @@ def _shape_guards(tracer: Tracer) -> list[Guard]:
     """The ShapeEnv's guards on the symbolic sizes of the graph inputs, produced from their entry snapshots
     (DESIGN invariants 5 and 12: an in-place ``t_()`` since then does not change them)."""
     seen: set = set()
-    inputs = [(src, fake) for src, fake in tracer.entry_fakes if id(fake) not in seen and not seen.add(id(fake))]
-    sources = tuple(src for src, _ in inputs)
+    inputs = [entry for entry in tracer.entry_fakes if id(entry[1]) not in seen and not seen.add(id(entry[1]))]
+    sources = tuple(src for src, _, _ in inputs)
     try:
-        exprs = compat.shape_guard_exprs(tracer.fake_mode, [fake for _, fake in inputs])
+        exprs = compat.shape_guard_exprs(tracer.fake_mode, [fake for _, fake, _ in inputs])
     except Exception as e:  # a guard on a symbol no input of this plan carries
         raise Unsupported(GraphBreak(GraphBreakKind.DYNAMIC_SHAPE, f"the shape guards cannot be expressed over "
                                      f"the graph inputs ({type(e).__name__}: {e})")) from None
+    for j, (_src, fake, symbolic) in enumerate(inputs):  # symbolic at entry, a constant now: guarded by value
+        if symbolic is None:
+            continue
+        for what, values, flags in (("size", fake.shape, symbolic[0]), ("stride", fake.stride(), symbolic[1])):
+            exprs += [f"___t{j}.{what}()[{i}] == {symbolic_values.plain(n)}"
+                      for i, (n, was) in enumerate(zip(values, flags)) if was and not compat.is_symbolic(n)]
     return [Guard(None, "SHAPE", (sources, expr)) for expr in exprs]
 
 

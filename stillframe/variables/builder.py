@@ -349,9 +349,10 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
     tx.input_nodes[var.tid] = node
     if tx.fake_mode.shape_env is not None and value.layout == torch.strided and \
             any(compat.is_symbolic(n) for n in (*fake.shape, *fake.stride())):
-        # the entry snapshot the ShapeEnv's guards are produced from; every size of it is guarded there, static
-        # ones too (one the trace specialized is no longer checked by the TENSOR guard, which left it out)
-        tx.entry_fakes.append((source, fake))
+        # the entry snapshot the ShapeEnv's guards are produced from, and which sizes and strides were symbolic
+        # then (the TENSOR guard left those out: one the trace specializes is guarded by its value)
+        tx.entry_fakes.append((source, fake, (tuple(compat.is_symbolic(n) for n in fake.shape),
+                                              tuple(compat.is_symbolic(n) for n in fake.stride()))))
     return var
 
 
@@ -369,7 +370,7 @@ def _symbolic_int(tx: Any, value: int, source: Source) -> VariableTracker:
     oid = tx.new_id()
     tx.state = tx.state.replace(inputs=tx.state.inputs.append((source, oid)))
     tx.input_nodes[oid] = node
-    tx.entry_fakes.append((source, sym))
+    tx.entry_fakes.append((source, sym, None))
     return SymNodeVariable(sym, node)
 
 

@@ -186,11 +186,15 @@ class CompiledFunction:
             return fn(*args, **kwargs)
         return self._finish(entry.run(L, G, fn), G)
 
-    def _record_recompile(self, where: str, entries: list[CacheEntry], L: dict, G: dict, F: Any) -> None:
-        """Note why a code point that already has plans is traced again (the first failing guard of the newest)."""
+    def _record_recompile(self, where: str, entries: list[CacheEntry], L: dict, G: dict, F: Any,
+                          dynamic: list[str] = ()) -> None:
+        """Note why a code point that already has plans is traced again (the first failing guard of the newest)
+        and what automatic dynamic shapes makes symbolic because of it (``dynamic``)."""
         if not entries:
             return
         reason = entries[-1].failing_guard(L, G, F)
+        if dynamic and reason is not None:
+            reason += f"; symbolic from now on: {', '.join(dynamic)}"
         self._events.append({"kind": "recompile", "where": where, "guard": reason})
         counters["recompiles"] += 1
         log.event("recompiles", "recompiling %s at %s: guard failed: %s", self._func.__qualname__, where, reason)
@@ -211,10 +215,9 @@ class CompiledFunction:
                 return None
             counters["traces"] += 1
             self.traces += 1
-            self._record_recompile(_where(fn), entries, L, G, fn)
+            shapes = self._shape_policy(fn.__code__)
+            self._record_recompile(_where(fn), entries, L, G, fn, shapes.prepare(L, G, fn))
             try:
-                shapes = self._shape_policy(fn.__code__)
-                shapes.prepare(L, G, fn)
                 with compat.global_state_kept():
                     outcome = self._timed(time.perf_counter(), compile_frame, fn, L, G, fn, self._backend,
                                           self._fullgraph, shapes)
@@ -319,7 +322,9 @@ class CompiledFunction:
             if entry is not None:
                 return entry
             where = "%s:%s" % cont.frames[-1].code.location(cont.frames[-1].ip)
-            self._record_recompile(where, entries, L, G, None)
+            shapes = self._shape_policy(key)
+            shapes.inherit(cont.dynamic)
+            self._record_recompile(where, entries, L, G, None, shapes.prepare(L, G, None))
             if len(entries) >= config.cache_size_limit:
                 self._cache_limit_hit(("cache_size_limit", key), where, "runs on instruction by instruction")
                 self._warn_once(("cache_size_limit", key), f"stillframe: {self._func.__qualname__} hit "
@@ -329,9 +334,6 @@ class CompiledFunction:
             counters["traces"] += 1
             self.traces += 1
             try:
-                shapes = self._shape_policy(key)
-                shapes.inherit(cont.dynamic)
-                shapes.prepare(L, G, None)
                 with compat.global_state_kept():
                     outcome = self._timed(time.perf_counter(), compile_retrying, lambda: start_resume(cont, L, shapes),
                                           L, G, None, self._backend, False, self._func, shapes)

@@ -258,6 +258,15 @@ def is_symbolic(value: Any) -> bool:
     return known is None or known() is None
 
 
+def symbol_of(value: Any) -> Any:
+    """The sympy symbol ``value`` (a SymInt) stands for when it is one symbol alone (``s0``, not ``2*s0``), else
+    ``None``."""
+    if not is_symbolic(value):
+        return None
+    expr = value.node.expr
+    return expr if getattr(expr, "is_Symbol", False) else None
+
+
 _KNOWN_VALUE = {torch.SymInt: "maybe_as_int", torch.SymBool: "maybe_as_bool", torch.SymFloat: "maybe_as_float"}
 
 
@@ -326,13 +335,12 @@ def symbolic_int(mode: FakeTensorMode, value: int, name: str) -> Any:
 def shape_guard_exprs(mode: FakeTensorMode, fakes: list) -> list[str]:
     """The ShapeEnv's guards over ``fakes`` (the entry snapshots of the symbolic inputs: fake tensors, and
     SymInts for int arguments) as Python expressions, where ``___t{i}`` stands for the live value of ``fakes[i]``
-    (``'2 <= ___t0.size()[0]'``, ``'___t0.stride()[0] == ___t0.size()[1]'``). Sizes that are static, or
-    became constants during the trace, are guarded too (``'___t0.size()[0] == 3'``)."""
+    (``'2 <= ___t0.size()[0]'``, ``'___t0.stride()[0] == ___t0.size()[1]'``). A size or stride that is a
+    constant is left out (as torch.compile leaves it to its tensor check), one the trace specialized too."""
     env = mode.shape_env
     if env is None or not fakes:
         return []
-    return list(env.produce_guards(fakes, [_NamedSource(f"___t{i}") for i in range(len(fakes))],
-                                   ignore_static=False))
+    return list(env.produce_guards(fakes, [_NamedSource(f"___t{i}") for i in range(len(fakes))]))
 
 
 def backend_context(mode: FakeTensorMode) -> Any:

@@ -51,7 +51,7 @@ import torch
 
 from .. import compat
 from .source import (AttrSource, BaseItemSource, DefaultSource, GetItemSource, GlobalSource, LiftedSource,
-                     ModuleMemberSource, Source)
+                     ModuleMemberSource, SizeSource, Source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,6 +305,8 @@ class GuardCodegen:
         elif isinstance(source, LiftedSource):
             kwargs = "".join(f", {k}={self.const(v)}" for k, v in source.kwargs)
             expr = f"{self.const(source.factory)}(*{self.const(source.args)}{kwargs})"
+        elif isinstance(source, SizeSource):
+            expr = f"{self.ref(source.base)}.size()[{source.index}]"
         elif isinstance(source, ModuleMemberSource):
             expr = f"{self.ref(source.base)}.{source.registry}[{source.attr!r}]"
         elif isinstance(source, GetItemSource):

@@ -172,6 +172,19 @@ class LiftedSource(Source):
         return f"{getattr(self.factory, '__name__', self.factory)}({', '.join(parts)})"
 
 
+@dataclass(frozen=True, slots=True)
+class SizeSource(Source):
+    """One size of a tensor: ``L['x'].size()[0]`` (a symbolic size passed to the graph as an input of its own,
+    as torch.compile passes it)."""
+
+    base: Source
+    index: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.base.name}.size()[{self.index}]"
+
+
 def root_of(source: Source) -> Source:
     """The root (``L[...]``, ``G[...]`` or ``F``) a source chain starts from."""
     while hasattr(source, "base") or hasattr(source, "function"):

@@ -32,6 +32,7 @@ from ..guards.source import (
     GetItemSource,
     LocalSource,
     ScalarOutputSource,
+    SizeSource,
     is_user_argument,
 )
 from ..trace.state import make_frame
@@ -259,9 +260,13 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     compiled = None
     if tracer.graph.num_ops() or codegen.output_nodes:
         example_inputs = fetch(L, G, F)
+        examples = [example_inputs[i] for i in used_inputs]
+        if symbolic:  # a symbol's example is its SymInt, as torch.compile hands it to the backend
+            inputs = list(tracer.state.inputs)
+            examples = [_symbolic_example(tracer, inputs[i][1], e) for i, e in zip(used_inputs, examples)]
         with compat.backend_context(tracer.fake_mode) if symbolic else contextlib.nullcontext():
             try:
-                compiled = _call_backend(backend, gm, [example_inputs[i] for i in used_inputs], tracer)
+                compiled = _call_backend(backend, gm, examples, tracer)
             except Exception as e:
                 ops = _higher_order_ops(gm)
                 if not ops:
@@ -301,6 +306,13 @@ def _call_backend(backend: Callable, gm: torch.fx.GraphModule, example_inputs: l
     raise failed.with_traceback(error_tb) from None
 
 
+def _symbolic_example(tracer: Tracer, tid: int, value: Any) -> Any:
+    node = tracer.tensor_node_of_input(tid)
+    if type(value) is int and node is not None and isinstance(node.meta.get("val"), torch.SymInt):
+        return node.meta["val"]
+    return value
+
+
 def _dynamic_hints(tracer: Tracer) -> dict:
     """What is symbolic among the live values at a graph break, by the name of the source the resumed trace
     reads each from (``L['0:x']``, ``L['0:s2']``): see ``Continuation.dynamic``."""
@@ -326,13 +338,20 @@ def _dynamic_hints(tracer: Tracer) -> dict:
 def _shape_guards(tracer: Tracer) -> list[Guard]:
     """The ShapeEnv's guards on the symbolic sizes of the graph inputs, produced from their entry snapshots
     (DESIGN invariants 5 and 12: an in-place ``t_()`` since then does not change them)."""
-    inputs = [(src, tracer.entry_fakes[tid]) for src, tid in tracer.state.inputs if tid in tracer.entry_fakes]
-    sources = tuple(src for src, _ in inputs)
+    seen: set = set()
+    inputs = [entry for entry in tracer.entry_fakes if id(entry[1]) not in seen and not seen.add(id(entry[1]))]
+    sources = tuple(src for src, _, _ in inputs)
     try:
-        exprs = compat.shape_guard_exprs(tracer.fake_mode, [fake for _, fake in inputs])
+        exprs = compat.shape_guard_exprs(tracer.fake_mode, [fake for _, fake, _ in inputs])
     except Exception as e:  # a guard on a symbol no input of this plan carries
         raise Unsupported(GraphBreak(GraphBreakKind.DYNAMIC_SHAPE, f"the shape guards cannot be expressed over "
                                      f"the graph inputs ({type(e).__name__}: {e})")) from None
+    for j, (_src, fake, symbolic) in enumerate(inputs):  # symbolic at entry, a constant now: guarded by value
+        if symbolic is None:
+            continue
+        for what, values, flags in (("size", fake.shape, symbolic[0]), ("stride", fake.stride(), symbolic[1])):
+            exprs += [f"___t{j}.{what}()[{i}] == {symbolic_values.plain(n)}"
+                      for i, (n, was) in enumerate(zip(values, flags)) if was and not compat.is_symbolic(n)]
     return [Guard(None, "SHAPE", (sources, expr)) for expr in exprs]
 
 
@@ -352,9 +371,9 @@ def _drop_unread_placeholders(tracer: Tracer) -> list[int]:
     AOTAutograd's handling of aliased inputs.
     """
     kept = []
-    for i, (_src, tid) in enumerate(tracer.state.inputs):
+    for i, (src, tid) in enumerate(tracer.state.inputs):
         node = tracer.tensor_node_of_input(tid)
-        if node is not None and not node.users:
+        if node is not None and not node.users and not isinstance(src, SizeSource):  # symbols stay, as in torch
             tracer.graph.erase_input(node)
         else:
             kept.append(i)

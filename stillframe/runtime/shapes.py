@@ -65,26 +65,29 @@ class ShapePolicy:
             self.hints.update(hints)
             self.symbolic = True
 
-    def prepare(self, L: dict, G: dict, F: Any) -> None:
+    def prepare(self, L: dict, G: dict, F: Any) -> list[str]:
         """Before a trace of the call ``L, G, F``: whether it needs a ShapeEnv (``symbolic``), so that a size
-        change is not found half-way through a static trace (which would then be traced again)."""
-        if self.symbolic:
-            return
+        change is not found half-way through a static trace (which would then be traced again). Returns what
+        automatic dynamic shapes will make symbolic in this trace, and why (``"L['x'].size()[0]: 3 -> 5"``)."""
         if any(isinstance(v, torch.Tensor) and any(hasattr(v, a) for a in _MARKS) for v in L.values()):
             self.symbolic = True
-        elif self.dynamic is None and self.sources:
-            names = list(self.sources)
-            for name, value in zip(names, source_values([self.sources[n] for n in names], L, G, F)):
-                if name in self.ints:
-                    if type(value) is int and self.ints[name] != value:
-                        self.symbolic = True
-                        return
-                    continue
-                before = self.seen[name]
-                if isinstance(value, torch.Tensor) and value.dim() == len(before) and \
-                        any(old is None or old != new for old, new in zip(before, value.shape)):
-                    self.symbolic = True
-                    return
+        if self.dynamic is not None or not self.sources:
+            return []
+        changes = []
+        names = list(self.sources)
+        for name, value in zip(names, source_values([self.sources[n] for n in names], L, G, F)):
+            if name in self.ints:
+                before = self.ints[name]
+                if type(value) is int and before is not None and before != value:
+                    changes.append(f"{name}: {before} -> {value}")
+                self.symbolic |= type(value) is int and before != value
+                continue
+            before = self.seen[name]
+            if isinstance(value, torch.Tensor) and value.dim() == len(before):
+                changes += [f"{name}.size()[{i}]: {old} -> {new}" for i, (old, new) in enumerate(zip(before, value.shape))
+                            if old is not None and old != new]
+                self.symbolic |= any(old is None or old != new for old, new in zip(before, value.shape))
+        return changes
 
     def int_dynamic(self, source: Source, value: int) -> bool:
         """Whether the int argument at ``source`` is a symbolic graph input in this trace (arguments only, not

@@ -50,6 +50,9 @@ def sym_or_constant(tx: Any, value: Any, make_node: Any) -> VariableTracker:
 def size_of(tx: Any, entry: Any, dim: int) -> VariableTracker:
     """``x.shape[dim]`` of the tensor whose heap entry is ``entry``."""
     value = entry.meta.shape[dim]
+    lifted = tx.symbol_nodes.get(compat.symbol_of(value))
+    if lifted is not None and not getattr(lifted, "_erased", False):  # the graph input passing that symbol
+        return SymNodeVariable(value, lifted)
     return sym_or_constant(tx, value, lambda: tx.graph.call_function(compat.sym_size, (_node(tx, entry), dim), {},
                                                                       value))
 

@@ -102,7 +102,10 @@ class Tracer:
         self.input_nodes: dict[int, Any] = {}  # tid -> placeholder node (for finishing the graph)
         self.uncaptured_ops: frozenset = frozenset()  # higher-order ops the backend failed on: graph breaks
         self.shapes: Any = None  # which input dimensions are symbolic (runtime.shapes.ShapePolicy); None: static
-        self.entry_fakes: dict[int, Any] = {}  # tid -> fake of a graph input as it entered (with a ShapeEnv)
+        # (source, fake or SymInt) of each symbolic graph input as it entered, rolled-back ones included: the
+        # ShapeEnv's guards may name their symbols (DESIGN invariant 5: never the fake an in-place op changed)
+        self.entry_fakes: list[tuple[Any, Any]] = []
+        self.symbol_nodes: dict[Any, Any] = {}  # sympy symbol -> the placeholder passing it in (see SizeSource)
 
     # ---------------------------------------------------------------- state
     def checkpoint(self) -> Checkpoint:

@@ -30,7 +30,7 @@ import torch
 from .. import compat
 from ..errors import RetraceSymbolic
 from ..guards.guard import Guard, tensor_signature
-from ..guards.source import AttrSource, GetItemSource, GlobalSource, ScalarOutputSource, Source
+from ..guards.source import AttrSource, GetItemSource, GlobalSource, ScalarOutputSource, SizeSource, Source
 from ..tensors.meta import TensorEntry
 from . import standins
 from .base import (
@@ -357,9 +357,10 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
     tx.input_nodes[var.tid] = node
     if tx.fake_mode.shape_env is not None and value.layout == torch.strided and \
             any(compat.is_symbolic(n) for n in (*fake.shape, *fake.stride())):
-        # the entry snapshot the ShapeEnv's guards are produced from; every size of it is guarded there, static
-        # ones too (one the trace specialized is no longer checked by the TENSOR guard, which left it out)
-        tx.entry_fakes[var.tid] = fake
+        # the entry snapshot the ShapeEnv's guards are produced from, and which sizes and strides were symbolic
+        # then (the TENSOR guard left those out: one the trace specializes is guarded by its value)
+        tx.entry_fakes.append((source, fake, (tuple(compat.is_symbolic(n) for n in fake.shape),
+                                              tuple(compat.is_symbolic(n) for n in fake.stride()))))
     return var
 
 
@@ -377,7 +378,7 @@ def _symbolic_int(tx: Any, value: int, source: Source) -> VariableTracker:
     oid = tx.new_id()
     tx.state = tx.state.replace(inputs=tx.state.inputs.append((source, oid)))
     tx.input_nodes[oid] = node
-    tx.entry_fakes[oid] = sym
+    tx.entry_fakes.append((source, sym, None))
     return SymNodeVariable(sym, node)
 
 
@@ -402,6 +403,16 @@ def _fake_input(tx: Any, value: torch.Tensor, source: Source) -> Any:
     symbolic_sizes = tuple(compat.is_symbolic(n) for n in fake.shape)
     symbolic_strides = tuple(compat.is_symbolic(n) for n in fake.stride()) if strided else ()
     _guard(tx, source, "TENSOR", tensor_signature(value, symbolic_sizes, symbolic_strides))
+    for i, size in enumerate(fake.shape):  # each new symbol is a graph input of its own, as torch.compile passes it
+        symbol = compat.symbol_of(size)
+        known = tx.symbol_nodes.get(symbol)
+        if symbol is not None and (known is None or getattr(known, "_erased", False)):
+            size_source = SizeSource(source, i)
+            node = tx.graph.placeholder(size_source.name, size)
+            oid = tx.new_id()
+            tx.state = tx.state.replace(inputs=tx.state.inputs.append((size_source, oid)))
+            tx.input_nodes[oid] = node
+            tx.symbol_nodes[symbol] = node
     return fake
 
 

@@ -32,7 +32,7 @@ def test_dynamic_true_traces_once_for_eight_sizes():
     entries = report.compiled.cache_entries()
     assert len(entries) == 1
     code = entries[0].graph_module.code
-    assert "sym_size" in code  # the size is computed in the graph, not baked in
+    assert "def forward(self, L_x_size_0, L_x_size_1, L_x)" in code  # the sizes are inputs, as torch.compile's
     assert stillframe.counters["traces"] == 1
 
 
@@ -147,18 +147,22 @@ def test_backends_compile_one_graph_for_every_size(backend):
 
 
 def test_a_backend_sees_symbolic_placeholders_and_the_fake_mode():
+    """As torch.compile hands them: one SymInt input per symbol first, then the tensors; real example tensors,
+    SymInt examples for the symbols, and a TracingContext holding the fake mode of the placeholders."""
     seen = []
 
     def backend(gm, example_inputs):
         context = torch._guards.TracingContext.try_get()
-        placeholder = next(n for n in gm.graph.nodes if n.op == "placeholder")
-        seen.append((context is not None and context.fake_mode is placeholder.meta["val"].fake_mode,
-                     type(placeholder.meta["val"].shape[0]), type(example_inputs[0])))
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        seen.append(([type(n.meta["val"]) for n in placeholders], [type(e) for e in example_inputs],
+                     context is not None and context.fake_mode is placeholders[-1].meta["val"].fake_mode))
         return gm.forward
 
     cf = stillframe.compile(lambda x: x + x.shape[0], backend=backend, dynamic=True)
     cf(torch.randn(3, 2))
-    assert seen == [(True, torch.SymInt, torch.Tensor)]  # real example inputs, as torch.compile passes them
+    fake = torch._subclasses.fake_tensor.FakeTensor
+    assert seen == [([torch.SymInt, torch.SymInt, fake], [torch.SymInt, torch.SymInt, torch.Tensor], True)]
+    assert cf(torch.randn(5, 4)).shape == (5, 4) and len(cf.cache_entries()) == 1
 
 def add_one(x):
     return x + 1
@@ -263,3 +267,11 @@ def test_explain_shows_shape_guards_as_expressions_over_sources():
     text = str(explainer(torch.randn(5, 4)))
     assert "3 <= L['x'].size()[0]" in text
     assert "L['x'] is a Tensor(dtype=torch.float32, device=cpu, shape=(?, ?)" in text
+
+
+def test_the_recompile_says_which_dimension_became_dynamic():
+    explainer = stillframe.explain(add_one)
+    explainer(torch.randn(3, 4))
+    report = explainer(torch.randn(5, 4))
+    assert len(report.recompiles) == 1
+    assert "symbolic from now on: L['x'].size()[0]: 3 -> 5" in str(report)

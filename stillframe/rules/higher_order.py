@@ -11,7 +11,10 @@ What a rule cannot capture (a branch with side effects, outputs that disagree, a
 branch) is a graph break: the call runs for real, and eager decides (torch.cond then raises its own
 error); under ``fullgraph=True`` the break is the error, with :func:`.speculation.diff`'s words.
 
-:data:`HIGHER_ORDER` maps each callable to its rule; :func:`stillframe.rules.calls.call` consults it first.
+Here: ``torch.cond``, ``while_loop`` and ``torch.utils.checkpoint.checkpoint``; ``autograd.Function.apply``
+in :mod:`.autograd_function`, the ``torch.func`` transforms in :mod:`.func_transforms`. :data:`HIGHER_ORDER`
+maps each callable to its rule; :func:`stillframe.rules.calls.call` consults it first. A backend that fails on
+one of these ops makes the runtime trace the frame again with it in ``tx.uncaptured_ops``: a graph break.
 """
 
 from __future__ import annotations

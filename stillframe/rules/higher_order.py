@@ -11,7 +11,10 @@ What a rule cannot capture (a branch with side effects, outputs that disagree, a
 branch) is a graph break: the call runs for real, and eager decides (torch.cond then raises its own
 error); under ``fullgraph=True`` the break is the error, with :func:`.speculation.diff`'s words.
 
-:data:`HIGHER_ORDER` maps each callable to its rule; :func:`stillframe.rules.calls.call` consults it first.
+Here: ``torch.cond``, ``while_loop`` and ``torch.utils.checkpoint.checkpoint``; ``autograd.Function.apply``
+in :mod:`.autograd_function`, the ``torch.func`` transforms in :mod:`.func_transforms`. :data:`HIGHER_ORDER`
+maps each callable to its rule; :func:`stillframe.rules.calls.call` consults it first. A backend that fails on
+one of these ops makes the runtime trace the frame again with it in ``tx.uncaptured_ops``: a graph break.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ def _bind(tx: Tracer, names: tuple, args: list, kwargs: dict, defaults: dict, wh
     return [_realize(tx, bound[n]) for n in names]
 
 
-def _operand_items(tx: Tracer, operands: VariableTracker, what: str) -> list:
+def _operand_items(tx: Tracer, operands: VariableTracker, what: str, nested: bool = False) -> list:
     if isinstance(operands, TupleVariable):
         items = list(operands.items)
     elif isinstance(operands, ListVariable):
@@ -69,9 +72,21 @@ def _operand_items(tx: Tracer, operands: VariableTracker, what: str) -> list:
         tx.unsupported("higher_order", f"{what}'s operands are a {operands.python_type().__name__}, "
                        "not a tuple or list")
     items = [_realize(tx, i) for i in items]
-    if not all(isinstance(i, TensorVariable) for i in items):
-        tx.unsupported("higher_order", f"{what}'s operands must all be tensors")
+    if not all(_tensor_tree(tx, i, nested) for i in items):
+        tx.unsupported("higher_order", f"{what}'s operands must all be tensors"
+                       f"{' (or tuples and lists of them)' if nested else ''}")
     return items
+
+
+def _tensor_tree(tx: Tracer, var: VariableTracker, nested: bool) -> bool:
+    """A tensor, or (``nested``) a tuple or list whose leaves are all tensors."""
+    if isinstance(var, TensorVariable):
+        return True
+    if nested and isinstance(var, TupleVariable) and var.cls is tuple:
+        return all(_tensor_tree(tx, i, nested) for i in var.items)
+    if nested and isinstance(var, ListVariable):
+        return all(_tensor_tree(tx, i, nested) for i in tx.list_items(var))
+    return False
 
 
 def cond(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
@@ -85,7 +100,7 @@ def cond(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         return calls.call(tx, true_fn if pred.value else false_fn, items, {})
     if not isinstance(pred, TensorVariable) or math.prod(tx.tensor(pred).meta.shape) != 1:
         tx.unsupported("higher_order", "torch.cond's pred is not a bool or a one-element tensor")
-    items = _operand_items(tx, operands, "torch.cond")
+    items = _operand_items(tx, operands, "torch.cond", nested=True)  # a pytree of tensors, as torch.cond takes
     true = speculate(tx, true_fn, items, "the true branch")
     false = speculate(tx, false_fn, items, "the false branch")
     differences = diff(tx, true, false, ("dtype", "shape", "device"))  # requires_grad: the op's autograd merges

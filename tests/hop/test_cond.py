@@ -305,3 +305,21 @@ def test_explain_shows_the_branches_code():
     text = str(stillframe.explain(simple)(torch.randn(3), torch.randn(3)))
     assert "# self.cond_true_0:" in text and "add = l_x + l_y" in text
     assert "# self.cond_false_0:" in text and "sub = l_x - l_y" in text
+
+
+def nested_operands(x, y):
+    def true_fn(a, pair):
+        b, c = pair
+        return a * b + c[0]
+
+    def false_fn(a, pair):
+        return a - pair[1][0] * pair[0]
+
+    return torch.cond(x.sum() > 0, true_fn, false_fn, (x, (y, [y * 2])))
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_operands_may_be_nested_tuples_and_lists_of_tensors(sign):
+    report = assert_parity(nested_operands, lambda: (sign * torch.rand(3, requires_grad=True) + sign,
+                                                     torch.randn(3, requires_grad=True)), calls=2)
+    captured(report)

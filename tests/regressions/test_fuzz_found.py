@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+import stillframe
 from stillframe.check.fuzz import check_program, compiler_for
 from stillframe.check.program_writer import HEADER
 from stillframe.check.programs import load
@@ -242,10 +243,12 @@ def f(x, y, w, k):
 ''', n=3))
 
 
-def test_fuzz_eager_fallback_runs_with_the_callers_grad_mode():
+def test_fuzz_eager_fallback_runs_with_the_callers_grad_mode(monkeypatch):
     # fuzz 3:1 on aot_eager: an internal error while tracing inside a traced no_grad block left grad mode off,
     # so the eager fallback ran f without autograd (backward raised "element 0 of tensors does not require
     # grad") and the caller was left with grad mode off. The fallback itself is reported (a warning), not hidden.
+    # AOTAutograd's own failure here is a backend error: with suppress_errors (torch.compile's flag) it falls back.
+    monkeypatch.setattr(stillframe.config, "suppress_errors", True, raising=False)
     finding = check_program(load(program('''
 def f(x, y, w, k):
     t1 = y @ w

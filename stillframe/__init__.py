@@ -16,7 +16,8 @@ backend, guards the result, and runs it::
     True
 """
 
-from .api import CompiledFunction, CompiledModule, compile, counters, disable, reset
+from .api import (CompiledFunction, CompiledModule, compile, counters, disable, mark_dynamic, mark_static,
+                  maybe_mark_dynamic, reset)
 from .config import config
 from .errors import GraphBreak, InternalError, StillframeWarning, Unsupported
 from .diagnostics.report import explain
@@ -33,6 +34,9 @@ __all__ = [
     "counters",
     "disable",
     "explain",
+    "mark_dynamic",
+    "mark_static",
+    "maybe_mark_dynamic",
     "reset",
 ]
 __version__ = "0.1.0"

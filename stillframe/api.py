@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import builtins
 import collections
+import dataclasses
 import functools
 import inspect
+import os
+import sys
 import time
 import types
 import warnings
@@ -32,10 +35,11 @@ from . import compat
 from .config import config
 from .errors import InternalError, StillframeWarning, Unsupported, UserError
 from .guards.guard import identity_checked
-from .runtime import live
-from .rules.disable import disable, is_disabled  # noqa: F401  (public: stillframe.disable)
+from .runtime import live, tracebacks
+from .rules.disable import ORIGINAL, disable, is_disabled  # noqa: F401  (public: stillframe.disable)
 from .runtime.compiler import compile_frame, compile_retrying, eager_entry, start_resume
 from .runtime.entry import CacheEntry, watch
+from .runtime.shapes import ShapePolicy
 from .diagnostics import log
 
 counters: collections.Counter = collections.Counter()
@@ -48,7 +52,10 @@ def reset() -> None:
         compiled._cache.clear()
         compiled._warned.clear()
         compiled._events.clear()
+        compiled._faults.clear()
+        compiled._shapes.clear()
         compiled.trace_seconds = compiled.compile_seconds = 0.0
+        compiled.traces = 0
     counters.clear()
 
 
@@ -80,7 +87,11 @@ def _make_binder(fn: types.FunctionType) -> Callable[..., dict]:
     text = f"def ___bind({', '.join(params)}):\n    return {{{body}}}\n"
     ns = dict(defaults)
     exec(builtins.compile(text, "<stillframe bind>", "exec"), ns)
-    return ns.pop("___bind")  # popped: no cycle through its globals keeps a default value alive
+    bind = ns.pop("___bind")  # popped: no cycle through its globals keeps a default value alive
+    # named as fn: a call with the wrong arguments raises Python's TypeError naming the user's function
+    bind.__code__ = bind.__code__.replace(co_name=fn.__name__, co_qualname=fn.__qualname__)
+    bind.__name__, bind.__qualname__ = fn.__name__, fn.__qualname__
+    return bind
 
 
 class CompiledFunction:
@@ -89,7 +100,7 @@ class CompiledFunction:
     ``cache_entries()`` lists the cache entries of the function's code object
     (each with ``guard_source``, ``graph_module``, ``eager``). ``trace_seconds``
     and ``compile_seconds`` add up the time spent tracing (failed traces
-    included) and in the backend's compile call.
+    included) and in the backend's compile call; ``traces`` counts the traces.
     """
 
     def __init__(self, fn: Callable, *, backend: Any, fullgraph: bool, dynamic: bool | None, mode: Any,
@@ -100,23 +111,43 @@ class CompiledFunction:
         if not isinstance(self._func, types.FunctionType):
             raise TypeError(f"stillframe.compile expects a Python function or an nn.Module, got {type(fn).__name__}")
         self._backend_arg = backend
+        self._compile_kwargs = dict(backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode,
+                                    options=options, disable=disable)
         self._backend = compat.resolve_backend(backend, mode, options, dynamic)
         self._fullgraph = fullgraph
         self._dynamic = dynamic
         self._disable = disable
         self._cache: dict[Any, list[CacheEntry]] = {}
+        self._shapes: dict[Any, ShapePolicy] = {}  # per cache key: which input dimensions are symbolic
         self._warned: set = set()
         self._events: list[dict] = []
+        self._faults: dict[Any, int] = {}  # internal errors met while tracing, by cache key
         self.trace_seconds = self.compile_seconds = 0.0
+        self.traces = 0  # traces of this object (a first trace, a recompile, or code after a new graph break)
         self._bind = _make_binder(self._func)
         self._method_self = fn.__self__ if isinstance(fn, types.MethodType) else None
         functools.update_wrapper(self, self._func)
+        if not disable:  # compiled code calling this wrapper inlines the function instead (rules/disable.py)
+            setattr(self, ORIGINAL, fn)
+        # as torch.compile's wrapper: torch.compiler.disable(compiled) and torch.compile(compiled) unwrap to fn
+        self._torchdynamo_orig_callable, self._torchdynamo_wrapper_id = fn, id(self)
         _LIVE.add(self)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         if obj is None:
             return self
         return functools.partial(self, obj)
+
+    def __reduce__(self) -> Any:
+        """Pickled by name where a module-level name holds it (``@stillframe.compile`` on a function), as
+        torch.compile's wrapper is; otherwise as the function plus the compile arguments (traced afresh)."""
+        module = sys.modules.get(getattr(self, "__module__", None) or "")
+        found: Any = module
+        for part in getattr(self, "__qualname__", "<>").split("."):
+            found = getattr(found, part, None)
+        if found is self:
+            return self.__qualname__
+        return _compiled_function, (self._fn, self._compile_kwargs)
 
     def cache_entries(self) -> list[CacheEntry]:
         """The cache entries of the function's own code object (its first graph on each path)."""
@@ -130,6 +161,14 @@ class CompiledFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._disable:
             return self._fn(*args, **kwargs)
+        try:
+            return self._call(args, kwargs)
+        except BaseException as e:
+            if not config.verbose_tracebacks:  # the user's frames, as eager shows them, not ours
+                e.__traceback__ = tracebacks.user_traceback(e.__traceback__)
+            raise
+
+    def _call(self, args: tuple, kwargs: dict) -> Any:
         fn = self._func
         if self._method_self is not None:
             args = (self._method_self, *args)
@@ -137,20 +176,15 @@ class CompiledFunction:
         G = fn.__globals__
         entries = self._cache.get(fn.__code__)
         if entries is None:
-            entries = self._cache[fn.__code__] = []
-        for entry in entries:
-            if entry.check(L, G, fn):
-                counters["cache_hits"] += 1
-                if entry.eager:
-                    return fn(*args, **kwargs)
-                return self._finish(entry.run(L, G, fn), G)
-        if len(entries) >= config.cache_size_limit:
-            self._warn_once("cache_size_limit", f"stillframe: {fn.__qualname__} ({_where(fn)}) hit "
-                            f"config.cache_size_limit ({config.cache_size_limit}) cache entries; running it "
-                            "eagerly from now on. Inputs that change shape, dtype or Python values on every call "
-                            "cause this.")
+            entries = self._cache.setdefault(fn.__code__, [])
+        entry = _lookup(entries, L, G, fn)
+        if entry is None:
+            entry = self._miss(fn, L, G, entries)
+        if isinstance(entry, UserError):
+            return self._eager_after_user_error(fn, args, kwargs, entry)
+        if entry is None or entry.eager:
             return fn(*args, **kwargs)
-        return self._miss(fn, args, kwargs, L, G, entries)
+        return self._finish(entry.run(L, G, fn), G)
 
     def _record_recompile(self, where: str, entries: list[CacheEntry], L: dict, G: dict, F: Any) -> None:
         """Note why a code point that already has plans is traced again (the first failing guard of the newest)."""
@@ -161,44 +195,87 @@ class CompiledFunction:
         counters["recompiles"] += 1
         log.event("recompiles", "recompiling %s at %s: guard failed: %s", self._func.__qualname__, where, reason)
 
-    def _miss(self, fn: types.FunctionType, args: tuple, kwargs: dict, L: dict, G: dict,
-              entries: list[CacheEntry]) -> Any:
-        counters["traces"] += 1
-        self._record_recompile(_where(fn), entries, L, G, fn)
-        try:
-            outcome = self._timed(time.perf_counter(), compile_frame, fn, L, G, fn, self._backend, self._fullgraph)
-        except Unsupported as e:
-            if self._fullgraph:
-                raise Unsupported(e.graph_break) from None
-            tracer = _tracer_of(e)
-            self._add_entry(fn.__code__, entries, eager_entry(tracer, str(e)), L, G, fn)
-            counters["fallbacks"] += 1
-            self._warn_once(str(e), f"stillframe: running {fn.__qualname__} eagerly: {e}")
-            return fn(*args, **kwargs)
-        except UserError as traced:
-            # The user's program raises here (or fake tensors think so): run it for real, so the user sees
-            # eager's exception with eager's traceback.
-            result = fn(*args, **kwargs)
-            counters["fallbacks"] += 1
-            where = f" at {traced.location.filename}:{traced.location.lineno}" if traced.location else ""
-            message = f"stillframe: {fn.__qualname__} ran eagerly: tracing raised {traced}{where}, which the real " \
-                      "call did not"
-            if self._fullgraph:  # a fallback is an error under fullgraph (DESIGN invariant 8)
-                raise InternalError(message + " (a stillframe divergence from eager: please report it)")
-            self._warn_once("fake", message)
-            return result
-        except Exception as e:  # a fault of ours: never surfaces as a crash (DESIGN invariant 8)
-            if self._fullgraph:
-                raise InternalError(f"stillframe failed while tracing {fn.__qualname__}: {type(e).__name__}: {e}") \
-                    from e
-            entries.append(eager_entry(None, repr(e)))
-            counters["fallbacks"] += 1
-            self._warn_once(repr(e), f"stillframe: running {fn.__qualname__} eagerly after an internal error "
-                            f"({type(e).__name__}: {e}) at {_where(fn)}")
-            return fn(*args, **kwargs)
-        self._add_entry(fn.__code__, entries, outcome.entry, L, G, fn)
-        counters["graphs"] += outcome.entry.compiled is not None
-        return self._finish(outcome.entry.run(L, G, fn), G)
+    def _miss(self, fn: types.FunctionType, L: dict, G: dict, entries: list[CacheEntry]) -> Any:
+        """The entry to run for a call no cache entry took: traced now, under the compile lock (or one another
+        thread traced meanwhile). ``None``: run eagerly, nothing cached; a ``UserError``: tracing raised it."""
+        with compat.compile_lock():
+            entry = _lookup(entries, L, G, fn)  # another thread may have traced this call while we waited
+            if entry is not None:
+                return entry
+            if len(entries) >= config.cache_size_limit:
+                self._cache_limit_hit("cache_size_limit", _where(fn), "runs eagerly from then on")
+                self._warn_once("cache_size_limit", f"stillframe: {fn.__qualname__} ({log.defined_at(fn)}) hit "
+                                f"config.cache_size_limit ({config.cache_size_limit}) cache entries; running it "
+                                "eagerly from now on. Inputs that change shape, dtype or Python values on every "
+                                "call cause this.")
+                return None
+            counters["traces"] += 1
+            self.traces += 1
+            self._record_recompile(_where(fn), entries, L, G, fn)
+            try:
+                shapes = self._shape_policy(fn.__code__)
+                shapes.prepare(L, G, fn)
+                with compat.global_state_kept():
+                    outcome = self._timed(time.perf_counter(), compile_frame, fn, L, G, fn, self._backend,
+                                          self._fullgraph, shapes)
+            except Unsupported as e:
+                if self._fullgraph:
+                    raise Unsupported(e.graph_break) from None
+                entry = eager_entry(_tracer_of(e), str(e))
+                self._add_entry(fn.__code__, entries, entry, L, G, fn)
+                counters["fallbacks"] += 1
+                self._warn_once(str(e), f"stillframe: running {fn.__qualname__} eagerly: {e}")
+                return entry
+            except UserError as traced:
+                return traced
+            except Exception as e:  # ours never surfaces as a crash (DESIGN invariant 8); a backend's may
+                if compat.is_backend_compiler_failed(e) and (self._fullgraph or not config.suppress_errors):
+                    raise
+                if self._fullgraph:
+                    raise InternalError(f"stillframe failed while tracing {fn.__qualname__}: "
+                                        f"{type(e).__name__}: {e}") from e
+                counters["fallbacks"] += 1
+                self._warn_once(repr(e), f"stillframe: running {fn.__qualname__} eagerly after {_fault(e)} at "
+                                f"{_where(fn)}")
+                return self._internal_error_entry(fn.__code__, entries, e, L, G, fn)
+            self._add_entry(fn.__code__, entries, outcome.entry, L, G, fn)
+            counters["graphs"] += outcome.entry.compiled is not None
+            return outcome.entry
+
+    def _cache_limit_hit(self, key: Any, where: str, then: str) -> None:
+        """Count a code point whose cache is full as an eager fallback, once (the run summary lists it)."""
+        if key in self._warned:
+            return
+        counters["fallbacks"] += 1
+        self._events.append({"kind": "cache_limit", "where": where,
+                             "reason": f"hit config.cache_size_limit ({config.cache_size_limit}): {then}"})
+
+    def _internal_error_entry(self, key: Any, entries: list[CacheEntry], e: Exception, L: dict, G: dict,
+                              F: Any) -> CacheEntry | None:
+        """After a fault of ours: nothing cached the first time (the next call traces again); from the second
+        fault at the same point on, an eager entry guarded by the path the trace had taken, or nothing where
+        the fault came after the trace (no guards say which calls it covers). Never an eager entry that
+        holds for every call."""
+        self._faults[key] = faults = self._faults.get(key, 0) + 1
+        tracer = _tracer_of(e)
+        if tracer is None or faults < 2:  # a one-off fault is retried on the next call
+            return None
+        entry = eager_entry(tracer, repr(e))
+        self._add_entry(key, entries, entry, L, G, F)
+        return entry
+
+    def _eager_after_user_error(self, fn: types.FunctionType, args: tuple, kwargs: dict, traced: UserError) -> Any:
+        """The user's program raises here (or fake tensors think so): run it for real, so the user sees
+        eager's exception with eager's traceback."""
+        result = fn(*args, **kwargs)
+        counters["fallbacks"] += 1
+        where = f" at {traced.location.filename}:{traced.location.lineno}" if traced.location else ""
+        message = f"stillframe: {fn.__qualname__} ran eagerly: tracing raised {traced}{where}, which the real " \
+                  "call did not"
+        if self._fullgraph:  # a fallback is an error under fullgraph (DESIGN invariant 8)
+            raise InternalError(message + " (a stillframe divergence from eager: please report it)")
+        self._warn_once("fake", message)
+        return result
 
     def _finish(self, result: Any, G: dict) -> Any:
         """Carry a plan that ended at a graph break on: one real step, then the resumed plan, until return."""
@@ -222,42 +299,62 @@ class CompiledFunction:
         if entries is None:
             if cont.concrete:
                 return cont
-            entries = self._cache[key] = []
+            entries = self._cache.setdefault(key, [])
         L = live.flatten(cont.frames)
-        for entry in entries:
-            if entry.check(L, G, None):
-                counters["cache_hits"] += 1
-                if entry.eager:  # this point cannot be traced: run one more instruction for real
-                    cont.concrete = True
-                    return cont
-                cont.concrete = False
-                return entry.run(L, G, None)
-        if cont.concrete:
-            return cont
-        where = "%s:%s" % cont.frames[-1].code.location(cont.frames[-1].ip)
-        self._record_recompile(where, entries, L, G, None)
-        if len(entries) >= config.cache_size_limit:
-            self._warn_once(("cache_size_limit", key), f"stillframe: {self._func.__qualname__} hit "
-                            f"config.cache_size_limit ({config.cache_size_limit}) plans for the code after a graph "
-                            f"break at {cont.frames[-1].code.location(cont.frames[-1].ip)}; running on from there "
-                            "instruction by instruction")
+        entry = _lookup(entries, L, G, None)
+        if entry is None and not cont.concrete:
+            entry = self._trace_resume(cont, key, entries, L, G)
+        if entry is None or entry.eager:  # this point cannot be traced: run one more instruction for real
             cont.concrete = True
             return cont
-        counters["traces"] += 1
-        tracer, start = None, time.perf_counter()
-        try:
-            outcome = self._timed(start, compile_retrying, lambda: start_resume(cont, L), L, G, None, self._backend,
-                                  False, self._func)
-        except Exception as e:  # Unsupported with no real step to fall back on, or a fault of ours
-            self._add_entry(key, entries, eager_entry(getattr(e, "tracer", tracer), str(e)), L, G, None)
-            counters["fallbacks"] += 1
-            self._warn_once(str(e), f"stillframe: running part of {self._func.__qualname__} instruction by "
-                            f"instruction: {e}")
-            cont.concrete = True
-            return cont
-        self._add_entry(key, entries, outcome.entry, L, G, None)
-        counters["graphs"] += outcome.entry.compiled is not None
-        return outcome.entry.run(L, G, None)
+        cont.concrete = False
+        return entry.run(L, G, None)
+
+    def _trace_resume(self, cont: live.Continuation, key: Any, entries: list[CacheEntry], L: dict,
+                      G: dict) -> CacheEntry | None:
+        """The entry for the code after a graph break, traced now under the compile lock (or one another thread
+        traced meanwhile); ``None`` where the cache of that point is full."""
+        with compat.compile_lock():
+            entry = _lookup(entries, L, G, None)
+            if entry is not None:
+                return entry
+            where = "%s:%s" % cont.frames[-1].code.location(cont.frames[-1].ip)
+            self._record_recompile(where, entries, L, G, None)
+            if len(entries) >= config.cache_size_limit:
+                self._cache_limit_hit(("cache_size_limit", key), where, "runs on instruction by instruction")
+                self._warn_once(("cache_size_limit", key), f"stillframe: {self._func.__qualname__} hit "
+                                f"config.cache_size_limit ({config.cache_size_limit}) plans for the code after a "
+                                f"graph break at {where}; running on from there instruction by instruction")
+                return None
+            counters["traces"] += 1
+            self.traces += 1
+            try:
+                shapes = self._shape_policy(key)
+                shapes.inherit(cont.dynamic)
+                shapes.prepare(L, G, None)
+                with compat.global_state_kept():
+                    outcome = self._timed(time.perf_counter(), compile_retrying, lambda: start_resume(cont, L, shapes),
+                                          L, G, None, self._backend, False, self._func, shapes)
+            except Exception as e:  # Unsupported with no real step to fall back on, or a fault of ours
+                if compat.is_backend_compiler_failed(e) and not config.suppress_errors:
+                    raise
+                counters["fallbacks"] += 1
+                self._warn_once(str(e), f"stillframe: running part of {self._func.__qualname__} instruction by "
+                                f"instruction: {e}")
+                if isinstance(e, Unsupported):
+                    entry = eager_entry(_tracer_of(e), str(e))
+                    self._add_entry(key, entries, entry, L, G, None)
+                    return entry
+                return self._internal_error_entry(key, entries, e, L, G, None)
+            self._add_entry(key, entries, outcome.entry, L, G, None)
+            counters["graphs"] += outcome.entry.compiled is not None
+            return outcome.entry
+
+    def _shape_policy(self, key: Any) -> ShapePolicy:
+        policy = self._shapes.get(key)
+        if policy is None:
+            policy = self._shapes[key] = ShapePolicy(self._dynamic)
+        return policy
 
     def _add_entry(self, key: Any, entries: list[CacheEntry], entry: CacheEntry, L: dict, G: dict, F: Any) -> None:
         """Cache ``entry`` under ``key``, to be dropped when an object whose ``id()`` it guards dies."""
@@ -285,7 +382,17 @@ class CompiledFunction:
         if key in self._warned:
             return
         self._warned.add(key)
-        warnings.warn(message, StillframeWarning, stacklevel=4)
+        warnings.warn(message, StillframeWarning, stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` at which a warning names the user's call of the compiled object: the first frame
+    outside stillframe's package (``warnings.warn``'s ``skip_file_prefixes`` is Python 3.12's)."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _drop_entry(owner: "weakref.ref[CompiledFunction]", key: Any, entry: CacheEntry) -> None:
@@ -299,6 +406,26 @@ def _drop_entry(owner: "weakref.ref[CompiledFunction]", key: Any, entry: CacheEn
                 break
 
 
+def _lookup(entries: list[CacheEntry], L: dict, G: dict, F: Any) -> CacheEntry | None:
+    """The first cache entry whose guards hold for this call (counted as a cache hit), or ``None``.
+
+    Read without the compile lock: another thread may append (under the lock) or a dead object's callback
+    drop an entry meanwhile; a miss that comes of it looks again under the lock."""
+    for entry in entries:
+        if entry.check(L, G, F):
+            counters["cache_hits"] += 1
+            return entry
+    return None
+
+
+def _fault(e: Exception) -> str:
+    """How a warning names a failure that made code run eagerly: the backend's (suppressed by
+    ``config.suppress_errors``), or ours."""
+    if compat.is_backend_compiler_failed(e):
+        return f"the backend failed (config.suppress_errors is set): {e}"
+    return f"an internal error ({type(e).__name__}: {e})"
+
+
 def _tracer_of(e: Unsupported) -> Any:
     return getattr(e, "tracer", None)
 
@@ -308,21 +435,35 @@ def _where(fn: types.FunctionType) -> str:
 
 
 class CompiledModule(torch.nn.Module):
-    """An ``nn.Module`` whose ``forward`` runs through stillframe (like torch.compile's ``OptimizedModule``).
+    """An ``nn.Module`` whose ``forward`` runs through stillframe, laid out as torch.compile's ``OptimizedModule``.
 
-    Parameters, buffers, ``state_dict``, ``train()`` / ``eval()`` and attribute
-    reads pass through to the original module (``_orig_mod``).
+    The original module is its one child, ``_orig_mod``: ``state_dict()``, ``named_parameters()`` and
+    ``named_modules()`` name everything under ``_orig_mod.`` exactly as torch.compile's wrapper does, so
+    checkpoints move between the two in both directions, and a parent holding a compiled child loads its
+    own ``state_dict()``. ``load_state_dict`` also takes the original module's own keys (a checkpoint saved
+    before compiling), strict or not; torch.compile's wrapper would report them all missing.
+    ``train()`` / ``eval()`` and attribute reads pass through to the original module. It pickles, deep-copies
+    and ``torch.save`` s as the original module plus the compile arguments; the copy traces afresh.
+
+    >>> import torch, stillframe
+    >>> list(stillframe.compile(torch.nn.Linear(2, 2)).state_dict())
+    ['_orig_mod.weight', '_orig_mod.bias']
     """
 
     def __init__(self, module: torch.nn.Module, **kwargs: Any):
         super().__init__()
         self._orig_mod = module
+        self.training = module.training
         forward = type(module).forward
         self._compiled_forward = CompiledFunction(forward, **kwargs)
+        self.register_load_state_dict_pre_hook(_accept_original_keys)  # a plain function: no cycle through self
 
     @property
     def original_module(self) -> torch.nn.Module:
         return self._orig_mod
+
+    #: compiled code calling this module calls the original module instead (rules/disable.py)
+    __stillframe_original__ = original_module
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         module = self._orig_mod
@@ -351,16 +492,34 @@ class CompiledModule(torch.nn.Module):
         except AttributeError:
             return getattr(self._modules["_orig_mod"], name)
 
-    def state_dict(self, *args: Any, **kwargs: Any) -> Any:
-        return self._orig_mod.state_dict(*args, **kwargs)
-
-    def load_state_dict(self, *args: Any, **kwargs: Any) -> Any:
-        return self._orig_mod.load_state_dict(*args, **kwargs)
+    def __reduce__(self) -> tuple:
+        return _compiled_module, (self._orig_mod, self._compiled_forward._compile_kwargs)
 
     def train(self, mode: bool = True) -> "CompiledModule":
         self._orig_mod.train(mode)
         self.training = mode
         return self
+
+
+def _accept_original_keys(module: CompiledModule, state_dict: dict, prefix: str, *_: Any) -> None:
+    """A load_state_dict pre-hook: a checkpoint of the original module (keys without ``_orig_mod.``) is read
+    as this wrapper's. A state dict with any ``_orig_mod.`` key under ``prefix`` is left as it is."""
+    ours = prefix + "_orig_mod."
+    keys = [k for k in state_dict if k.startswith(prefix)]
+    if not keys or any(k.startswith(ours) for k in keys):
+        return
+    for key in keys:
+        state_dict[ours + key[len(prefix):]] = state_dict.pop(key)
+
+
+def _compiled_module(module: torch.nn.Module, kwargs: dict) -> CompiledModule:
+    """Unpickling a CompiledModule: the same compile of the unpickled module (no cache entries)."""
+    return CompiledModule(module, **kwargs)
+
+
+def _compiled_function(fn: Callable, kwargs: dict) -> "CompiledFunction":
+    """Unpickling a CompiledFunction: the same compile of the unpickled function (no cache entries)."""
+    return CompiledFunction(fn, **kwargs)
 
 
 def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None = None,
@@ -376,8 +535,9 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None 
             :class:`CompiledModule` is returned). ``None`` returns a decorator.
         fullgraph: raise :class:`stillframe.Unsupported` instead of running
             eagerly when something cannot be captured (torch.compile's ``fullgraph``).
-        dynamic: accepted for torch.compile compatibility; shapes are specialized
-            (``dynamic=False`` behaviour) in this release.
+        dynamic: as torch.compile's: ``None`` (automatic dynamic shapes: static first, then symbolic in the
+            dimensions whose size changed), ``True`` (every dimension symbolic from the first call, sizes
+            0 and 1 specialized), ``False`` (always specialized). See :mod:`stillframe.runtime.shapes`.
         backend: any name torch.compile accepts (``"inductor"``, ``"aot_eager"``,
             ``"eager"``, ...) or a callable ``(gm, example_inputs) -> callable``.
         mode, options: passed to the backend as torch.compile does.
@@ -394,7 +554,58 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None 
         return lambda m: compile(m, **kwargs)
     if isinstance(model, torch.nn.Module):
         return CompiledModule(model, **kwargs)
-    return CompiledFunction(model, **kwargs)
+    # torch.compile(torch.compiler.disable(f)) compiles f: the wrappers of disable and compile are looked through
+    return CompiledFunction(compat.innermost_fn(model), **kwargs)
+
+
+def _mark(t: torch.Tensor, attr: str, index: Any) -> None:
+    marks = t.__dict__.get(attr)
+    if marks is None:
+        marks = set()
+        setattr(t, attr, marks)
+    marks.update([index] if isinstance(index, int) else index)
+
+
+@dataclasses.dataclass(frozen=True)
+class DimRange:
+    """The range ``mark_dynamic(t, dim, min=, max=)`` gives one dimension (torch.compile's marking has the same
+    fields)."""
+
+    dim: int
+    min: int | None
+    max: int | None
+
+
+def mark_dynamic(t: torch.Tensor, index: int | list | tuple, *, min: int | None = None,
+                 max: int | None = None) -> None:
+    """Make dimension ``index`` (an int or a list of them) of ``t`` symbolic whenever ``t`` enters a trace, even
+    on the first call and with ``dynamic=False``; ``min`` / ``max`` bound its value (guarded).
+
+    The marking is torch.compile's own (``torch._dynamo.mark_dynamic`` leaves the same one), so code written for
+    either works with both::
+
+        x = torch.randn(8, 16)
+        stillframe.mark_dynamic(x, 0)
+        f(x)    # traced with L['x'].size()[0] symbolic: later batch sizes reuse the plan
+    """
+    _mark(t, "_dynamo_dynamic_indices", index)
+    if min is not None or max is not None:
+        ranges = t.__dict__.get("_dynamo_dynamic_range")
+        if ranges is None:
+            ranges = t._dynamo_dynamic_range = set()
+        ranges.update(DimRange(i, min, max) for i in ([index] if isinstance(index, int) else index))
+
+
+def maybe_mark_dynamic(t: torch.Tensor, index: int | list | tuple) -> None:
+    """Like :func:`mark_dynamic`, a hint (as ``torch._dynamo.maybe_mark_dynamic``): the dimension starts
+    symbolic, and the trace may still specialize it where the code needs its value."""
+    _mark(t, "_dynamo_weak_dynamic_indices", index)
+
+
+def mark_static(t: torch.Tensor, index: int | list | tuple) -> None:
+    """Keep dimension ``index`` of ``t`` specialized in every mode (as ``torch._dynamo.mark_static``; it wins
+    over the markings above and over ``dynamic=True``)."""
+    _mark(t, "_dynamo_static_indices", index)
 
 
 def is_compiled(obj: Any) -> bool:

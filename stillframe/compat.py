@@ -5,16 +5,27 @@ torch.compile's ``backend=`` argument (``torch._TorchCompileWrapper``,
 ``torch._TorchCompileInductorWrapper``), ``torch._dynamo.reset``, TorchDynamo's C++ tensor check
 (``torch._C._dynamo.guards.TensorGuards``, optional: see :func:`tensor_guards`), the raw grad-mode
 switch a graph records (``torch._C._set_grad_enabled``), the C++ base of ``torch.Tensor``, fake
-tensors' data-dependence errors, and ``torch._utils.is_compiling``. A test
+tensors' data-dependence errors, ``torch._utils.is_compiling``, ``torch._ops.HigherOrderOperator`` and
+``torch._higher_order_ops.while_loop``. A test
 (``tests/architecture/test_layers.py``) checks no other module names a private torch API.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import contextlib
+import importlib
+import types
+from typing import Any, Callable, Iterator
 
 import torch
-from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException, FakeTensorMode
+from torch._subclasses.fake_tensor import (
+    DataDependentOutputException,
+    DynamicOutputShapeException,
+    FakeTensorMode,
+    UnsupportedFakeTensorException,
+    UnsupportedOperatorException,
+)
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
 #: ``torch.set_grad_enabled`` without the context-manager object: what graphs record and plans call.
 set_grad_enabled: Callable[[bool], None] = torch._C._set_grad_enabled
@@ -24,6 +35,11 @@ TensorBase: type = torch._C.TensorBase
 DATA_DEPENDENT_ERRORS = (DataDependentOutputException, DynamicOutputShapeException)
 #: ``torch._utils.is_compiling`` where this torch has it (an older spelling of torch.compiler.is_compiling).
 utils_is_compiling: Callable[[], bool] | None = getattr(torch._utils, "is_compiling", None)
+#: The class of torch's higher-order ops (``torch.ops.higher_order.cond`` ...).
+HigherOrderOperator: type = torch._ops.HigherOrderOperator
+#: ``torch._higher_order_ops.while_loop``, the user-facing while loop whose calls stillframe records as the
+#: ``torch.ops.higher_order.while_loop`` op (``None`` where this torch has none).
+while_loop: Callable | None = getattr(getattr(torch, "_higher_order_ops", None), "while_loop", None)
 #: Private helpers that ``nn.MultiheadAttention`` and ``nn.TransformerEncoderLayer`` call on tensors or None:
 #: each returns a tensor, or reads only metadata (``tensors/effects.py`` lets the latter fold). Missing ones
 #: (another torch) are left out.
@@ -36,6 +52,35 @@ nn_metadata_helpers: dict[str, Callable] = {
                          (torch.nn.modules.activation, "_is_make_fx_tracing"))
     if callable(getattr(module, name, None))
 }
+
+
+#: Private pure helpers torch's own Python code (and user code copied from it) calls, with what each result
+#: depends on (``tensors/effects.py`` lets their results fold). Missing ones (another torch) are left out.
+pure_private_helpers: dict[Callable, str] = {
+    getattr(module, name): reason
+    for module, name, reason in (
+        (torch.nn._reduction, "get_enum", "a reduction name (a Python string)"),
+        (torch.nn.init, "_calculate_correct_fan", "the shape of its tensor and a mode name"),
+        (torch.nn.init, "_calculate_fan_in_and_fan_out", "the shape of its tensor"),
+        (torch.fx._symbolic_trace, "is_fx_tracing", "whether torch.fx is tracing: never while compiled code runs"),
+        (torch._C, "_get_privateuse1_backend_name", "the privateuse1 device's name: fixed once the process set it"))
+    if callable(getattr(module, name, None))
+}
+#: The code shared by ``_pair``, ``_single`` ... (the functions ``_ntuple(n)`` makes): pure on Python values.
+ntuple_code = getattr(getattr(torch.nn.modules.utils, "_pair", None), "__code__", None)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def user_saved_tensors_hooks_shadowed() -> Any:
+    """A context in which the user's saved-tensor hooks (``torch.autograd.graph.saved_tensors_hooks``) do not
+    run: while ops propagate on fake tensors, autograd saves fakes, and a user's pack hook must not see them
+    (eager packs each real saved tensor once; the graph's run does that). Identity hooks shadow the user's."""
+    if torch._C._autograd._top_saved_tensors_default_hooks(False) is None:
+        return contextlib.nullcontext()
+    return torch.autograd.graph.saved_tensors_hooks(_same, _same)
 
 
 def forget_fx_name(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
@@ -60,9 +105,16 @@ def forget_fx_name(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
         namespace._base_count[base] = int(num) - 1
 
 
-def new_fake_mode() -> FakeTensorMode:
-    """A fake-tensor mode with static shapes (one per trace)."""
-    return FakeTensorMode(allow_non_fake_inputs=False)
+def new_fake_mode(symbolic: bool = False) -> FakeTensorMode:
+    """A fake-tensor mode (one per trace): static shapes, or with ``symbolic`` a ``ShapeEnv`` of its own.
+
+    The ShapeEnv allows neither data-dependent output shapes nor scalar outputs, so ``nonzero`` and
+    ``.item()`` break the graph exactly as they do with static shapes.
+    """
+    if not symbolic:
+        return FakeTensorMode(allow_non_fake_inputs=False)
+    env = ShapeEnv(allow_dynamic_output_shape_ops=False, allow_scalar_outputs=False)
+    return FakeTensorMode(shape_env=env, allow_non_fake_inputs=False)
 
 
 def resolve_backend(backend: Any, mode: str | None, options: dict | None, dynamic: bool | None) -> Callable:
@@ -81,21 +133,211 @@ def resolve_backend(backend: Any, mode: str | None, options: dict | None, dynami
     return torch._TorchCompileWrapper(backend, mode, options, dynamic)
 
 
-def tensor_guards(examples: list) -> Any:
+def tensor_guards(examples: list, sizes: list | None = None, strides: list | None = None) -> Any:
     """torch's C++ tensor check (TorchDynamo's ``TensorGuards``) for tensors like ``examples``, or ``None``.
 
     ``check(*tensors)`` is True when each tensor has its example's Python type, dispatch keys, dtype,
     device, ``requires_grad``, sizes and strides (every size static). It keeps no reference to the examples.
     ``None`` when this torch has no such class, its signature differs, or a tensor is not strided: the
-    caller then checks those tensors in Python.
+    caller then checks those tensors in Python. ``sizes`` / ``strides``: per tensor, the expected sizes and
+    strides with ``None`` for a symbolic one (checked by the shape guards instead); default: the examples'.
     """
     if not examples or any(t.layout != torch.strided for t in examples):
         return None
     try:
         from torch._C._dynamo.guards import TensorGuards
 
-        guards = TensorGuards(*examples, dynamic_dims_sizes=[list(t.shape) for t in examples],
-                              dynamic_dims_strides=[list(t.stride()) for t in examples])
+        guards = TensorGuards(*examples, dynamic_dims_sizes=sizes or [list(t.shape) for t in examples],
+                              dynamic_dims_strides=strides or [list(t.stride()) for t in examples])
         return guards if guards.check(*examples) else None
     except Exception:  # an API change: fall back to the Python checks
         return None
+
+
+def torch_disabled(fn: Any) -> bool:
+    """Whether ``fn`` is marked never to be compiled by ``torch.compiler.disable``, ``torch._dynamo.disable``
+    (either ``recursive=``) or ``torch._dynamo.skip``: each sets ``_torchdynamo_disable`` on what it returns."""
+    try:
+        return getattr(fn, "_torchdynamo_disable", False) is True
+    except Exception:  # an object whose __getattr__ raises something else
+        return False
+
+
+def innermost_fn(fn: Any) -> Any:
+    """What ``torch.compile`` compiles when given ``fn``: the function inside the wrappers that
+    ``torch.compile`` and ``torch.compiler.disable`` put around it (torch's ``innermost_fn``: followed
+    through ``_torchdynamo_orig_callable`` only where ``_torchdynamo_wrapper_id`` is the wrapper's own id,
+    so a bound method or a ``functools.wraps`` copy is not unwrapped)."""
+    while (hasattr(fn, "_torchdynamo_orig_callable")
+           and getattr(fn, "_torchdynamo_wrapper_id", None) == id(fn) and not isinstance(fn, torch.nn.Module)):
+        fn = fn._torchdynamo_orig_callable
+    return fn
+
+
+def compile_lock() -> Any:
+    """The process-wide lock torch.compile holds while it traces a frame and runs the backend
+    (``torch._dynamo.convert_frame.compile_lock``, a reentrant lock). stillframe holds the same one, so its
+    traces, torch.compile's and ``torch._dynamo.reset()`` never run at once (backends keep global state)."""
+    return importlib.import_module("torch._dynamo.convert_frame").compile_lock
+
+
+@contextlib.contextmanager
+def global_state_kept() -> Iterator[None]:
+    """Leave the process's global torch state as it was found, however the block ends: torch.fx's global
+    tracing flag (a backend's FX trace interrupted by an exception, or raced by another thread, leaves it
+    set, and every later ``torch.compile`` call raises), grad mode, the default dtype and CPU autocast."""
+    fx = importlib.import_module("torch.fx._symbolic_trace")
+    saved = (fx._is_fx_tracing_flag, torch.is_grad_enabled(), torch.get_default_dtype(),
+             torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"))
+    try:
+        yield
+    finally:
+        fx._is_fx_tracing_flag = saved[0]
+        if torch.is_grad_enabled() != saved[1]:
+            set_grad_enabled(saved[1])
+        if torch.get_default_dtype() != saved[2]:
+            torch.set_default_dtype(saved[2])
+        if (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")) != saved[3:]:
+            torch.set_autocast_enabled("cpu", saved[3])
+            torch.set_autocast_dtype("cpu", saved[4])
+
+
+#: What a backend may raise that torch.compile turns into a graph break with a warning, not an error: fake
+#: tensors' refusals (stillframe runs that graph's code eagerly, with a StillframeWarning).
+BACKEND_FALLBACK_ERRORS = (*DATA_DEPENDENT_ERRORS, UnsupportedOperatorException, UnsupportedFakeTensorException)
+
+
+def backend_compiler_failed(backend: Any, error: Exception) -> Exception:
+    """torch.compile's error for a backend that raised ``error`` (or returned no callable):
+    ``torch._dynamo.exc.BackendCompilerFailed`` (a ``RuntimeError``), whose message names the backend as
+    torch.compile's does (``backend='my_backend' raised:\nRuntimeError: boom``) and whose
+    ``inner_exception`` is ``error``."""
+    exc = importlib.import_module("torch._dynamo.exc")
+    name = getattr(backend, "compiler_name", None) or getattr(backend, "__name__", None) or "?"
+    return exc.BackendCompilerFailed(types.SimpleNamespace(__name__=name), error, None)
+
+
+def is_backend_compiler_failed(error: BaseException) -> bool:
+    exc = importlib.import_module("torch._dynamo.exc")
+    return isinstance(error, exc.BackendCompilerFailed)
+
+
+def dynamo_config() -> Any:
+    """torch.compile's configuration module, ``torch._dynamo.config`` (a ``torch.utils._config_module.ConfigModule``:
+    a write goes through its class's ``__setattr__``)."""
+    return importlib.import_module("torch._dynamo.config")
+
+
+def dynamo_module() -> Any:
+    """``torch._dynamo`` (for its ``reset``)."""
+    return importlib.import_module("torch._dynamo")
+
+
+def dynamo_config_default(name: str) -> Any:
+    """The default of a ``torch._dynamo.config`` setting (``None`` where this torch does not say)."""
+    try:
+        return dynamo_config()._config[name].default
+    except (AttributeError, KeyError):
+        return None
+
+
+# ---------------------------------------------------------------------------------------------- symbolic shapes
+#: ``torch._check`` / ``torch._check_is_size``: conditions on sizes a trace hands to the ShapeEnv.
+size_checks: tuple = tuple(f for f in (getattr(torch, "_check", None), getattr(torch, "_check_is_size", None)) if f)
+#: ``torch.ops.aten.sym_size.int``: the graph node that reads one (symbolic) size of a tensor.
+sym_size = torch.ops.aten.sym_size.int
+
+
+def is_symbolic(value: Any) -> bool:
+    """Whether ``value`` is a SymInt / SymFloat / SymBool that a ShapeEnv has not reduced to a constant (by
+    0/1 specialization, or a guard that pinned it)."""
+    method = _KNOWN_VALUE.get(type(value))
+    if method is None:
+        return False
+    known = getattr(value.node, method, None)
+    return known is None or known() is None
+
+
+_KNOWN_VALUE = {torch.SymInt: "maybe_as_int", torch.SymBool: "maybe_as_bool", torch.SymFloat: "maybe_as_float"}
+
+
+def _torch_source_class() -> type:
+    """A ``torch._guards.Source`` that renders as a fixed text: how torch's ShapeEnv names an input of ours.
+
+    ``name`` is a property in recent torch and a method before; ``guard_source`` likewise.
+    """
+    import dataclasses
+    import functools
+    import inspect
+
+    from torch._guards import GuardSource, Source as TorchSource
+
+    name_is_property = isinstance(inspect.getattr_static(TorchSource, "name"), (property, functools.cached_property))
+    guard_is_property = isinstance(inspect.getattr_static(TorchSource, "guard_source"),
+                                   (property, functools.cached_property))
+    namespace: dict = {"__annotations__": {"text": str}}
+    if name_is_property:
+        namespace["_name_template"] = property(lambda self: self.text)
+        if isinstance(inspect.getattr_static(TorchSource, "name"), property):
+            namespace["name"] = property(lambda self: self.text)
+    else:
+        namespace["name"] = lambda self: self.text
+    namespace["guard_source"] = (property(lambda self: GuardSource.LOCAL) if guard_is_property
+                                 else (lambda self: GuardSource.LOCAL))
+    return dataclasses.dataclass(frozen=True)(type("NamedSource", (TorchSource,), namespace))
+
+
+_NamedSource = _torch_source_class()
+
+
+def fake_symbolic(mode: FakeTensorMode, value: torch.Tensor, dynamic: tuple, name: str,
+                  ranges: dict | None = None) -> Any:
+    """The fake of ``value`` under ``mode`` with the dimensions flagged in ``dynamic`` symbolic (0/1 sized ones
+    stay static, as torch.compile specializes them); ``name`` names it in the ShapeEnv's messages.
+
+    ``ranges``: dim -> (min, max) (either may be None) from ``mark_dynamic(..., min=, max=)``: the symbol's
+    value range, guarded (``2 <= L['x'].size()[0] <= 16``); a trace that specializes it fails to compile.
+    """
+    from torch.fx.experimental.symbolic_shapes import StrictMinMaxConstraint
+    from torch.utils._sympy.numbers import int_oo
+    from torch.utils._sympy.value_ranges import ValueRanges
+
+    dims = [DimDynamic.DYNAMIC if d else DimDynamic.STATIC for d in dynamic]
+    constraints = [None] * len(dims)
+    for dim, (low, high) in (ranges or {}).items():
+        if dim < len(dims) and dynamic[dim]:
+            constraints[dim] = StrictMinMaxConstraint(
+                vr=ValueRanges(lower=0 if low is None else low, upper=int_oo if high is None else high),
+                warn_only=False)
+    context = StatelessSymbolicContext(dynamic_sizes=dims, constraint_sizes=constraints)
+    return mode.from_tensor(value, symbolic_context=context, source=_NamedSource(name))
+
+
+def symbolic_int(mode: FakeTensorMode, value: int, name: str) -> Any:
+    """A SymInt of ``mode``'s ShapeEnv standing for the Python int argument ``value`` (0 and 1 specialized, as
+    torch.compile does: then the plain int comes back)."""
+    env = mode.shape_env
+    source = _NamedSource(name)
+    # any sign (create_symbol's default assumes a size, >= 0): as torch.compile's unspecialized ints
+    symbol = env.create_symbol(value, source, dynamic_dim=DimDynamic.DYNAMIC, positive=None)
+    return env.create_symintnode(symbol, hint=value, source=source)
+
+
+def shape_guard_exprs(mode: FakeTensorMode, fakes: list) -> list[str]:
+    """The ShapeEnv's guards over ``fakes`` (the entry snapshots of the symbolic inputs: fake tensors, and
+    SymInts for int arguments) as Python expressions, where ``___t{i}`` stands for the live value of ``fakes[i]``
+    (``'2 <= ___t0.size()[0]'``, ``'___t0.stride()[0] == ___t0.size()[1]'``). Sizes that are static, or
+    became constants during the trace, are guarded too (``'___t0.size()[0] == 3'``)."""
+    env = mode.shape_env
+    if env is None or not fakes:
+        return []
+    return list(env.produce_guards(fakes, [_NamedSource(f"___t{i}") for i in range(len(fakes))],
+                                   ignore_static=False))
+
+
+def backend_context(mode: FakeTensorMode) -> Any:
+    """What a backend reads the fake mode (and ShapeEnv) of symbolic example inputs from, as under
+    torch.compile: a ``TracingContext`` on ``mode``."""
+    from torch._guards import TracingContext, tracing
+
+    return tracing(TracingContext(mode))

@@ -8,7 +8,9 @@ Example::
     >>> stillframe.config.cache_size_limit = 2   # takes effect on the next call
 
 Environment variables read once at import: ``STILLFRAME_CACHE_SIZE_LIMIT``
-(int), ``STILLFRAME_LOGS`` (comma separated: ``graph,guards,breaks,recompiles,bytecode``).
+(int), ``STILLFRAME_SUPPRESS_ERRORS`` and ``STILLFRAME_VERBOSE_TRACEBACKS`` (``1``), ``STILLFRAME_LOGS``
+(comma separated: ``graph,guards,breaks,recompiles,bytecode,dynamic``; ``dynamic`` says which dimension became
+symbolic and why).
 """
 
 from __future__ import annotations
@@ -34,12 +36,21 @@ class Config:
     ``max_trace_steps``: instructions one trace may interpret (guards against
     loops that never end at trace time).
     ``logs``: which log channels are on.
+    ``suppress_errors``: a backend that fails makes the code it was given run eagerly, with one
+    ``StillframeWarning``, instead of raising ``BackendCompilerFailed`` (torch.compile's
+    ``torch._dynamo.config.suppress_errors``, default False; also ``STILLFRAME_SUPPRESS_ERRORS=1``).
+    ``verbose_tracebacks``: keep stillframe's own frames in the tracebacks of the user's exceptions, with a
+    note per user frame (for debugging stillframe; default False: the user sees eager's frames; also
+    ``STILLFRAME_VERBOSE_TRACEBACKS=1``).
     """
 
     cache_size_limit: int = field(default_factory=lambda: int(os.environ.get("STILLFRAME_CACHE_SIZE_LIMIT", "8")))
     inline_depth_limit: int = 64
     max_trace_steps: int = 1_000_000
     logs: frozenset[str] = field(default_factory=_logs_from_env)
+    suppress_errors: bool = field(default_factory=lambda: os.environ.get("STILLFRAME_SUPPRESS_ERRORS", "") == "1")
+    verbose_tracebacks: bool = field(
+        default_factory=lambda: os.environ.get("STILLFRAME_VERBOSE_TRACEBACKS", "") == "1")
 
 
 config = Config()

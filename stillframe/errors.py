@@ -62,6 +62,7 @@ class GraphBreakKind(enum.StrEnum):
     CONSTANT_TENSOR = "constant_tensor"  # a tensor created outside the trace and captured as a constant
     AUTOCAST_EXIT = "autocast_exit"  # leaving an autocast block in a way with no rule
     USER_EXCEPTION = "user_exception"  # the traced code raises: the step runs for real, so eager raises it
+    HIGHER_ORDER = "higher_order"  # a higher-order op (torch.cond ...) whose callables cannot become subgraphs
     EFFECTFUL_CALL = "effectful_call"  # a torch call whose effect a fake tensor cannot show (loss.backward(), hooks, RNG state ...)
 
 
@@ -123,6 +124,11 @@ class Unsupported(StillframeError):
 
 class InternalError(StillframeError):
     """A bug in stillframe (an invariant of the tracer did not hold)."""
+
+
+class RetraceSymbolic(StillframeError):
+    """A trace with static shapes met a tensor that must have symbolic sizes (marked dynamic, or a size that
+    changed since the last trace): the runtime traces the frame again with a ShapeEnv. Never reaches the user."""
 
 
 class StillframeWarning(UserWarning):

@@ -23,38 +23,41 @@ it runs compiles with stillframe. When it ends -- returns, calls
     for batch in (8, 8, 5):
         loss_fn(model(torch.ones(batch, 4)), torch.zeros(batch, 1)).backward()
     $ stillframe run --backend aot_eager train.py
-    loss 0.009
-    loss 0.009
-    loss 0.009
+    loss 0.305
+    loss 0.305
+    loss 0.305
     ==============================================================================
-    stillframe run: train.py exited with status 0 after 2.5 s
-    2 compiled objects; stillframe spent 0.04 s tracing, 1.04 s in backend compiles
-    counters: cache_hits=5, graph_breaks=6, graphs=4, recompiles=3, traces=7
+    stillframe run: train.py exited with status 0 after 6.5 s
+    2 compiled objects; stillframe spent 0.15 s tracing, 2.56 s in backend compiles
+    counters: cache_hits=8, graph_breaks=9, graphs=4, recompiles=2, traces=7
 
     [1] Linear.forward (.../torch/nn/modules/linear.py:130)
-        2 graphs, 0 graph breaks, 1 recompile, 0 eager fallbacks
-        time: tracing 0.01 s, backend compile 0.95 s
+        1 graph, 0 graph breaks (over 2 plans, 0 breaks taken), 1 recompile, 0 eager fallbacks, 2 traces
+        time: tracing 0.07 s, backend compile 2.29 s
         recompiles:
           1. at .../torch/nn/modules/linear.py:130: guard failed: L['input'] is a Tensor(dtype=torch.float32, ...
-             device=cpu, shape=(8, 4), stride=(4, 1), storage_offset=0, requires_grad=False, is_leaf=True, ...)
+             device=cpu, shape=(8, 4), ...); got a Tensor(dtype=torch.float32, device=cpu, shape=(5, 4), ...)
 
     [2] loss_fn (/home/me/train.py:6)
-        5 graphs, 4 graph breaks, 2 recompiles, 0 eager fallbacks
-        time: tracing 0.02 s, backend compile 0.08 s
+        4 graphs, 1 graph break (over 5 plans, 4 breaks taken), 1 recompile, 0 eager fallbacks, 5 traces
+        time: tracing 0.08 s, backend compile 0.27 s
         graph breaks:
           1. data_dependent at /home/me/train.py:9: Tensor.item() reads the tensor's value into Python (x2)
                  print("loss", round(loss.item(), 3))
              hint: the graph so far runs, this step runs for real, tracing resumes
-          2. unsupported_builtin at /home/me/train.py:9: the builtin print is not supported here (x2)
+          2. data_dependent at /home/me/train.py:9: a float produced at run time (read from a tensor by ...
+             .item() or float(t), or returned by a call that ran for real) is used in Python code (x2)
                  print("loss", round(loss.item(), 3))
+             hint: that step runs for real, so the plan does not depend on the value
         recompiles:
           1. at /home/me/train.py:6: guard failed: L['pred'] is a Tensor(dtype=torch.float32, device=cpu, ...
-             shape=(8, 1), ...)
-          2. at /home/me/train.py:9: guard failed: L['0:s5'] == 0.008696704171597958
+             shape=(8, 1), ...); got a Tensor(dtype=torch.float32, device=cpu, shape=(5, 1), ...)
     ==============================================================================
 
-(Long guard lines are cut here.) ``(x2)`` marks a break that ends two plans
-(here: one per input shape). The counters are ``stillframe.counters`` for
+(Long guard lines are cut here.) Graphs and graph breaks are counted per
+source site, as ``torch._dynamo.explain`` counts them (the plans and the
+breaks they took follow in brackets); ``(x2)`` marks a break that ends two
+plans (here: one per input shape). The counters are ``stillframe.counters`` for
 this run; ``graph_breaks`` there counts breaks taken at run time. The backend
 compile time is the time spent in the backend's compile call: work a backend
 defers to the first run (AOTAutograd-based backends such as inductor compile
@@ -79,13 +82,13 @@ import sys
 import time
 import traceback
 import types
-from typing import Any, Iterator, TextIO
+from typing import Any, Callable, Iterator, TextIO
 
 import torch
 
 import stillframe
 
-from . import api
+from . import api, compat
 from .api import is_compiled  # noqa: F401  (re-exported for the tools)
 from .diagnostics.report import report_for
 
@@ -166,9 +169,66 @@ def routed_compiles(backend: Any = "eager", notes: list[str] | None = None) -> I
     stillframe.compile = routed
     torch.nn.Module.compile = module_compile
     try:
-        yield created
+        with followed_torch_config(note):
+            yield created
     finally:
         torch.compile, stillframe.compile, torch.nn.Module.compile = saved
+
+
+#: ``torch._dynamo.config`` settings a script may write, and the ``stillframe.config`` field each one sets.
+FOLLOWED = {"cache_size_limit": "cache_size_limit", "recompile_limit": "cache_size_limit",
+            "suppress_errors": "suppress_errors"}
+#: ``torch._dynamo.config`` settings stillframe has no equivalent of: a write is noted, and has no effect.
+UNFOLLOWED = {
+    "capture_scalar_outputs": "stillframe breaks the graph at .item() and runs it for real (no unbacked symbols)",
+    "capture_dynamic_output_shape_ops": "stillframe breaks the graph at ops whose output shape depends on data",
+}
+
+
+@contextlib.contextmanager
+def followed_torch_config(note: Callable[[str], None] = lambda text: None) -> Iterator[None]:
+    """Make the script's writes to ``torch._dynamo.config`` and its ``torch._dynamo.reset()`` calls act on
+    stillframe, as they would on torch.compile: ``cache_size_limit`` / ``recompile_limit`` set
+    ``stillframe.config.cache_size_limit``, ``suppress_errors`` sets ``stillframe.config.suppress_errors``
+    (values already set when the run starts, say by ``TORCHDYNAMO_SUPPRESS_ERRORS=1``, are taken too), and
+    ``torch._dynamo.reset()`` also runs ``stillframe.reset()``. A write to a setting in ``UNFOLLOWED`` goes
+    to ``note``. ``stillframe.config`` and torch's are restored on exit.
+    """
+    dynamo_config, dynamo = compat.dynamo_config(), compat.dynamo_module()
+    config_type, real_reset = type(dynamo_config), dynamo.reset
+    real_setattr = config_type.__setattr__
+    saved = {field: getattr(stillframe.config, field) for field in set(FOLLOWED.values())}
+
+    def follow(name: str, value: Any) -> None:
+        if name in FOLLOWED:
+            setattr(stillframe.config, FOLLOWED[name], type(saved[FOLLOWED[name]])(value))
+        elif name in UNFOLLOWED:
+            note(f"torch._dynamo.config.{name} = {value!r} has no effect: {UNFOLLOWED[name]}")
+
+    def setattr_followed(self: Any, name: str, value: Any) -> None:
+        real_setattr(self, name, value)
+        if self is dynamo_config:
+            follow(name, value)
+
+    def reset_both() -> None:
+        real_reset()
+        stillframe.reset()
+
+    if dynamo_config.recompile_limit != compat.dynamo_config_default("recompile_limit"):
+        follow("recompile_limit", dynamo_config.recompile_limit)
+    if dynamo_config.suppress_errors:
+        follow("suppress_errors", True)
+    torch_saved = dynamo_config.get_config_copy()
+    config_type.__setattr__, dynamo.reset = setattr_followed, reset_both
+    try:
+        yield
+    finally:
+        config_type.__setattr__, dynamo.reset = real_setattr, real_reset
+        for field, value in saved.items():
+            setattr(stillframe.config, field, value)
+        for name in set(FOLLOWED) | set(UNFOLLOWED):
+            if name in torch_saved and getattr(dynamo_config, name) != torch_saved[name]:
+                setattr(dynamo_config, name, torch_saved[name])
 
 
 def _is_function(obj: Any) -> bool:
@@ -295,8 +355,9 @@ def summarize(created: list, *, script: str, status: int, seconds: float, notes:
         report = report_for(compiled)
         trace_s, compile_s = _seconds(compiled)
         lines += ["", f"[{i}] {report.name}",
-                  (f"    {_n(report.graph_count, 'graph')}, {_n(report.break_count, 'graph break')}, "
-                   f"{_n(len(report.recompiles), 'recompile')}, {_n(len(report.fallbacks), 'eager fallback')}"),
+                  (f"    {report.counts()}, "
+                   f"{_n(len(report.recompiles), 'recompile')}, {_n(len(report.fallbacks), 'eager fallback')}, "
+                   f"{_n(getattr(_compiled_function(compiled), 'traces', 0), 'trace')}"),
                   f"    time: tracing {trace_s:.2f} s, backend compile {compile_s:.2f} s"]
         lines += _section("graph breaks", [_format_break(br, n) for br, n in _grouped(report.breaks)])
         lines += _section("recompiles", [[f"at {r.where}: guard failed: {r.guard}"] for r in report.recompiles])

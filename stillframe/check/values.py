@@ -9,6 +9,7 @@ side must alias the same input on the other.
 
 from __future__ import annotations
 
+import collections
 import math
 import types
 
@@ -65,7 +66,9 @@ class Walker:
         if isinstance(e, torch.Size) or isinstance(e, SCALARS):
             if not _scalar_equal(e, c):
                 self.mismatch(path, f"eager {e!r}, compiled {c!r}")
-        elif isinstance(e, (tuple, list)):
+        elif isinstance(e, (tuple, list, collections.deque)):
+            if isinstance(e, collections.deque) and e.maxlen != c.maxlen:
+                self.mismatch(path, f"deque maxlen differs: eager {e.maxlen}, compiled {c.maxlen}")
             if len(e) != len(c):
                 self.mismatch(path, f"length differs: eager {len(e)}, compiled {len(c)}")
                 return
@@ -73,6 +76,14 @@ class Walker:
             for i, (ei, ci) in enumerate(zip(e, c)):
                 sub = f"{path}.{fields[i]}" if fields and i < len(fields) else f"{path}[{i}]"
                 self.compare(ei, ci, sub)
+        elif isinstance(e, dict) and any(isinstance(k, torch.Tensor) for k in (*e, *c)):
+            # tensor keys are two different objects on the two sides: compared in order, as tensors
+            if len(e) != len(c):
+                self.mismatch(path, f"dict length differs: eager {len(e)}, compiled {len(c)}")
+                return
+            for i, (ek, ck) in enumerate(zip(e, c)):
+                self.compare(ek, ck, f"{path}.keys()[{i}]")
+                self.compare(e[ek], c[ck], f"{path}.values()[{i}]")
         elif isinstance(e, dict):
             if list(e) != list(c):
                 self.mismatch(path, f"dict keys differ: eager {list(e)!r}, compiled {list(c)!r}")
@@ -80,8 +91,7 @@ class Walker:
             for key in e:
                 self.compare(e[key], c[key], f"{path}[{key!r}]")
         elif isinstance(e, (set, frozenset)):
-            if e != c:
-                self.mismatch(path, f"eager {e!r}, compiled {c!r}")
+            self._set(e, c, path)
         elif isinstance(e, torch.nn.Module):
             pass  # a module that is not an input/attribute of ours: its type matched; state is compared elsewhere
         elif isinstance(e, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type)):
@@ -102,6 +112,29 @@ class Walker:
                 return
             if not equal:
                 self.mismatch(path, f"eager {e!r}, compiled {c!r}")
+
+    def _set(self, e, c, path: str):
+        """Sets: equal members; tensor members (hashed by identity, so iterated in no fixed order) are matched by
+        what they are (the same input on both sides) or, for new tensors, by their values."""
+        e_tensors = [m for m in e if isinstance(m, torch.Tensor)]
+        c_tensors = [m for m in c if isinstance(m, torch.Tensor)]
+        if not e_tensors and not c_tensors:
+            if e != c:
+                self.mismatch(path, f"eager {e!r}, compiled {c!r}")
+            return
+        if {m for m in e if not isinstance(m, torch.Tensor)} != {m for m in c if not isinstance(m, torch.Tensor)} \
+                or len(e_tensors) != len(c_tensors):
+            self.mismatch(path, f"set members differ: eager {e!r}, compiled {c!r}")
+            return
+
+        def order(tensors, side):
+            labels = [self.ids[side].get(id(t), "a new object") if self.ids is not None else "a new object"
+                      for t in tensors]
+            return sorted(zip(labels, tensors), key=lambda lt: (lt[0], tuple(lt[1].shape),
+                                                                 lt[1].detach().flatten().tolist()))
+
+        for i, ((el, et), (cl, ct)) in enumerate(zip(order(e_tensors, 0), order(c_tensors, 1))):
+            self.compare(et, ct, f"{path}{{tensor {i}}}")
 
     def _label(self, obj, path, side: int) -> str:
         if not _has_identity(obj):
@@ -166,7 +199,7 @@ def tensors_of(obj, path, _seen=None):
     if isinstance(obj, torch.Tensor):
         seen.add(id(obj))
         yield path, obj
-    elif isinstance(obj, (tuple, list)):
+    elif isinstance(obj, (tuple, list, collections.deque)):
         seen.add(id(obj))
         for i, item in enumerate(obj):
             yield from tensors_of(item, f"{path}[{i}]", seen)
@@ -202,7 +235,7 @@ def identity_labels(args, kwargs, module) -> dict[int, str]:
             if id(obj) in labels:
                 return
             labels[id(obj)] = f"input {path}"
-        if isinstance(obj, (tuple, list)):
+        if isinstance(obj, (tuple, list, collections.deque)):
             for i, item in enumerate(obj):
                 visit(item, f"{path}[{i}]")
         elif isinstance(obj, dict):

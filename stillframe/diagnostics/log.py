@@ -1,4 +1,5 @@
-"""Log channels (``STILLFRAME_LOGS=graph,guards,breaks,recompiles,bytecode``), routed through ``logging``.
+"""Log channels (``STILLFRAME_LOGS=graph,guards,breaks,recompiles,bytecode``), routed through ``logging``, and
+where a compiled function is in the user's source (:func:`defined_at`).
 
 Each channel is a child of the ``stillframe`` logger; a channel named in
 ``config.logs`` is set to INFO and gets a stderr handler, so
@@ -38,3 +39,15 @@ def event(channel: str, message: str, *args: Any) -> None:
     logger = _channel(channel)
     if logger.isEnabledFor(logging.INFO):
         logger.info(message, *args)
+
+
+def defined_at(fn: Any) -> str:
+    """``file:line`` where the user wrote ``fn``: through the decorators that wrap it with ``functools.wraps``
+    (``__wrapped__``), so a transformers model's ``forward`` is named at the model's ``def``, not at the
+    library's wrapper (``utils/generic.py``)."""
+    seen = set()
+    while id(fn) not in seen and getattr(getattr(fn, "__wrapped__", None), "__code__", None) is not None:
+        seen.add(id(fn))
+        fn = fn.__wrapped__
+    code = getattr(fn, "__code__", None)
+    return "?" if code is None else f"{code.co_filename}:{code.co_firstlineno}"

@@ -42,8 +42,8 @@ again, so a second call with another input shape shows the recompile::
       Graph 2: resumes f at example.py:3; 1 op; returns
         guards:
           ...
-          L['0:s0'] is None
-          L['0:y'] is a Tensor(dtype=torch.float32, device=cpu, shape=(3,), stride=(1,), storage_offset=0, ...)
+          L['___stack0'] is None
+          L['y'] is a Tensor(dtype=torch.float32, device=cpu, shape=(3,), stride=(1,), storage_offset=0, ...)
         code:
           def forward(self, L_0_y):
               l_0_y = L_0_y
@@ -53,8 +53,10 @@ again, so a second call with another input shape shows the recompile::
 Graph 1 ends where the ``print`` is; the runtime rebuilds the live frame,
 runs the print for real, and resumes tracing at the next instruction (still
 line 3: the ``POP_TOP`` of the print's result), which is Graph 2. Its guards
-read the live values of the resumed frame: ``L['0:y']`` is local ``y`` of
-frame 0 (the outermost), ``L['0:s0']`` the first slot of its value stack.
+read the live values of the resumed frame: ``L['y']`` is its local ``y``,
+``L['___stack0']`` the first slot of its value stack (named as torch.compile
+names them in its resume functions; the guard code itself says ``L['0:y']``,
+local ``y`` of frame 0, the outermost).
 Calling ``explained(torch.ones(5))`` next adds two graphs and two recompiles,
 each naming the guard that failed (``L['x'] is a Tensor(... shape=(3,) ...)``).
 
@@ -75,8 +77,8 @@ What each part means:
   that ends at a break: ``kind``, a one-line ``explanation``, ``hints`` and the
   user's ``location`` (file, line, source text).
 * ``guards``: per cache entry, its guards as readable expressions
-  (:func:`stillframe.guards.guard.describe`); ``L['x']`` is the argument ``x``,
-  ``L['0:x']`` local ``x`` of the outermost frame of a resumed call stack.
+  (:func:`stillframe.guards.guard.describe`); ``L['x']`` is the argument ``x``, or
+  local ``x`` of a resumed call stack, ``L['___stack0']`` a slot of its value stack.
 * ``recompiles``: each time a code point that already had plans was traced
   again, where, and the first guard of the newest plan that failed.
 * ``fallbacks``: cache entries that run eagerly, and why.
@@ -98,6 +100,7 @@ from ..errors import GraphBreak, StillframeWarning
 from ..guards.guard import describe
 from ..api import compile as sf_compile
 from ..api import is_compiled
+from . import log
 
 
 __all__ = ["EntryGuards", "ExplainReport", "Explainer", "Fallback", "GraphInfo", "Recompile", "explain", "report_for"]
@@ -126,6 +129,7 @@ class GraphInfo:
     guards: tuple[str, ...]
     ends_with: GraphBreak | None = None
     graph_module: Any = field(default=None, repr=False, compare=False)
+    site: Any = field(default=None, repr=False)  # the cache key it was traced for: the same for every plan there
 
     @property
     def where(self) -> str:
@@ -185,11 +189,27 @@ class ExplainReport:
 
     @property
     def graph_count(self) -> int:
+        """Graphs counted per source site, as ``torch._dynamo.explain`` counts them: the plans that start at
+        the same place (one per input shape, say) are one graph. ``plan_count`` counts them all."""
+        return len({g.site if g.site is not None else (g.filename, g.lineno, g.stack) for g in self.graphs})
+
+    @property
+    def plan_count(self) -> int:
         return len(self.graphs)
 
     @property
     def break_count(self) -> int:
-        return len(self.breaks)
+        """Graph breaks counted per source site (kind, file, line), as ``torch._dynamo.explain`` counts them:
+        the same break ending several plans is one. ``breaks`` lists one per plan."""
+        return len({(br.kind, br.location.filename if br.location else None,
+                     br.location.lineno if br.location else None) for br in self.breaks})
+
+    def counts(self) -> str:
+        """``"2 graphs, 1 graph break"`` per source site, with the plans behind them where they differ."""
+        text = f"{_n(self.graph_count, 'graph')}, {_n(self.break_count, 'graph break')}"
+        if self.plan_count != self.graph_count or len(self.breaks) != self.break_count:
+            text += f" (over {_n(self.plan_count, 'plan')}, {_n(len(self.breaks), 'break')} taken)"
+        return text
 
     @property
     def op_count(self) -> int:
@@ -198,8 +218,7 @@ class ExplainReport:
     def format(self, *, code: bool = True, guards: bool = True) -> str:
         """The whole report as text; ``code=False`` / ``guards=False`` leave out graph code / guards."""
         lines = [f"stillframe.explain: {self.name}",
-                 f"{_n(self.graph_count, 'graph')}, {_n(self.break_count, 'graph break')}, "
-                 f"{_n(self.op_count, 'op')}, {_n(len(self.recompiles), 'recompile')}, "
+                 f"{self.counts()}, {_n(self.op_count, 'op')}, {_n(len(self.recompiles), 'recompile')}, "
                  f"{_n(len(self.fallbacks), 'eager fallback')}"]
         if self.breaks:
             lines += ["", "Graph breaks:"]
@@ -313,6 +332,15 @@ def _start(key: Any) -> tuple[str, str, int | None, bool, tuple[str, ...]]:
     return repr(key), "?", None, False, ()
 
 
+def _site(key: Any) -> Any:
+    """A cache key as a hashable site: the code object, or the resumed stack's (code, instruction) pairs."""
+    try:
+        hash(key)
+        return key
+    except TypeError:
+        return repr(key)
+
+
 def _label(name: str, filename: str, lineno: int | None, resume: bool) -> str:
     return f"resumes {name} at {filename}:{lineno}" if resume else f"starts at {name} ({filename}:{lineno})"
 
@@ -327,7 +355,7 @@ def report_for(compiled: Any, *, name: str | None = None, warnings_: list[str] |
         else:
             name = getattr(func, "__qualname__", repr(compiled))
         if func is not None:
-            name += f" ({func.__code__.co_filename}:{func.__code__.co_firstlineno})"
+            name += f" ({log.defined_at(func)})"
     report = ExplainReport(name=name, warnings=list(warnings_ or ()))
     cache = cf.all_cache_entries() if hasattr(cf, "all_cache_entries") else {}
     for key, entries in cache.items():
@@ -346,10 +374,13 @@ def report_for(compiled: Any, *, name: str | None = None, warnings_: list[str] |
             if gm is None:
                 continue
             ops = sum(1 for node in gm.graph.nodes if node.op in _OPS)
-            report.graphs.append(GraphInfo(fname, filename, lineno, resume, stack, ops, gm.code, guards, br, gm))
+            report.graphs.append(GraphInfo(fname, filename, lineno, resume, stack, ops, _code(gm), guards, br, gm,
+                                           _site(key)))
     for event in getattr(cf, "_events", ()):
         if event.get("kind") == "recompile":
             report.recompiles.append(Recompile(str(event.get("where")), event.get("guard")))
+        elif event.get("kind") == "cache_limit":  # no entry: the code past the limit runs eagerly
+            report.fallbacks.append(Fallback(f"at {event.get('where')}", str(event.get("reason"))))
     return report
 
 
@@ -410,3 +441,12 @@ def _collect_warnings(sink: list) -> Iterator[None]:
             else:  # filters were applied when it was raised: show it as it would have been shown
                 warnings.showwarning(record.message, record.category, record.filename, record.lineno,
                                      record.file, record.line)
+
+
+def _code(gm: Any) -> str:
+    """``gm``'s code, then the code of each subgraph it holds (a branch of torch.cond ...), by attribute name."""
+    parts = [gm.code]
+    for name, sub in gm.named_modules():
+        if name and isinstance(sub, torch.fx.GraphModule):
+            parts.append(f"\n# self.{name}:" + sub.code)
+    return "".join(parts)

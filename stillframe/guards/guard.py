@@ -28,7 +28,10 @@ Kinds (:data:`GUARD_KINDS` holds each one's check code and readable text):
 ``KEYS``       ``list(v.keys()) == expected`` (dicts)
 ``HAS_KEY``    ``(key in v) is present`` (a dict the trace only looked a key up in)
 ``TENSOR``     type, dtype, device, shape, stride, storage offset,
-               requires_grad, is_leaf and view-ness as at entry
+               requires_grad, is_leaf and view-ness as at entry (a ``None``
+               size or stride is symbolic: the ``SHAPE`` guard checks it)
+``SHAPE``      the ShapeEnv's guards on symbolic sizes, over the inputs' entry
+               snapshots (``2 <= L['x'].size()[0]``)
 ``NO_HOOKS``   the module has no forward hooks or pre-hooks
 ``HOOKS``      the module's forward hooks and pre-hooks are the same objects
 ``SAME``       ``v is <other source>`` (one object reached two ways)
@@ -39,6 +42,7 @@ Kinds (:data:`GUARD_KINDS` holds each one's check code and readable text):
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -67,7 +71,7 @@ class Guard:
         exp = self.expected
         if self.kind == "SAME":
             exp = exp.name
-        elif self.kind in ("TENSOR", "ALIASING"):
+        elif self.kind in ("TENSOR", "ALIASING", "SHAPE"):
             exp = repr(exp)
         return (src, self.kind, exp if _hashable(exp) else repr(exp))
 
@@ -78,8 +82,42 @@ def describe(guard: Guard) -> str:
     if guard.kind not in GUARD_KINDS:
         raise ValueError(f"unknown guard kind {guard.kind}")
     name = guard.source.name if guard.source is not None else ""
-    text = GUARD_KINDS[guard.kind].text(name, guard.expected)
+    text = user_names(GUARD_KINDS[guard.kind].text(name, guard.expected))
     return text if guard.origin is None else f"{text}  (from {guard.origin})"
+
+
+_RESUMED = re.compile(r"L\['(\d+:(?:cell:)?[^']+)'\]")
+
+
+def user_names(text: str) -> str:
+    """Guard text with the names of a resumed call stack as a user reads them, as torch.compile's resume
+    functions name them: ``L['0:y']`` (local ``y`` of frame 0) is ``L['y']``, ``L['0:s4']`` (slot 4 of its
+    value stack) is ``L['___stack4']``. The guard code itself keeps the full names."""
+    return _RESUMED.sub(lambda match: f"L[{_user_local(match.group(1))!r}]", text)
+
+
+def _user_local(local: str) -> str:
+    """A name of a resumed call stack without its frame (``'0:y'`` is ``'y'``), a stack slot as torch names
+    it (``'0:s4'`` is ``'___stack4'``)."""
+    local = local.split(":")[-1]
+    return "___stack" + local[1:] if local[:1] == "s" and local[1:].isdigit() else local
+
+
+def actual(value: Any) -> str:
+    """A live value as a recompilation message shows it beside the guard it failed: a tensor by what a
+    TENSOR guard compares, anything else by its (shortened) repr and type."""
+    if isinstance(value, torch.Tensor):
+        strided = value.layout == torch.strided
+        return (f"a {type(value).__name__}(dtype={value.dtype}, device={value.device}, shape={tuple(value.shape)}, "
+                f"stride={tuple(value.stride()) if strided else None}, requires_grad={value.requires_grad}, "
+                f"is_leaf={value.is_leaf})")
+    try:
+        text = repr(value)
+    except Exception:  # a user's __repr__ that raises
+        text = f"<{type(value).__name__} object>"
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return text if type(value) in (int, float, bool, str, type(None)) else f"{text} ({type(value).__name__})"
 
 
 def _hashable(x: Any) -> bool:
@@ -90,19 +128,55 @@ def _hashable(x: Any) -> bool:
         return False
 
 
-def tensor_signature(t: torch.Tensor) -> tuple:
-    """What a TENSOR guard compares: type, dtype, device, shape, stride, storage offset, requires_grad, is_leaf, is-view."""
+def tensor_signature(t: torch.Tensor, symbolic_sizes: tuple = (), symbolic_strides: tuple = ()) -> tuple:
+    """What a TENSOR guard compares: type, dtype, device, shape, stride, storage offset, requires_grad, is_leaf, is-view.
+
+    The sizes and strides at the positions flagged in ``symbolic_sizes`` / ``symbolic_strides`` are ``None``:
+    symbolic ones, which the ``SHAPE`` guard checks.
+    """
     strided = t.layout == torch.strided
+    shape = tuple(t.shape)
+    stride = tuple(t.stride()) if strided else None
+    if any(symbolic_sizes):
+        shape = tuple(None if d else n for n, d in zip(shape, symbolic_sizes))
+    if any(symbolic_strides) and stride is not None:
+        stride = tuple(None if d else n for n, d in zip(stride, symbolic_strides))
     return (
         type(t),
         t.dtype,
         t.device,
-        tuple(t.shape),
-        tuple(t.stride()) if strided else None,
+        shape,
+        stride,
         t.storage_offset() if strided else 0,
         t.requires_grad,
         t.is_leaf,
         t._base is not None,
+    )
+
+
+def is_symbolic_signature(expected: tuple) -> bool:
+    """Whether a TENSOR guard's signature leaves some size or stride to the SHAPE guard."""
+    return None in expected[3] or (expected[4] is not None and None in expected[4])
+
+
+def _dims_ok(actual: tuple, expected: tuple) -> bool:
+    return len(actual) == len(expected) and all(e is None or a == e for a, e in zip(actual, expected))
+
+
+def _tensor_symbolic_ok(t: Any, expected: tuple) -> bool:
+    """``_tensor_ok`` for a signature with symbolic (``None``) sizes or strides."""
+    if type(t) is not expected[0]:
+        return False
+    strided = t.layout == torch.strided
+    return (
+        t.dtype is expected[1]
+        and t.device == expected[2]
+        and _dims_ok(tuple(t.shape), expected[3])
+        and ((expected[4] is None and not strided) or (strided and _dims_ok(t.stride(), expected[4])))
+        and (t.storage_offset() if strided else 0) == expected[5]
+        and t.requires_grad is expected[6]
+        and t.is_leaf is expected[7]
+        and (t._base is not None) is expected[8]
     )
 
 
@@ -150,7 +224,8 @@ def tensor_examples(guards: list[Guard], L: dict, G: dict, F: Any) -> list | Non
     except Exception:
         return None
     expected = [g.expected for g in guards if g.kind == "TENSOR"]
-    if len(found) != len(expected) or any(tensor_signature(t) != e for t, e in zip(found, expected)):
+    if len(found) != len(expected) or any(not _tensor_symbolic_ok(t, e) if is_symbolic_signature(e) else
+                                           tensor_signature(t) != e for t, e in zip(found, expected)):
         return None
     return found
 
@@ -264,7 +339,9 @@ class GuardCodegen:
     def namespace(self) -> dict:
         return {
             "___c": self.consts,
+            "___actual": actual,
             "___tensor_ok": _tensor_ok,
+            "___tensor_symbolic_ok": _tensor_symbolic_ok,
             "___tensor_extras": _tensor_extras,
             "___aliasing": aliasing_pattern,
             "___no_hooks": _no_hooks,
@@ -312,12 +389,35 @@ GLOBAL_STATES: dict[str, GuardKind] = {
                               lambda name, value: "no global module hooks"),
     # a resumed segment: which locals of the call stack are bound (an ``if`` may have bound one only sometimes)
     "live_names": GuardKind(lambda gen, v, value: f"L.keys() == {gen.const(value)}",
-                            lambda name, value: f"the live names are {sorted(value)}"),
+                            lambda name, value: f"the live names are {sorted(_user_local(n) for n in value)}"),
 }
+
+
+def _tensor_check(gen: GuardCodegen, v: str, exp: tuple) -> str:
+    if is_symbolic_signature(exp):
+        return f"___tensor_symbolic_ok({v}, {gen.const(exp)})"
+    return f"___tensor_ok({v}, {gen.const(exp)})"
+
+
+def _shape_check(gen: GuardCodegen, v: str, exp: tuple) -> str:
+    """The ShapeEnv's expression with each ``___t{i}`` replaced by the local bound to the i-th source."""
+    sources, expr = exp
+    return _SHAPE_NAME.sub(lambda m: gen.ref(sources[int(m.group(1))]), expr)
+
+
+def _shape_text(name: str, exp: tuple) -> str:
+    sources, expr = exp
+    return _SHAPE_NAME.sub(lambda m: sources[int(m.group(1))].name, expr)
+
+
+_SHAPE_NAME = re.compile(r"___t(\d+)\b")
 
 
 def _tensor_text(name: str, exp: tuple) -> str:
     cls, dtype, device, shape, stride, offset, rg, leaf, view = exp
+    if is_symbolic_signature(exp):  # a symbolic size or stride reads "?": the SHAPE guards say what it may be
+        shape, stride = (None if t is None else "(" + ", ".join("?" if n is None else str(n) for n in t)
+                         + ("," if len(t) == 1 else "") + ")" for t in (shape, stride))
     return (f"{name} is a {cls.__name__}(dtype={dtype}, device={device}, shape={shape}, stride={stride}, "
             f"storage_offset={offset}, requires_grad={rg}, is_leaf={leaf}, is_view={view})")
 
@@ -337,7 +437,9 @@ GUARD_KINDS: dict[str, GuardKind] = {
     # (key, present): one lookup, for a dict the trace only looked a key up in
     "HAS_KEY": GuardKind(lambda gen, v, exp: f"({_literal(gen, exp[0])} in {v}) is {exp[1]!r}",
                          lambda name, exp: f"({exp[0]!r} in {name}) is {exp[1]!r}"),
-    "TENSOR": GuardKind(lambda gen, v, exp: f"___tensor_ok({v}, {gen.const(exp)})", _tensor_text),
+    "TENSOR": GuardKind(_tensor_check, _tensor_text),
+    # (sources, an expression over ___t0, ___t1 ...): one of the ShapeEnv's guards on the inputs' symbolic sizes
+    "SHAPE": GuardKind(_shape_check, _shape_text),
     "NO_HOOKS": GuardKind(lambda gen, v, exp: f"___no_hooks({v})", lambda name, exp: f"{name} has no forward hooks"),
     "HOOKS": GuardKind(lambda gen, v, exp: f"___hook_ids({v}) == {exp!r}",
                        lambda name, exp: f"{name} has the same forward hooks"),
@@ -366,7 +468,14 @@ def compile_guards(guards: list[Guard], verbose: bool = False,
     """
     gen = GuardCodegen()
     body: list[str] = []
-    batch = None if verbose or not examples else compat.tensor_guards(examples)
+    batch = None
+    if not verbose and examples:
+        signatures = [g.expected for g in guards if g.kind == "TENSOR"]
+        if any(is_symbolic_signature(e) for e in signatures):
+            batch = compat.tensor_guards(examples, [list(e[3]) for e in signatures],
+                                         [list(e[4]) if e[4] is not None else None for e in signatures])
+        else:
+            batch = compat.tensor_guards(examples)
     batched: list[str] = []
     for guard in guards:
         before = len(gen.lines)
@@ -379,6 +488,8 @@ def compile_guards(guards: list[Guard], verbose: bool = False,
         body.extend(gen.lines[before:])
         del gen.lines[before:]
         failed = repr(describe(guard)) if verbose else "False"
+        if verbose and guard.source is not None:  # what the call passed, beside what the guard expected
+            failed += f" + '; got ' + ___actual({gen.ref(guard.source)})"
         body.append(f"if not ({cond}): return {failed}")
     if batched:
         refs = "".join(f"{r}, " for r in batched)
@@ -420,6 +531,18 @@ def identity_checked(guards: list[Guard], L: dict, G: dict, F: Any) -> list:
                          f"___found.extend([*{v}._forward_pre_hooks.values(), *{v}._forward_hooks.values()])")
         body += ["try:", *(f"    {line}" for line in lines), "except Exception:", "    pass"]
     return _collect(gen, body, "identity", L, G, F) if body else []
+
+
+def source_values(sources: list[Source], L: dict, G: dict, F: Any) -> list:
+    """The live value at each of ``sources`` on ``L, G, F`` (``None`` for one that cannot be evaluated)."""
+    gen = GuardCodegen()
+    body: list[str] = []
+    for source in sources:
+        v = gen.ref(source)
+        lines, gen.lines = gen.lines, []
+        body += ["try:", *(f"    {line}" for line in lines), f"    ___found.append({v})", "except Exception:",
+                 "    ___found.append(None)"]
+    return _collect(gen, body, "sources", L, G, F) if body else []
 
 
 def _collect(gen: GuardCodegen, body: list[str], what: str, L: dict, G: dict, F: Any) -> list:

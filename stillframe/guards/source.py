@@ -51,8 +51,8 @@ class LocalSource(Source):
 
 @dataclass(frozen=True, slots=True)
 class ScalarOutputSource(LocalSource):
-    """A Python float that a step run for real read out of a tensor (``t.item()``, ``float(t)``), on the stack
-    where tracing resumes. Its value is data: using it in Python breaks the graph again (that use runs for
+    """A Python float that a step run for real read out of a tensor (``t.item()``, ``float(t)``) or returned
+    (``random.random()``, ``time.time()``), on the stack where tracing resumes or in a local it was stored in. Its value is data: using it in Python breaks the graph again (that use runs for
     real) rather than guarding on it, which would re-trace on every new value (TorchDynamo likewise does
     not specialize floats)."""
 

@@ -12,3 +12,4 @@ for the package.
 
 from . import calls  # noqa: F401
 from . import iteration  # noqa: F401  (registers the builtins over iterables)
+from . import symbolic  # noqa: F401  (what each protocol does with a symbolic size)

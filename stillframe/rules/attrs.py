@@ -36,6 +36,7 @@ from ..variables.base import (
     PythonObjectVariable,
     RangeVariable,
     SetVariable,
+    DequeVariable,
     SliceVariable,
     TensorMethodVariable,
     TorchFunctionVariable,
@@ -49,17 +50,17 @@ from ..variables.builder import TRUSTED_MODULES, is_constant, wrap
 from ..variables.kinds import CONTEXT_VALUES, INTERNAL
 from ..variables.objects import (DELETED, ContainerMethodVariable, DICT_BASES, ObjectVariable, SuperVariable,
                                  storage_of)
-from ..tensors.ops import call_tensor_op
 from . import builtin_calls, calls, known
 from .protocol import Protocol
+from .disable import compiled_original
 from .objects import (MISSING, _static_lookup, _static_lookup_type, function_attr_key, pending_attr, real_object,
                       slots_refuse)
+from .tensor_attrs import tensor_attr, tensor_instance_attr
 
 
 EMPTY_CELLS: immutables.Map = immutables.Map()
 
 # Tensor attributes that are views computed by a property: recorded as ``getattr`` nodes.
-TENSOR_VIEW_PROPERTIES = {"T", "mT", "H", "mH", "real", "imag"}
 
 
 def module_hooks_guard(tx: Any, mod: NNModuleVariable) -> None:
@@ -114,8 +115,10 @@ def _object_getattr(tx: Any, obj: ObjectVariable, name: str) -> VariableTracker:
     return instance_attr(tx, obj, name)
 
 
-@GETATTR.rule(ListVariable, DictVariable, TupleVariable, SetVariable)
+@GETATTR.rule(ListVariable, DictVariable, TupleVariable, SetVariable, DequeVariable)
 def _container_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
+    if isinstance(obj, DequeVariable) and name == "maxlen":
+        return ConstantVariable(obj.maxlen)
     if isinstance(obj, TupleVariable) and obj.cls is not tuple:
         fields = getattr(obj.cls, "_fields", None) or getattr(obj.cls, "__match_args__", None)
         if fields and name in fields:
@@ -378,7 +381,7 @@ def has_attr(tx: Any, obj: VariableTracker, name: str) -> bool:
             return written[1][1] is not DELETED
         return _has_static(tx, obj, obj.value, name)
     if isinstance(obj, TensorVariable):
-        return hasattr(torch.Tensor, name) or _tensor_instance_attr(tx, obj, name) is not MISSING
+        return hasattr(torch.Tensor, name) or tensor_instance_attr(tx, obj, name) is not MISSING
     if isinstance(obj, ConstantVariable):
         return hasattr(obj.value, name)
     if isinstance(obj, PartialVariable):  # no instance attributes: setattr on a traced partial is refused
@@ -393,52 +396,6 @@ def _has_static(tx: Any, var: VariableTracker, value: Any, name: str) -> bool:
     elif var.source is not None:
         tx.add_guard(Guard(AttrSource(var.source, "__dict__"), "HAS_KEY", (name, True)))
     return found is not MISSING
-
-
-def _tensor_instance_attr(tx: Any, var: TensorVariable, name: str) -> Any:
-    """An attribute a graph input tensor carries in its own ``__dict__`` (``t.tag = ...``), guarded; MISSING for
-    one it lacks and for tensors made in the trace (the trace never sets one)."""
-    entry = tx.tensor(var)
-    live = tx.input_values.get(var.tid)
-    if entry.source is None or live is None:
-        return MISSING
-    value = live.__dict__.get(name, MISSING)
-    tx.add_guard(Guard(AttrSource(entry.source, "__dict__"), "HAS_KEY", (name, value is not MISSING)))
-    return value
-
-
-def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
-    meta = tx.tensor(var).meta
-    if meta.autograd_error is not None and name in ("requires_grad", "is_leaf", "grad_fn"):
-        tx.user_error(RuntimeError(meta.autograd_error))
-    if name in ("shape",):
-        return TupleVariable(tuple(ConstantVariable(s) for s in meta.shape), torch.Size)
-    if name == "ndim":
-        return ConstantVariable(len(meta.shape))
-    if name in ("dtype", "device", "layout", "requires_grad", "is_leaf"):
-        return ConstantVariable(getattr(meta, name))
-    if name == "grad_fn":
-        if not meta.has_grad_fn:
-            return ConstantVariable(None)
-        tx.unsupported("unsupported_attribute", "reading .grad_fn of a tensor that has one")
-    if name in TENSOR_VIEW_PROPERTIES:
-        import builtins
-
-        return call_tensor_op(tx, "call_function", builtins.getattr, (var, ConstantVariable(name)), {})
-    if name in ("grad", "data", "_base"):
-        tx.unsupported("unsupported_attribute", f"reading .{name} of a tensor inside a compiled function")
-    attr = getattr(torch.Tensor, name, MISSING)
-    if attr is MISSING:
-        own = _tensor_instance_attr(tx, var, name)
-        if own is not MISSING:
-            return wrap(tx, own, GetItemSource(AttrSource(tx.tensor(var).source, "__dict__"), name))
-        tx.user_error(AttributeError(f"'Tensor' object has no attribute '{name}'"))
-    if callable(attr) and not isinstance(attr, property):
-        return TensorMethodVariable(name, var)
-    value = getattr(tx.tensor(var).fake, name)
-    if is_constant(value):
-        return ConstantVariable(value)
-    tx.unsupported("unsupported_attribute", f"reading .{name} of a tensor")
 
 
 MODULE_ITERATORS = {"modules", "named_modules", "children", "named_children", "parameters", "named_parameters",
@@ -509,12 +466,13 @@ def module_iterator(var: NNModuleVariable, method: str, tx: Any, args: list, kwa
 def module_attr(tx: Any, var: NNModuleVariable, name: str) -> VariableTracker:
     m = var.module
     src = AttrSource(var.source, name) if var.source is not None else None
-    for registry in ("_parameters", "_buffers", "_modules"):
-        members = m.__dict__.get(registry, {})
-        if name in members:
-            member_src = ModuleMemberSource(var.source, name, registry) if var.source is not None else None
-            return wrap(tx, members[name], member_src)
     found = _static_lookup(m, name)
+    if found is MISSING:  # as Python: nn.Module.__getattr__ (its registries) only when ordinary lookup fails
+        for registry in ("_parameters", "_buffers", "_modules"):
+            members = m.__dict__.get(registry, {})
+            if name in members:
+                member_src = ModuleMemberSource(var.source, name, registry) if var.source is not None else None
+                return wrap(tx, members[name], member_src)
     if name in MODULE_ITERATORS and found == ("class", getattr(torch.nn.Module, name)):
         return PythonObjectVariable(functools.partial(module_iterator, var, name))
     if found is MISSING:
@@ -534,7 +492,8 @@ def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> Va
     if isinstance(value, type):
         found = _static_lookup_type(value, name)
         if found is MISSING:
-            if name in ("__name__", "__qualname__", "__module__", "__doc__", "__mro__", "__bases__"):
+            if name in ("__name__", "__qualname__", "__module__", "__doc__", "__mro__", "__bases__") or \
+                    _static_lookup_type(type(value), name) is not MISSING:  # the metaclass's: Foo.__subclasses__
                 return wrap(tx, getattr(value, name), src)
             tx.user_error(AttributeError(f"type object '{value.__name__}' has no attribute '{name}'"))
         if isinstance(found, staticmethod):
@@ -597,12 +556,19 @@ def _bind_found(tx: Any, var: VariableTracker, obj: Any, name: str, found: tuple
         return UserMethodVariable(attr.__func__, PythonObjectVariable(type(obj)))
     if isinstance(attr, types.FunctionType):
         return UserMethodVariable(attr, var)
+    wrapped = compiled_original(attr)
+    if wrapped is not None and isinstance(wrapped[1], types.FunctionType):  # a compiled method: inlined
+        return UserMethodVariable(wrapped[1], var)
     if hasattr(type(attr), "__get__") and not isinstance(attr, (int, float, str, bool, tuple, type(None))):
         if hasattr(type(attr), "__set__"):  # slots members and other data descriptors: read the live value
             return wrap(tx, getattr(obj, name), src)
         if isinstance(attr, functools._lru_cache_wrapper) and obj is not None:
             # a cached function used as a method (transformers' Logger.warning_once): bound for real
             return PythonObjectVariable(attr.__get__(obj, type(obj)))
+        if isinstance(attr, types.MethodDescriptorType) and obj is not None and src is not None:
+            # a C method of a live object (deque.append): bound for real, guarded by its type, name and owner;
+            # a call of it is the one graph break (the attribute read was a second)
+            return wrap(tx, getattr(obj, name), src)
         tx.unsupported("unsupported_attribute", f"the descriptor {type(attr).__name__} at .{name}")
     return wrap(tx, attr, None) if src is None else wrap(tx, getattr(obj, name), src)
 

@@ -37,9 +37,12 @@ from ..variables.base import (
     PythonObjectVariable,
     RangeVariable,
     SetVariable,
+    TensorKey,
+    DequeVariable,
     SliceVariable,
     TensorVariable,
     TupleVariable,
+    UserFunctionVariable,
     UserMethodVariable,
     VariableTracker,
 )
@@ -47,7 +50,7 @@ from ..variables.builder import wrap
 from ..variables.objects import (ContainerMethodVariable, ObjectVariable, SuperVariable, dict_base, storage_of)
 from ..tensors.ops import call_tensor_op
 # known first: it imports the lower rules modules by name, and they reach it as a module object
-from .known import const_value, is_const, sequence_items
+from .known import const_value, hash_key, is_const, sequence_items
 from .attrs import (
     _defined_by_dict_base,
     getattr_var,
@@ -57,12 +60,14 @@ from .attrs import (
 from .containers import subscript
 from .context import set_grad_mode
 from .generators import resume
+from .imports import import_builtin
 from .objects import (
     call_container_method,
     delete_attr,
     MISSING,
     new_object,
     object_setattr,
+    _static_lookup_type,
     store_attr,
     update_pairs,
 )
@@ -70,7 +75,7 @@ from .operators import binary_op
 from .truthiness import truthiness
 from ..variables.builder import load_local
 
-from . import calls
+from . import calls, polyfills
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -139,7 +144,7 @@ def _len(tx: Tracer, var: VariableTracker) -> int:
         return const_value(tx, result)
     if isinstance(var, TupleVariable):
         return len(var.items)
-    if isinstance(var, ListVariable):
+    if isinstance(var, (ListVariable, DequeVariable)):
         return len(tx.list_items(var))
     if isinstance(var, DictVariable):
         return len(tx.dict_entry(var).items)
@@ -149,7 +154,7 @@ def _len(tx: Tracer, var: VariableTracker) -> int:
         shape = tx.tensor(var).meta.shape
         if not shape:
             tx.user_error(TypeError("len() of a 0-d tensor"))
-        return shape[0]
+        return int(shape[0])  # a symbolic size is specialized (the ShapeEnv guards it)
     if isinstance(var, NNModuleVariable) and hasattr(var.module, "__len__"):
         return len(var.module)
     if isinstance(var, (ConstantVariable, PythonObjectVariable)) and var.source is None and \
@@ -179,6 +184,11 @@ def _isinstance(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     obj, classes = args
     cls = const_value(tx, classes)
     for c in _flat_classes(cls):
+        if type(c) is _LEGACY_TENSOR_TYPE and isinstance(obj, TensorVariable):
+            # torch.FloatTensor, torch.LongTensor ...: a check of dtype and device, which the tensor guard fixes
+            if isinstance(tx.tensor(obj).fake, c):
+                return ConstantVariable(True)
+            continue
         check = getattr(type(c), "__instancecheck__", None)
         if isinstance(check, types.FunctionType) and not type(c).__module__.startswith(_FOLDED_METACLASSES):
             # a user metaclass's own __instancecheck__ decides, traced (ABCMeta and torch's own are answered by
@@ -194,6 +204,8 @@ def _isinstance(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     return ConstantVariable(False)
 
 
+#: The metaclass of torch's legacy tensor types (``torch.FloatTensor`` ...).
+_LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
 _FOLDED_METACLASSES = ("abc", "_py_abc", "typing", "torch", "builtins", "enum")
 
 
@@ -306,12 +318,23 @@ def iterator_of(tx: Tracer, seq: VariableTracker) -> VariableTracker:
     made = call_dunder(tx, seq, "__iter__", [])
     if isinstance(made, (IteratorVariable, GeneratorVariable, LiveIteratorVariable)):
         return made
+    if made is not None and has_python_next(made):  # an iterator object: stepped by its __next__, one per item
+        return calls.call_sync(tx, UserFunctionVariable(polyfills.drive), [made], {})
     return tx.new_iterator(tuple(sequence_items(tx, seq if made is None else made)))
+
+
+def has_python_next(var: VariableTracker) -> bool:
+    """Whether ``var`` is an object made in the trace whose class defines ``__next__`` in Python."""
+    return isinstance(var, ObjectVariable) and isinstance(_static_lookup_type(var.cls, "__next__"),
+                                                          types.FunctionType)
 
 
 def _iter(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     if len(args) != 1 or kwargs:
         tx.unsupported("unsupported_builtin", "iter() with a sentinel")
+    made = call_dunder(tx, args[0], "__iter__", [])
+    if made is not None and has_python_next(made):
+        return made  # iter(obj) is what obj.__iter__ returns (often obj itself)
     return iterator_of(tx, args[0])
 
 
@@ -370,6 +393,17 @@ def _callable(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 
 def _id(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    """``id(obj)`` of an object the plan already checks by identity (a module reached from outside, a class or a
+    Python module): the same number on every call the plan runs for. Other objects' ids change from call to call
+    (or do not exist yet, for objects made in the trace), so that ``id()`` breaks the graph."""
+    if len(args) != 1 or kwargs:
+        tx.user_error(TypeError(f"id() takes exactly one argument ({len(args)} given)"))
+    var = args[0]
+    if isinstance(var, NNModuleVariable) and var.source is not None:
+        return ConstantVariable(id(var.module))
+    if isinstance(var, PythonObjectVariable) and var.source is not None and \
+            isinstance(var.value, (type, types.ModuleType)):
+        return ConstantVariable(id(var.value))
     tx.unsupported("unsupported_builtin", "id() of a traced value")
 
 
@@ -526,6 +560,11 @@ def _next(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
         if len(args) == 2:
             return args[1]
         tx.user_error(StopIteration())
+    if has_python_next(gen):  # the class's own __next__, traced
+        if len(args) == 2:
+            item = attempt(tx, StopIteration, lambda: call_dunder(tx, gen, "__next__", []))
+            return args[1] if item is None else item
+        return call_dunder(tx, gen, "__next__", [])
     if not isinstance(gen, GeneratorVariable):
         tx.unsupported("unsupported_builtin", f"next() of a {gen.python_type().__name__} value")
     if len(args) == 2:  # next(gen, default)
@@ -538,6 +577,7 @@ def _next(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 
 BUILTIN_RULES[next] = _next
+BUILTIN_RULES[__import__] = import_builtin
 BUILTIN_RULES[delattr] = _delattr
 BUILTIN_RULES[object.__setattr__] = _object_setattr
 BUILTIN_RULES[object.__getattribute__] = _object_getattribute
@@ -555,12 +595,15 @@ def _set_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 def _frozenset_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     """``frozenset(iterable)``: immutable, so a constant."""
     items = sequence_items(tx, args[0]) if args else ()
-    return ConstantVariable(frozenset(_hashable(tx, v) for v in items))
+    members = frozenset(_hashable(tx, v) for v in items)
+    if any(type(m) is TensorKey for m in members):
+        tx.unsupported("not_constant", "a frozenset of tensors (frozensets made in the trace are constants)")
+    return ConstantVariable(members)
 
 
 def _hashable(tx: Tracer, var: VariableTracker) -> Any:
-    """A set member: a constant, with Python's TypeError where it is unhashable."""
-    value = const_value(tx, var)
+    """A set member: a constant or a tensor (by identity), with Python's TypeError where it is unhashable."""
+    value = hash_key(tx, var)
     try:
         hash(value)
     except TypeError as e:

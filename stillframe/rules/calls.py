@@ -8,6 +8,7 @@ closed set) and, for builtins, by the builtin itself (``BUILTIN_RULES``).
 
 from __future__ import annotations
 
+import collections
 from typing import TYPE_CHECKING
 
 import builtins
@@ -24,6 +25,7 @@ from typing import Any, Callable
 import torch
 from .. import compat
 from ..bytecode.reader import read
+from ..errors import InternalError
 from ..guards.guard import Guard, globals_key
 from ..guards.source import AttrSource, DefaultSource, GetItemSource
 from ..trace.state import make_frame
@@ -46,6 +48,7 @@ from ..variables.base import (
     PythonObjectVariable,
     RangeVariable,
     SetVariable,
+    DequeVariable,
     SliceVariable,
     TensorMethodVariable,
     TensorVariable,
@@ -83,7 +86,9 @@ from .attrs import (
 )
 from .containers import subscript
 from .context import exit_autocast, set_grad_mode
-from .disable import is_disabled
+from .deques import make_deque
+from .disable import compiled_original, is_disabled
+from .higher_order import higher_order_rule
 from .protocol import Protocol
 from .generators import drain, make_generator
 from .objects import (
@@ -106,9 +111,20 @@ def _is_grad_enabled(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 TORCH_SPECIAL: dict[Any, Callable] = {
     torch.is_grad_enabled: _is_grad_enabled,
     torch.get_default_dtype: lambda tx, a, k: ConstantVariable(torch.get_default_dtype()),
-    torch.is_tensor: lambda tx, a, k: ConstantVariable(isinstance(a[0], TensorVariable)),
-    torch.is_floating_point: lambda tx, a, k: ConstantVariable(tx.tensor(a[0]).meta.dtype.is_floating_point),
+    torch.jit.annotate: lambda tx, a, k: a[1] if len(a) == 2 and not k else _arity_error(tx, torch.jit.annotate, a, k),
+    torch.is_tensor: lambda tx, a, k: ConstantVariable(isinstance(a[0], TensorVariable)) if len(a) == 1 and not k
+    else _arity_error(tx, torch.is_tensor, a, k),
 }
+
+
+def _arity_error(tx: Tracer, fn: Any, args: list, kwargs: dict) -> None:
+    """Python's TypeError for calling ``fn`` with this many arguments and these keywords (``fn`` is called with
+    placeholders, so the message is its own)."""
+    try:
+        fn(*[None] * len(args), **dict.fromkeys(kwargs))
+    except TypeError as e:
+        tx.user_error(e)
+    raise InternalError(f"{fn.__qualname__} accepted the arguments its rule refused")
 
 def _tracing_answers() -> dict:
     """Functions that libraries call to ask whether they are being compiled, with the answer a trace gives.
@@ -156,9 +172,18 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         return tx.push(deepcopy_var(tx, args[0], {}))
     if target is inspect.signature and len(args) == 1 and not kwargs:
         return tx.push(_signature(tx, args[0]))
+    hop = higher_order_rule(target) if target is not None else None
+    if hop is not None:  # torch.cond ...: its callables become subgraphs (rules/higher_order.py)
+        return hop(tx, fn, args, kwargs)
     if target is not None and is_disabled(target):
-        tx.unsupported("disabled", f"{getattr(target, '__qualname__', target)} is marked @stillframe.disable",
+        tx.unsupported("disabled", f"{getattr(target, '__qualname__', target)} is marked never to be compiled "
+                       "(stillframe.disable or torch.compiler.disable)",
                        ("it runs for real; tracing resumes after it",))
+    wrapped = compiled_original(fn.module if isinstance(fn, NNModuleVariable) else target)
+    if wrapped is not None:
+        attr, original = wrapped
+        source = getattr(fn, "source", None)
+        return call(tx, wrap(tx, original, AttrSource(source, attr) if source else None), args, kwargs)
     module = getattr(target, "__module__", None) or ""
     stateful = runs_for_real(target) if target is not None else None
     if stateful is not None:
@@ -243,7 +268,8 @@ def _call_context_exit(tx: Tracer, fn: ContextExitVariable, args: list, kwargs: 
 
 
 CALL.refuse("a constant, container or range is not callable (the real call raises TypeError)",
-            ConstantVariable, ListVariable, DictVariable, TupleVariable, RangeVariable, SliceVariable, SetVariable)
+            ConstantVariable, ListVariable, DictVariable, TupleVariable, RangeVariable, SliceVariable, SetVariable,
+            DequeVariable)
 CALL.refuse("a tensor's __call__ is not modelled", TensorVariable)
 CALL.refuse("iterators and generators are not callable", IteratorVariable, LiveIteratorVariable, GeneratorVariable)
 CALL.refuse("a grad-mode or autocast object made in the trace is called for real (as a decorator)",
@@ -342,6 +368,9 @@ def call_module(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> 
         tx.unsupported("module_hooks", f"calling {type(module).__name__} that has backward hooks",
                        ("forward hooks and forward pre-hooks are supported",))
     call_override = type(module).__call__
+    if is_disabled(call_override) or is_disabled(module.__dict__.get("forward")):  # torch.compiler.disable(mod)
+        tx.unsupported("disabled", f"{type(module).__name__} is marked never to be compiled",
+                       ("it runs for real; tracing resumes after it",))
     if call_override is not torch.nn.Module.__call__:  # a subclass's own __call__ runs instead of Module's
         if not isinstance(call_override, types.FunctionType):
             tx.unsupported("unsupported_call", f"{type(module).__name__}.__call__ is not a Python function")
@@ -357,7 +386,8 @@ def call_module(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> 
         forward = type(module).forward
         if not isinstance(forward, types.FunctionType):
             tx.unsupported("unsupported_call", f"{type(module).__name__}.forward is not a Python function")
-        forward_var = UserMethodVariable(forward, mod)
+        static = isinstance(inspect.getattr_static(type(module), "forward"), staticmethod)
+        forward_var = UserFunctionVariable(forward) if static else UserMethodVariable(forward, mod)
     for hook_id, hook in list(module._forward_pre_hooks.items()):
         if hook_id in module._forward_pre_hooks_with_kwargs:  # hook(module, args, kwargs) -> (args, kwargs)
             result = call_sync(tx, wrap_value(tx, hook, None),
@@ -528,6 +558,10 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
         return call_builtin(tx, value, args, kwargs)
     if isinstance(value, type) and value.__module__ == "builtins" and getattr(builtins, value.__name__, None) is value:
         return call_builtin(tx, value, args, kwargs)  # a builtin type reached as a value: type(3)(4)
+    if value is collections.deque:
+        return tx.push(make_deque(tx, args, kwargs))
+    if value is torch.device and all(is_const(tx, a) for a in (*args, *kwargs.values())):
+        return tx.push(fold(tx, value, args, kwargs))  # a device is a value: torch.device("cpu")
     if value is torch.Size and len(args) <= 1 and not kwargs:
         return tx.push(_size(tx, args))
     if value is torch.autocast or value is torch.amp.autocast:

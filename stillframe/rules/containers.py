@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import enum
 import operator
 
@@ -10,6 +11,7 @@ from ..guards.guard import Guard
 from ..guards.source import GetItemSource
 from ..tensors.ops import call_tensor_op
 from ..variables.base import (
+    BuiltinVariable,
     ConstantVariable,
     DictEntry,
     DictVariable,
@@ -18,6 +20,7 @@ from ..variables.base import (
     LazyArgument,
     ListVariable,
     SetVariable,
+    DequeVariable,
     LiveIteratorVariable,
     NNModuleVariable,
     PythonObjectVariable,
@@ -69,7 +72,7 @@ def _sequence(tx, container, key):
 
 @subscript.rule(DictVariable)
 def _dict(tx, container, key):
-    k = known.const_value(tx, key)
+    k = known.hash_key(tx, key, container)
     v = tx.dict_lookup(container, k, _ABSENT)
     if v is _ABSENT:
         tx.user_error(KeyError(k))
@@ -104,8 +107,21 @@ def _module(tx, container, key):
     return _object(tx, container, key)
 
 
+def _annotation(tx, var) -> bool:
+    """Whether ``var`` is made of constants, classes and typing forms only (what a typing subscript takes)."""
+    if isinstance(var, (TupleVariable, ListVariable)):
+        return all(_annotation(tx, v) for v in known.sequence_items(tx, var))
+    if isinstance(var, (BuiltinVariable, PythonObjectVariable)):
+        value = var.fn if isinstance(var, BuiltinVariable) else var.value
+        return isinstance(value, type) or type(value).__module__ == "typing"
+    return known.is_const(tx, var)
+
+
 @subscript.rule(ObjectVariable, PythonObjectVariable, ConstantVariable)
 def _object(tx, container, key):
+    if isinstance(container, PythonObjectVariable) and type(container.value).__module__ == "typing" and \
+            _annotation(tx, key):  # typing.List[int], typing.Callable[[T], T]: an annotation, a pure value
+        return builtin_calls.fold(tx, operator.getitem, [container, key], {})
     result = builtin_calls.call_dunder(tx, container, "__getitem__", [key])
     if result is not None:
         return result
@@ -117,6 +133,16 @@ def _object(tx, container, key):
 
 subscript.refuse("it is not a container the trace models", SliceVariable, IteratorVariable, LiveIteratorVariable,
                  GeneratorVariable, SuperVariable, *CALLABLES, *CONTEXT_VALUES)
+@subscript.rule(DequeVariable)
+def _deque(tx, container, key):
+    items = list(tx.list_items(container))
+    k = known.const_value(tx, key)
+    try:
+        return collections.deque(items)[k]  # an int index only: a slice is Python's TypeError
+    except (IndexError, TypeError) as e:
+        tx.user_error(e)
+
+
 subscript.refuse("a set is not subscriptable (the real step raises Python's TypeError)", SetVariable)
 subscript.refuse("CPython's NULL and internal markers are not values", *INTERNAL)
 
@@ -124,8 +150,9 @@ subscript.refuse("CPython's NULL and internal markers are not values", *INTERNAL
 def store_subscript(tx, container, key, value):
     if isinstance(container, TensorVariable):
         call_tensor_op(tx, "call_function", operator.setitem, (container, key, value), {})
-    elif isinstance(container, ListVariable):
-        items = list(tx.list_items(container))
+    elif isinstance(container, (ListVariable, DequeVariable)):
+        items = list(tx.list_items(container)) if isinstance(container, ListVariable) else \
+            collections.deque(tx.list_items(container))
         k = known.const_value(tx, key)
         try:
             items[k] = value if not isinstance(k, slice) else list(known.sequence_items(tx, value))
@@ -133,7 +160,7 @@ def store_subscript(tx, container, key, value):
             tx.user_error(e)
         tx.set_list_items(container, tuple(items))
     elif isinstance(container, DictVariable):
-        tx.set_dict_entry(container, tx.dict_entry(container).set(known.const_value(tx, key), value))
+        tx.set_dict_entry(container, tx.dict_entry(container).set(known.hash_key(tx, key, container), value))
     elif builtin_calls.call_dunder(tx, container, "__setitem__", [key, value]) is None:
         tx.unsupported("unsupported_subscript", f"assigning into a {container.python_type().__name__} value")
 
@@ -149,15 +176,16 @@ _ABSENT = object()
 
 def delete_subscript(tx, container, key) -> None:
     """``del container[key]`` on VTs."""
-    if isinstance(container, ListVariable):
-        items = list(tx.list_items(container))
+    if isinstance(container, (ListVariable, DequeVariable)):
+        items = list(tx.list_items(container)) if isinstance(container, ListVariable) else \
+            collections.deque(tx.list_items(container))
         try:
             del items[known.const_value(tx, key)]
         except (IndexError, TypeError) as e:
             tx.user_error(e)
         tx.set_list_items(container, tuple(items))
     elif isinstance(container, DictVariable):
-        k = known.const_value(tx, key)
+        k = known.hash_key(tx, key, container)
         entry = tx.dict_entry(container)
         if entry.get(k, _ABSENT) is _ABSENT:
             tx.user_error(KeyError(k))

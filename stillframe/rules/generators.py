@@ -1,6 +1,8 @@
 """Generator objects: made by calling a generator function, stepped by ``next``, drained by everything else."""
 
 from __future__ import annotations
+
+import builtins
 from ..variables.base import ConstantVariable
 from ..variables.base import GeneratorEntry
 from ..variables.base import GeneratorVariable
@@ -49,3 +51,40 @@ def resume(tx, gen: GeneratorVariable):
             tx.unsupported("unsupported_call", "next() of a generator that returns a non-constant value")
         tx.user_error(StopIteration() if value.value is None else StopIteration(value.value))
     return value
+
+
+def _close_runs_code(frame) -> bool:
+    """Whether ``close()`` of a generator suspended in ``frame`` runs any of its code: its last ``yield`` is
+    inside a ``try`` / ``with`` (a ``finally``, an ``except BaseException`` or an ``__exit__`` would see the
+    ``GeneratorExit``). The handler 3.12 wraps every generator body in (it turns a ``StopIteration`` into a
+    ``RuntimeError``) runs nothing a user wrote."""
+    if frame.ip == 0:  # not started: close() just marks it finished
+        return False
+    entry = frame.code.exception_handler(frame.ip - 1)
+    if entry is None:
+        return False
+    code = frame.code.instructions
+    if code[entry.target].opname == "CALL_INTRINSIC_1" and "STOPITERATION" in str(code[entry.target].argval):
+        return False
+    # ``except E:`` clauses whose E (a global or builtin class) does not catch GeneratorExit are skipped, as
+    # CPython skips them; anything else (finally, with, a bare except, a computed E) counts as code.
+    i = entry.target + 1 if code[entry.target].opname == "PUSH_EXC_INFO" else entry.target
+    while i + 2 < len(code) and code[i].opname == "LOAD_GLOBAL" and code[i + 1].opname == "CHECK_EXC_MATCH" \
+            and code[i + 2].opname.startswith("POP_JUMP") and code[i + 2].opname.endswith("IF_FALSE"):
+        caught = frame.globals.get(code[i].argval, getattr(builtins, code[i].argval, None))
+        if not isinstance(caught, type) or issubclass(GeneratorExit, caught):
+            return True
+        i = code[i + 2].target
+    return code[i].opname != "RERAISE"
+
+
+def refuse_unclosed(tx) -> None:
+    """Where the trace ends (a return or a graph break), a generator made in it and left suspended inside a
+    ``try``/``with`` is closed by eager when its last reference goes (``del it``, or the function's locals at
+    its return), running that code then. A traced generator is never closed, so the trace is retried with real
+    generators (``Tracer.lazy_generators`` off), which close as eager's do."""
+    for entry in tx.state.heap.values():
+        if type(entry) is GeneratorEntry and entry.frame is not None and _close_runs_code(entry.frame):
+            name = entry.frame.code.code.co_qualname
+            tx.unsupported("suspended_generator", f"{name}() is suspended inside try/with: eager closes it when "
+                           "its last reference goes, running its finally or __exit__")

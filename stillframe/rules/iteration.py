@@ -152,6 +152,7 @@ BUILTIN_RULES.update({
     itertools.zip_longest: lazily(itertools.zip_longest, polyfills.zip_longest),
     itertools.pairwise: lazily(itertools.pairwise, polyfills.pairwise),
     itertools.starmap: lazily(itertools.starmap, polyfills.starmap),
+    itertools.groupby: lazily(itertools.groupby, polyfills.groupby),
     itertools.takewhile: lazily(itertools.takewhile, polyfills.takewhile),
     itertools.dropwhile: lazily(itertools.dropwhile, polyfills.dropwhile),
     itertools.filterfalse: lazily(itertools.filterfalse, polyfills.filterfalse),

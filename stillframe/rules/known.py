@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import collections
 from typing import TYPE_CHECKING
 
 import enum
@@ -22,6 +23,8 @@ from ..variables.base import (
     LazyArgument,
     ListVariable,
     SetVariable,
+    TensorKey,
+    DequeVariable,
     LiveIteratorVariable,
     NestedFunctionVariable,
     NNModuleVariable,
@@ -48,7 +51,7 @@ from .generators import drain
 from .protocol import Protocol
 from ..variables.kinds import CALLABLES, CONTEXT_VALUES, INTERNAL
 
-from . import builtin_calls
+from . import builtin_calls, calls, polyfills
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -88,14 +91,25 @@ def _list_value(tx: Tracer, var: ListVariable) -> Any:
     return [const_value(tx, v) for v in tx.list_items(var)]
 
 
+@const_value.rule(DequeVariable)
+def _deque_value(tx: Tracer, var: DequeVariable) -> Any:
+    return collections.deque((const_value(tx, v) for v in tx.list_items(var)), var.maxlen)
+
+
 @const_value.rule(SetVariable)
 def _set_value(tx: Tracer, var: SetVariable) -> Any:
-    return tx.set_values(var)
+    values = tx.set_values(var)
+    if any(type(v) is TensorKey for v in values):
+        return _not_constant(tx, var, "it holds tensors")
+    return values
 
 
 @const_value.rule(DictVariable)
 def _dict_value(tx: Tracer, var: DictVariable) -> Any:
-    return {k: const_value(tx, v) for k, v in tx.dict_entry(var).items}
+    items = tx.dict_entry(var).items
+    if any(type(k) is TensorKey for k, _ in items):
+        return _not_constant(tx, var, "it has tensor keys")
+    return {k: const_value(tx, v) for k, v in items}
 
 
 @const_value.rule(SliceVariable)
@@ -120,6 +134,24 @@ def _object_value(tx: Tracer, var: PythonObjectVariable) -> Any:
     return _not_constant(tx, var, "only classes, functions and modules are used by identity")
 
 
+def hash_key(tx: Tracer, var: VariableTracker, container: VariableTracker | None = None) -> Any:
+    """The key ``var`` is in a dict or set: its constant value, or for a tensor its identity (a
+    :class:`TensorKey`; ``torch.Tensor.__hash__`` is ``id``-based). A dict from outside the trace is guarded and
+    replayed by key, which a tensor key cannot be, so a tensor key there breaks the graph."""
+    if isinstance(var, TensorVariable):
+        if isinstance(container, DictVariable):
+            entry = tx.heap(container.oid)
+            if entry.source is not None or entry.live is not None:
+                tx.unsupported("not_constant", "a tensor as a key of a dict from outside the trace")
+        return TensorKey(var.tid)
+    return const_value(tx, var)
+
+
+def key_variable(key: Any) -> VariableTracker:
+    """The VT of a dict key or set member (the inverse of :func:`hash_key`)."""
+    return TensorVariable(key.tid) if type(key) is TensorKey else ConstantVariable(key)
+
+
 const_value.refuse("its value is tensor data", TensorVariable)
 const_value.refuse("it is an object the trace models, with state that can change", ObjectVariable,
                    NNModuleVariable,
@@ -134,8 +166,8 @@ is_const.rule(ConstantVariable, RangeVariable, LazyArgument)(lambda tx, var: Tru
 is_const.rule(IteratorVariable)(lambda tx, var: all(is_const(tx, v) for v in tx.heap(var.oid).rest))
 is_const.rule(TupleVariable)(lambda tx, var: all(is_const(tx, v) for v in var.items))
 is_const.rule(SliceVariable)(lambda tx, var: all(is_const(tx, v) for v in (var.start, var.stop, var.step)))
-is_const.rule(ListVariable)(lambda tx, var: all(is_const(tx, v) for v in tx.list_items(var)))
-is_const.rule(SetVariable)(lambda tx, var: True)  # its members are constants by construction
+is_const.rule(ListVariable, DequeVariable)(lambda tx, var: all(is_const(tx, v) for v in tx.list_items(var)))
+is_const.rule(SetVariable)(lambda tx, var: not any(type(v) is TensorKey for v in tx.heap(var.oid).values))
 for _kind, _reason in const_value.reasons.items():
     is_const.refuse(_reason, _kind)
 is_const.refuse("a dict, function or object may be used as a constant by const_value, but folding is only "
@@ -171,6 +203,8 @@ def _constant_items(tx: Tracer, var: ConstantVariable) -> tuple:
 def _dunder_items(tx: Tracer, var: VariableTracker) -> tuple | None:
     """``iter(obj)`` through its class's own ``__iter__`` written in Python, if it has one."""
     dunder = builtin_calls.call_dunder(tx, var, "__iter__", [])
+    if dunder is not None and builtin_calls.has_python_next(dunder):  # an iterator object: drained by __next__
+        dunder = calls.call_sync(tx, UserFunctionVariable(polyfills.drive), [dunder], {})
     return None if dunder is None else sequence_items(tx, dunder)
 
 
@@ -200,9 +234,9 @@ def _module_items(tx: Tracer, var: NNModuleVariable) -> tuple:
 
 
 sequence_items.rule(TupleVariable)(lambda tx, var: var.items)
-sequence_items.rule(ListVariable)(lambda tx, var: tx.list_items(var))
-sequence_items.rule(SetVariable)(lambda tx, var: tuple(ConstantVariable(v) for v in tx.heap(var.oid).values))
-sequence_items.rule(DictVariable)(lambda tx, var: tuple(ConstantVariable(k) for k, _ in tx.dict_entry(var).items))
+sequence_items.rule(ListVariable, DequeVariable)(lambda tx, var: tx.list_items(var))
+sequence_items.rule(SetVariable)(lambda tx, var: tuple(key_variable(v) for v in tx.heap(var.oid).values))
+sequence_items.rule(DictVariable)(lambda tx, var: tuple(key_variable(k) for k, _ in tx.dict_entry(var).items))
 sequence_items.rule(RangeVariable)(lambda tx, var: tuple(ConstantVariable(i) for i in var.value))
 # Consumed, as list(it) / unpacking / zip(it) consume it.
 sequence_items.rule(IteratorVariable)(lambda tx, var: tx.iterator_drain(var))
@@ -222,7 +256,7 @@ def _tensor_items(tx: Tracer, var: TensorVariable) -> tuple:
     if not shape:
         tx.user_error(TypeError("iteration over a 0-d tensor"))
     return tuple(call_tensor_op(tx, "call_function", operator.getitem, (var, ConstantVariable(i)), {})
-                 for i in range(shape[0]))
+                 for i in range(int(shape[0])))  # a symbolic size is specialized (and guarded)
 
 
 sequence_items.refuse("iterating it at trace time is not modelled; the loop runs for real", SliceVariable,

@@ -15,6 +15,8 @@ object that escapes (returned, stored on ``self``) is rebuilt by the plan with
 
 from __future__ import annotations
 
+import torch
+
 import types
 from typing import Any
 from ..guards.guard import Guard
@@ -27,6 +29,8 @@ from ..variables.base import (
     LazyArgument,
     ListVariable,
     SetVariable,
+    TensorKey,
+    DequeVariable,
     NNModuleVariable,
     NestedFunctionVariable,
     PythonObjectVariable,
@@ -39,6 +43,8 @@ from ..variables.base import (
 from ..variables.builder import is_constant, wrap
 from ..tensors.ops import call_tensor_op
 from . import calls, known
+from .deques import deque_method
+from . import operators
 from .operators import identical
 from ..variables.objects import ContainerMethodVariable
 from ..variables.objects import DELETED
@@ -211,8 +217,8 @@ def _reorder(tx: Any, obj: DictVariable, entry: DictEntry, name: str, args: list
             tx.user_error(KeyError("popitem(): dictionary is empty"))  # dict's (OrderedDict: no "popitem(): ")
         key, value = items.pop(-1 if last else 0)
         tx.set_dict_entry(obj, DictEntry(tuple(items), entry.source))
-        return TupleVariable((ConstantVariable(key), value))
-    key = known.const_value(tx, args[0])
+        return TupleVariable((known.key_variable(key), value))
+    key = known.hash_key(tx, args[0], obj)
     index = next((i for i, (k, _) in enumerate(items) if type(k) is type(key) and k == key), None)
     if index is None:
         tx.user_error(KeyError(key))
@@ -227,6 +233,8 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
     obj, name = method.obj, method.name
     if isinstance(obj, SetVariable):
         return _set_method(tx, obj, name, args, kwargs)
+    if isinstance(obj, DequeVariable):
+        return deque_method(tx, obj, name, args, kwargs)
     if isinstance(obj, ListVariable) and name in ("append", "extend"):
         tx.append_to_list(obj, (args[0],) if name == "append" else tuple(known.sequence_items(tx, args[0])))
         return ConstantVariable(None)
@@ -279,7 +287,7 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
         tx.set_list_items(obj, tuple(items))
         return result
     if isinstance(obj, DictVariable) and name in ("get", "__getitem__", "__contains__") and args:
-        key = known.const_value(tx, args[0])  # one key looked up: only its presence is guarded
+        key = known.hash_key(tx, args[0], obj)  # one key looked up: only its presence is guarded
         found = tx.dict_lookup(obj, key, MISSING)
         if name == "get":
             default = args[1] if len(args) > 1 else ConstantVariable(None)
@@ -292,18 +300,18 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
     if isinstance(obj, DictVariable):
         entry = tx.dict_entry(obj)
         if name == "keys":
-            return tx.new_iterator(tuple(ConstantVariable(k) for k, _ in entry.items))
+            return tx.new_iterator(tuple(known.key_variable(k) for k, _ in entry.items))
         if name == "values":
             return tx.new_iterator(tuple(v for _, v in entry.items))
         if name == "items":
-            return tx.new_iterator(tuple(TupleVariable((ConstantVariable(k), v)) for k, v in entry.items))
+            return tx.new_iterator(tuple(TupleVariable((known.key_variable(k), v)) for k, v in entry.items))
         if name == "get":
-            key = known.const_value(tx, args[0])
+            key = known.hash_key(tx, args[0], obj)
             default = args[1] if len(args) > 1 else ConstantVariable(None)
             found = entry.get(key, MISSING)
             return default if found is MISSING else found
         if name in ("pop", "setdefault"):
-            key = known.const_value(tx, args[0])
+            key = known.hash_key(tx, args[0], obj)
             found = entry.get(key, MISSING)
             if name == "setdefault":
                 if found is not MISSING:
@@ -350,6 +358,11 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
             for k, v in kwargs.items():
                 items[obj.cls._fields.index(k)] = v
             return TupleVariable(tuple(items), obj.cls)
+        if name == "numel" and obj.cls is torch.Size and not args and not kwargs:
+            product: VariableTracker = ConstantVariable(1)
+            for size in obj.items:  # traced arithmetic: symbolic sizes multiply in the graph
+                product = operators.binary_op(tx, "*", product, size)
+            return product
     tx.unsupported("unsupported_call", f"{obj.python_type().__name__}.{name}")
 
 
@@ -361,11 +374,17 @@ _SET_MUTATORS = frozenset({"add", "discard", "remove", "pop", "clear", "update",
                            "intersection_update", "symmetric_difference_update"})
 
 
+#: Methods of ``set`` whose argument is one member (the rest take iterables of members).
+_SET_ELEMENT_ARGS = frozenset({"add", "discard", "remove", "__contains__"})
+
+
 def _set_method(tx: Any, obj: SetVariable, name: str, args: list, kwargs: dict) -> VariableTracker:
     """A method of a traced set, run on a copy of its members; a mutation binds the set's new members, a set
     result (``union``, ``copy`` ...) is a new traced set."""
     values = tx.set_values(obj)
-    const_args = [set(known.const_value(tx, a)) if isinstance(a, SetVariable) else known.const_value(tx, a)
+    const_args = [tx.set_values(a) if isinstance(a, SetVariable) else
+                  {known.hash_key(tx, v) for v in known.sequence_items(tx, a)} if name not in _SET_ELEMENT_ARGS else
+                  known.hash_key(tx, a)
                   for a in args]
     if kwargs:
         tx.user_error(TypeError(f"set.{name}() takes no keyword arguments"))
@@ -380,6 +399,8 @@ def _set_method(tx: Any, obj: SetVariable, name: str, args: list, kwargs: dict) 
         tx.set_set_values(obj, values)
     if type(result) is set:
         return tx.new_set(result)
+    if type(result) is TensorKey:  # set.pop() of a tensor member
+        return known.key_variable(result)
     return ConstantVariable(result) if is_constant(result) or result is None else wrap(tx, result, None)
 
 
@@ -404,7 +425,7 @@ def update_pairs(tx: Any, other: VariableTracker) -> tuple:
             tx.user_error(TypeError(f"cannot convert dictionary update sequence element #{i} to a sequence"))
         if len(pair) != 2:
             tx.user_error(ValueError(f"dictionary update sequence element #{i} has length {len(pair)}; 2 is required"))
-        pairs.append((known.const_value(tx, pair[0]), pair[1]))
+        pairs.append((known.hash_key(tx, pair[0]), pair[1]))
     return tuple(pairs)
 
 
@@ -414,8 +435,8 @@ def _dict_dunder(tx: Any, obj: DictVariable, entry: DictEntry, name: str, args: 
     if name == "__len__":
         return ConstantVariable(len(entry.items))
     if name == "__iter__":
-        return tx.new_iterator(tuple(ConstantVariable(k) for k, _ in entry.items))
-    key = known.const_value(tx, args[0])
+        return tx.new_iterator(tuple(known.key_variable(k) for k, _ in entry.items))
+    key = known.hash_key(tx, args[0], obj)
     if name == "__setitem__":
         tx.set_dict_entry(obj, entry.set(key, args[1]))
         return ConstantVariable(None)

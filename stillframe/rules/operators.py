@@ -9,6 +9,7 @@ from ..bytecode.operators import BINARY_OPERATORS, COMPARE_OPERATORS
 from ..guards.guard import Guard
 from ..guards.source import AttrSource
 from ..tensors.ops import call_tensor_op
+from ..tensors import symbolic
 from ..variables.base import (
     BuiltinVariable,
     ConstantVariable,
@@ -24,7 +25,9 @@ from ..variables.base import (
     PythonObjectVariable,
     RangeVariable,
     SetVariable,
+    DequeVariable,
     SliceVariable,
+    SymNodeVariable,
     TensorMethodVariable,
     TensorVariable,
     TorchFunctionVariable,
@@ -68,8 +71,11 @@ def binary_op(tx, symbol, a, b):
     if isinstance(b, (TupleVariable, ListVariable)) and symbol in ("*", "*="):
         items = tuple(known.sequence_items(tx, b)) * known.const_value(tx, a)
         return tx.new_list(items) if isinstance(b, ListVariable) else TupleVariable(items)
-    if (isinstance(a, SetVariable) or isinstance(b, SetVariable)) and known.is_const(tx, a) and known.is_const(tx, b):
+    if (isinstance(a, SetVariable) or isinstance(b, SetVariable)) and \
+            all(isinstance(v, SetVariable) or known.is_const(tx, v) for v in (a, b)):
         return _set_operator(tx, fn, symbol, a, b)
+    if isinstance(a, SymNodeVariable) or isinstance(b, SymNodeVariable):  # arithmetic on symbolic sizes
+        return symbolic.apply(tx, BINARY_OPERATORS[symbol[:-1]] if symbol.endswith("=") else fn, (a, b))
     if known.is_const(tx, a) and known.is_const(tx, b):
         return builtin_calls.fold(tx, fn, [a, b], {})
     dunder = _DUNDERS.get(symbol.rstrip("=") if symbol not in ("==",) else symbol)
@@ -87,7 +93,7 @@ def binary_op(tx, symbol, a, b):
 def _set_operator(tx, fn, symbol, a, b):
     """``|``, ``&``, ``-``, ``^`` (and in place) with a set made in the trace: a set result is a new traced set,
     or, in place, the same set with new members (its identity kept, as ``s |= t`` keeps it)."""
-    left, right = known.const_value(tx, a), known.const_value(tx, b)
+    left, right = (tx.set_values(v) if isinstance(v, SetVariable) else known.const_value(tx, v) for v in (a, b))
     try:
         value = fn(left, right)
     except Exception as e:  # the user's own error, as eager raises it
@@ -104,6 +110,8 @@ def _unary(tx, fn, name):
     v = tx.pop()
     if isinstance(v, TensorVariable):
         tx.push(call_tensor_op(tx, "call_function", fn, (v,), {}))
+    elif isinstance(v, SymNodeVariable):
+        tx.push(symbolic.apply(tx, fn, (v,)))
     elif known.is_const(tx, v):
         tx.push(builtin_calls.fold(tx, fn, [v], {}))
     else:
@@ -120,6 +128,8 @@ def compare(tx, symbol, a, b):
     fn = COMPARE_OPERATORS[symbol]
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return call_tensor_op(tx, "call_function", fn, (a, b), {})
+    if isinstance(a, SymNodeVariable) or isinstance(b, SymNodeVariable):  # symbolic: guarded when tested
+        return symbolic.apply(tx, fn, (a, b))
     if known.is_const(tx, a) and known.is_const(tx, b):
         return builtin_calls.fold(tx, fn, [a, b], {})
     if symbol in ("==", "!=") and _eq_is_identity(tx, a) and _eq_is_identity(tx, b):
@@ -183,7 +193,8 @@ def _no_identity(tx, v, reason):
 #: where the trace does not know the object's identity (values rebuilt per use: tuples, slices, ranges ...).
 IDENTITY = Protocol("identity", _no_identity)
 IDENTITY.rule(TensorVariable)(lambda tx, v: ("tensor", v.tid))
-IDENTITY.rule(ListVariable, DictVariable, ObjectVariable, IteratorVariable, GeneratorVariable, SetVariable)(
+IDENTITY.rule(ListVariable, DictVariable, ObjectVariable, IteratorVariable, GeneratorVariable, SetVariable,
+              DequeVariable)(
     lambda tx, v: ("heap", v.oid))
 IDENTITY.rule(NNModuleVariable)(lambda tx, v: ("obj", id(v.module)))
 IDENTITY.rule(PythonObjectVariable, ConstantVariable)(lambda tx, v: ("obj", id(v.value)))
@@ -227,8 +238,14 @@ def contains(tx, container, item) -> bool:
             tx.add_guard(Guard(AttrSource(container.source, registry), "KEYS", tuple(keys)))
         return known.const_value(tx, item) in keys
     if isinstance(container, DictVariable):
-        key = known.const_value(tx, item)
+        key = known.hash_key(tx, item, container)
         found = tx.dict_lookup(container, key, _ABSENT) is not _ABSENT
+    elif isinstance(container, SetVariable):
+        key = known.hash_key(tx, item)
+        try:
+            found = key in tx.set_values(container)
+        except TypeError as e:  # an unhashable item: Python's error
+            tx.user_error(e)
     elif isinstance(container, TensorVariable) or isinstance(item, TensorVariable):
         if isinstance(container, TensorVariable):
             tx.unsupported("data_dependent", "`in` on a tensor reads its values")

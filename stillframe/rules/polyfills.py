@@ -244,6 +244,46 @@ def starmap(function, iterable):
         yield function(*args)
 
 
+def groupby(iterable, key=None):
+    # Each group is a generator over the shared iterator; moving to the next key first drains the group left
+    # unfinished, as itertools' groups are invalidated by advancing the groupby.
+    it = iter(iterable)
+    state = [False, None, None]  # exhausted, current key, current value
+
+    def group(target):
+        yield state[2]
+        for value in it:
+            state[1], state[2] = (value if key is None else key(value)), value
+            if state[1] != target:
+                return
+            yield value
+        state[0] = True
+
+    try:
+        state[2] = next(it)
+    except StopIteration:
+        return
+    state[1] = state[2] if key is None else key(state[2])
+    while not state[0]:
+        target = state[1]
+        current = group(target)
+        yield target, current
+        if state[1] == target:
+            for _ in current:
+                pass
+
+
+def drive(iterator):
+    # A for loop over an object of a class with its own __next__: one call per item, until StopIteration.
+    step = type(iterator).__next__
+    while True:
+        try:
+            item = step(iterator)
+        except StopIteration:
+            return
+        yield item
+
+
 def takewhile(predicate, iterable):
     for item in iterable:
         if not predicate(item):

@@ -13,6 +13,7 @@ from ..variables.base import (
     LazyArgument,
     ListVariable,
     SetVariable,
+    DequeVariable,
     LiveIteratorVariable,
     NNModuleVariable,
     PythonObjectVariable,
@@ -43,7 +44,7 @@ def _constant(tx, var):
     return bool(var.value)
 
 
-@truthiness.rule(TupleVariable, ListVariable, DictVariable, SetVariable)
+@truthiness.rule(TupleVariable, ListVariable, DictVariable, SetVariable, DequeVariable)
 def _sized(tx, var):
     return builtin_calls._len(tx, var) > 0
 

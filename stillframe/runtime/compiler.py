@@ -13,6 +13,7 @@ the same call does not trace again.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import types
 from dataclasses import dataclass
@@ -22,7 +23,8 @@ import torch
 
 from .. import compat
 from ..bytecode.reader import read
-from ..errors import GraphBreakKind, Unsupported
+from ..errors import GraphBreak, GraphBreakKind, RetraceSymbolic, Unsupported, UserLocation
+from ..tensors.effects import runs_for_real
 from ..guards.guard import Guard, GuardCodegen, aliasing_pattern, compile_guards, tensor_examples
 from ..guards.source import (
     AttrSource,
@@ -33,15 +35,18 @@ from ..guards.source import (
     is_user_argument,
 )
 from ..trace.state import make_frame
-from ..variables.base import AutocastExitVariable, LazyArgument
+from ..tensors import symbolic as symbolic_values
+from ..variables.base import AutocastExitVariable, LazyArgument, SymNodeVariable, TensorVariable
 from ..variables.builder import is_lazy_scalar, wrap
 from ..rules.attrs import EMPTY_CELLS
+from ..rules.generators import refuse_unclosed
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace.interpreter import Tracer
 from . import live
 from .executors import EXECUTORS
 from .entry import CacheEntry
 from .rebuild import StateCodegen
+from .shapes import ShapePolicy
 from ..diagnostics import log
 
 
@@ -53,8 +58,9 @@ class TraceOutcome:
     compile_seconds: float
 
 
-def start_trace(fn: types.FunctionType, L: dict) -> Tracer:
-    """A tracer positioned at the first instruction of ``fn`` with the call's arguments bound lazily."""
+def start_trace(fn: types.FunctionType, L: dict, shapes: ShapePolicy | None = None) -> Tracer:
+    """A tracer positioned at the first instruction of ``fn`` with the call's arguments bound lazily; ``shapes``
+    says which input dimensions are symbolic (``None``: all static)."""
     code = fn.__code__
     cells = {}
     if fn.__closure__:
@@ -62,12 +68,14 @@ def start_trace(fn: types.FunctionType, L: dict) -> Tracer:
             cells[name] = ("real", cell, GetItemSource(AttrSource(FunctionSource(), "__closure__"), i))
     locals_ = {name: LazyArgument(value, LocalSource(name)) for name, value in L.items()}
     frame = make_frame(read(code), locals_, fn.__globals__, None, fn, FunctionSource(), EMPTY_CELLS.update(cells))
-    tracer = Tracer(frame, compat.new_fake_mode(), torch.is_grad_enabled(), EXECUTORS)
+    tracer = Tracer(frame, compat.new_fake_mode(shapes is not None and shapes.symbolic), torch.is_grad_enabled(),
+                    EXECUTORS)
+    tracer.shapes = shapes
     _global_guards(tracer)
     return tracer
 
 
-def start_resume(cont: live.Continuation, L: dict) -> Tracer:
+def start_resume(cont: live.Continuation, L: dict, shapes: ShapePolicy | None = None) -> Tracer:
     """A tracer positioned where a continuation stands after its real step, reading live values from ``L``.
 
     ``L`` is :func:`stillframe.runtime.live.flatten` of the continuation: stack
@@ -75,19 +83,22 @@ def start_resume(cont: live.Continuation, L: dict) -> Tracer:
     cells are read through their own sources.
     """
     frames = []
-    tracer = Tracer(None, compat.new_fake_mode(), torch.is_grad_enabled(), EXECUTORS)
+    tracer = Tracer(None, compat.new_fake_mode(shapes is not None and shapes.symbolic), torch.is_grad_enabled(),
+                    EXECUTORS)
+    tracer.shapes = shapes
     _global_guards(tracer)
     # the rebuild passes every bound local on, read or not: a plan made where a local was bound (by one
     # branch of an ``if``) must not run where it is unbound
     tracer.add_guard(Guard(None, "GLOBAL", ("live_names", frozenset(L))))
     for i, f in enumerate(cont.frames):
-        locals_ = {name: LazyArgument(value, LocalSource(f"{i}:{name}")) for name, value in f.locals.items()}
+        locals_ = {name: LazyArgument(value, (ScalarOutputSource if name in f.data and type(value) is float
+                                              else LocalSource)(f"{i}:{name}")) for name, value in f.locals.items()}
         cells = {name: ("real", cell, LocalSource(f"{i}:cell:{name}")) for name, cell in f.cells.items()}
         frame = make_frame(read(f.code.code), locals_, f.globals, f.globals_module, None, None,
                            EMPTY_CELLS.update(cells))
         frames.append(frame.with_ip(f.ip))
     tracer.state = tracer.state.replace(frames=tuple(frames))
-    read_from_tensor = getattr(cont.reason, "kind", None) == "data_dependent"  # the real step was t.item() ...
+    read_from_tensor = _produced_data(cont)
     for i, f in enumerate(cont.frames):  # stack values are read by handlers directly: wrap them now
         tracer.state = tracer.state.replace(frames=tracer.state.frames)
         stack = tuple(LazyArgument(v, _stack_source(i, j, v, read_from_tensor and i == len(cont.frames) - 1
@@ -101,9 +112,22 @@ def start_resume(cont: live.Continuation, L: dict) -> Tracer:
     return tracer
 
 
+def _produced_data(cont: live.Continuation) -> bool:
+    """Whether a float the real step left on top of the stack is data, never guarded by value: read out of a
+    tensor (``t.item()``), or returned by a call that ran for real (``random.random()``, ``time.time()``: a
+    new value on every call, which a guard would re-trace for until the cache limit)."""
+    if getattr(cont.reason, "kind", None) == "data_dependent":
+        return True
+    frame = cont.frames[-1] if cont.frames else None
+    return frame is not None and frame.ip > 0 and frame.code.instructions[frame.ip - 1].opname in _CALLS
+
+
+_CALLS = frozenset({"CALL", "CALL_FUNCTION_EX", "CALL_KW"})
+
+
 def _stack_source(i: int, j: int, value: Any, read_from_tensor: bool) -> LocalSource:
-    """Where a resumed trace reads stack slot ``j`` of frame ``i``; a float the real step just read out of a
-    tensor is a ScalarOutputSource (never guarded by value)."""
+    """Where a resumed trace reads stack slot ``j`` of frame ``i``; a float the real step just produced as
+    data (see :func:`_produced_data`) is a ScalarOutputSource (never guarded by value)."""
     if read_from_tensor and type(value) is float:
         return ScalarOutputSource(f"{i}:s{j}")
     return LocalSource(f"{i}:s{j}")
@@ -120,23 +144,65 @@ def _global_guards(tracer: Tracer) -> None:
 
 
 def compile_frame(fn: types.FunctionType, L: dict, G: dict, F: Any, backend: Callable,
-                  fullgraph: bool = False) -> TraceOutcome:
-    """Trace one call of ``fn`` and build its cache entry (raises Unsupported / UserError from the trace)."""
-    return compile_retrying(lambda: start_trace(fn, L), L, G, F, backend, fullgraph, fn)
+                  fullgraph: bool = False, shapes: ShapePolicy | None = None) -> TraceOutcome:
+    """Trace one call of ``fn`` and build its cache entry (raises Unsupported / UserError from the trace).
+
+    A function whose every call must run for real (``stillframe.compile(opt.step)``: torch.optim keeps its
+    state in Python objects, see ``tensors/effects.py``) is not traced at all: Unsupported, so it runs
+    eagerly, without the per-call guards and graph breaks of a plan that would capture nothing.
+    """
+    reason = runs_for_real(fn)
+    if reason is not None:
+        raise Unsupported(GraphBreak(GraphBreakKind.EFFECTFUL_CALL, reason,
+                                     ("it runs eagerly; code that calls it can be compiled",),
+                                     UserLocation(fn.__code__.co_filename, fn.__code__.co_firstlineno)))
+    return compile_retrying(lambda: start_trace(fn, L, shapes), L, G, F, backend, fullgraph, fn, shapes)
 
 
 def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any, backend: Callable,
-                     fullgraph: bool, fn: Any = None) -> TraceOutcome:
+                     fullgraph: bool, fn: Any = None, shapes: ShapePolicy | None = None) -> TraceOutcome:
     """:func:`compile_segment` on a fresh tracer; when a generator stepped by ``next()`` is still suspended
-    at the graph break (no real generator can stand for it), trace again draining generators at once."""
-    try:
-        return compile_segment(make_tracer(), L, G, F, backend, fullgraph, fn)
-    except Unsupported as e:
-        if e.graph_break.kind is not GraphBreakKind.SUSPENDED_GENERATOR:
-            raise
+    at the graph break (no real generator can stand for it), trace again draining generators at once. A static
+    trace that meets a dimension the shape policy makes dynamic is traced again with a ShapeEnv; a backend that
+    fails on higher-order ops gets the frame again with those ops as graph breaks."""
+    rejected: set[str] = set()
+    while True:
+        tracer = make_tracer()
+        tracer.uncaptured_ops = frozenset(rejected)
+        try:
+            return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
+        except RetraceSymbolic as e:
+            if shapes is None or shapes.symbolic:
+                raise InternalError(f"a symbolic trace asked to be traced symbolically again: {e}") from None
+            log.event("dynamic", "tracing again with symbolic shapes: %s", e)
+            shapes.symbolic = True
+        except BackendRejectedOps as e:  # e.g. AOTAutograd's fake while_loop needs a ShapeEnv: break at it instead
+            if e.ops <= rejected:
+                raise e.__cause__ from None
+            rejected |= e.ops
+        except Unsupported as e:
+            if e.graph_break.kind is not GraphBreakKind.SUSPENDED_GENERATOR:
+                raise
+            break
     tracer = make_tracer()
     tracer.lazy_generators = False
+    tracer.uncaptured_ops = frozenset(rejected)
     return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
+
+
+class BackendRejectedOps(Exception):
+    """The backend failed on a graph holding higher-order ops (names in ``ops``): the frame is traced again
+    with those calls as graph breaks (they run for real), so the backend's limit costs a break, not the frame."""
+
+    def __init__(self, ops: frozenset) -> None:
+        super().__init__(f"the backend failed on a graph with {', '.join(sorted(ops))}")
+        self.ops = ops
+
+
+def _higher_order_ops(gm: torch.fx.GraphModule) -> frozenset:
+    """The names of the higher-order ops in ``gm`` and its subgraphs."""
+    return frozenset(n.target.name() for m in gm.modules() if isinstance(m, torch.fx.GraphModule)
+                     for n in m.graph.nodes if isinstance(n.target, compat.HigherOrderOperator))
 
 
 def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable, fullgraph: bool,
@@ -153,6 +219,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     log.event("bytecode", "tracing %s from instruction %d:\n%s", top.code.code.co_qualname, top.ip, top.code.format())
     try:
         result = tracer.run()
+        refuse_unclosed(tracer)
         codegen = StateCodegen(tracer)
         if result is not None:
             if tracer.state.autocast and len(tracer.state.autocast) != int(torch.is_autocast_enabled("cpu")):
@@ -166,8 +233,10 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
                 for value in reversed(frame.stack):
                     if isinstance(value, AutocastExitVariable) and value.node is not None:
                         tracer.graph.call_function(torch.amp.autocast_mode._exit_autocast, (value.node,), {}, None)
+            hints = _dynamic_hints(tracer) if tracer.fake_mode.shape_env is not None else {}
             result_expr = (f"{codegen.gen.const(live.Continuation)}({codegen.frames()}, "
-                           f"{codegen.gen.const(tracer.graph_break)})")
+                           f"{codegen.gen.const(tracer.graph_break)}"
+                           + (f", dynamic={codegen.gen.const(hints)})" if hints else ")"))
         codegen.side_effects()
         if tracer.state.grad_enabled != torch.is_grad_enabled():
             # leave the grad mode as the traced code left it (as eager does), whatever the backend did
@@ -177,7 +246,11 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         raise
     _add_aliasing_guard(tracer)
     guards = tracer.guards()
-    check, guard_source = compile_guards(guards, examples=tensor_examples(guards, L, G, F))
+    symbolic = tracer.fake_mode.shape_env is not None
+    if symbolic:
+        _drop_dead_symbolic_nodes(tracer, codegen.output_nodes)
+    else:
+        check, guard_source = compile_guards(guards, examples=tensor_examples(guards, L, G, F))
     used_inputs = _drop_unread_placeholders(tracer)
     gm = tracer.graph.finish(tuple(codegen.output_nodes))
     fetch, fetch_source = _fetch_function(tracer, _hoist_grad_mode(gm))
@@ -186,8 +259,18 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     compiled = None
     if tracer.graph.num_ops() or codegen.output_nodes:
         example_inputs = fetch(L, G, F)
-        compiled = backend(gm, [example_inputs[i] for i in used_inputs])
+        with compat.backend_context(tracer.fake_mode) if symbolic else contextlib.nullcontext():
+            try:
+                compiled = _call_backend(backend, gm, [example_inputs[i] for i in used_inputs], tracer)
+            except Exception as e:
+                ops = _higher_order_ops(gm)
+                if not ops:
+                    raise
+                raise BackendRejectedOps(ops) from e  # retried with those ops as graph breaks
     t2 = time.perf_counter()
+    if symbolic:  # after the backend: what it specialized (inductor may) is guarded too
+        guards = guards + _shape_guards(tracer)
+        check, guard_source = compile_guards(guards, examples=tensor_examples(guards, L, G, F))
     log.graph(fn, gm, guard_source)
     if tracer.graph_break is not None:
         log.event("breaks", "graph break in %s: %s", getattr(fn, "__qualname__", fn), tracer.graph_break.format())
@@ -196,6 +279,70 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
                        graph_break=tracer.graph_break, guards=guards,
                        used_inputs=None if len(used_inputs) == len(tracer.state.inputs) else tuple(used_inputs))
     return TraceOutcome(entry, tracer, t1 - t0, t2 - t1)
+
+
+def _call_backend(backend: Callable, gm: torch.fx.GraphModule, example_inputs: list, tracer: Tracer) -> Callable:
+    """``backend(gm, example_inputs)``, which must return a callable; else torch.compile's error for it,
+    ``BackendCompilerFailed`` naming the backend and its exception (a fake tensor's refusal is let through:
+    torch.compile runs that code eagerly). The error carries ``tracer``: its guards say which calls it covers."""
+    try:
+        compiled = backend(gm, example_inputs)
+        if callable(compiled):
+            return compiled
+        error: Exception = TypeError(f"the backend returned {type(compiled).__name__} {compiled!r}, not the "
+                                     "compiled callable: a backend is (gm, example_inputs) -> callable")
+        error_tb = None
+    except compat.BACKEND_FALLBACK_ERRORS:
+        raise
+    except Exception as e:
+        error, error_tb = e, e.__traceback__
+    failed = compat.backend_compiler_failed(backend, error)
+    failed.tracer = tracer
+    raise failed.with_traceback(error_tb) from None
+
+
+def _dynamic_hints(tracer: Tracer) -> dict:
+    """What is symbolic among the live values at a graph break, by the name of the source the resumed trace
+    reads each from (``L['0:x']``, ``L['0:s2']``): see ``Continuation.dynamic``."""
+    hints: dict = {}
+
+    def hint(name: str, var: Any) -> None:
+        if isinstance(var, TensorVariable):
+            dims = tuple(compat.is_symbolic(n) for n in tracer.tensor(var).fake.shape)
+            if any(dims):
+                hints[LocalSource(name).name] = dims
+        elif isinstance(var, SymNodeVariable) and isinstance(var.value, torch.SymInt) and \
+                compat.is_symbolic(var.value):
+            hints[LocalSource(name).name] = "int"
+
+    for i, frame in enumerate(tracer.state.frames):
+        for name, var in frame.locals.items():
+            hint(f"{i}:{name}", var)
+        for j, var in enumerate(frame.stack):
+            hint(f"{i}:s{j}", var)
+    return hints
+
+
+def _shape_guards(tracer: Tracer) -> list[Guard]:
+    """The ShapeEnv's guards on the symbolic sizes of the graph inputs, produced from their entry snapshots
+    (DESIGN invariants 5 and 12: an in-place ``t_()`` since then does not change them)."""
+    inputs = [(src, tracer.entry_fakes[tid]) for src, tid in tracer.state.inputs if tid in tracer.entry_fakes]
+    sources = tuple(src for src, _ in inputs)
+    try:
+        exprs = compat.shape_guard_exprs(tracer.fake_mode, [fake for _, fake in inputs])
+    except Exception as e:  # a guard on a symbol no input of this plan carries
+        raise Unsupported(GraphBreak(GraphBreakKind.DYNAMIC_SHAPE, f"the shape guards cannot be expressed over "
+                                     f"the graph inputs ({type(e).__name__}: {e})")) from None
+    return [Guard(None, "SHAPE", (sources, expr)) for expr in exprs]
+
+
+def _drop_dead_symbolic_nodes(tracer: Tracer, outputs: list) -> None:
+    """Erase size arithmetic nothing reads (``x.shape[0] > 2`` decided a branch: the ShapeEnv guards it)."""
+    keep = {id(n) for n in outputs}
+    for node in reversed(list(tracer.graph.nodes)):
+        if node.op in ("call_function", "call_method") and not node.users and id(node) not in keep and \
+                symbolic_values.is_size_value(node.meta.get("val")):
+            tracer.graph.erase_input(node)
 
 
 def _drop_unread_placeholders(tracer: Tracer) -> list[int]:
@@ -215,7 +362,7 @@ def _drop_unread_placeholders(tracer: Tracer) -> list[int]:
 
 
 def _add_aliasing_guard(tracer: Tracer) -> None:
-    args = [(src, tid) for src, tid in tracer.state.inputs if is_user_argument(src)]
+    args = [(src, tid) for src, tid in tracer.state.inputs if is_user_argument(src) and tid in tracer.input_values]
     if len(args) < 2:
         return
     pattern = aliasing_pattern(tuple(tracer.input_values[tid] for _, tid in args))

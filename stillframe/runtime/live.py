@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..bytecode.reader import Bytecode
+from ..config import config
 from ..errors import StillframeError
 from ..variables.standins import ResumableIterator
 from .executors import EXECUTORS
+from .tracebacks import raise_in_user_frames
 from . import stack_executors  # noqa: F401  (registers the executors that only move values)
 
 
@@ -39,6 +41,7 @@ class LiveFrame:
     globals_module: str | None
     kw_names: tuple = ()
     yields: list | None = None
+    data: frozenset = frozenset()  # locals holding floats produced at run time: never guarded by value
 
 
 @dataclass
@@ -50,6 +53,9 @@ class Continuation:
     returned: Any = field(default=None)
     concrete: bool = False  # running instruction by instruction (no plan for where the stack stands)
     handling: Any = None  # the exception an `except` block of the user's code is handling, if any
+    # what was symbolic at the break, by the source name the resumed trace reads it from: the dimensions of a
+    # tensor (a tuple of bools), or "int" (so the code after a break stays dynamic where the code before was)
+    dynamic: dict = field(default_factory=dict)
 
     def key(self) -> tuple:
         """What resumed cache entries are keyed by: the code objects and instruction indexes of the stack."""
@@ -74,8 +80,9 @@ class Continuation:
 
     def _unwind(self, exc: Exception, index: int) -> None:
         """Send an exception raised by a real step to the innermost ``except``/``finally`` of the user's frames
-        (their exception tables), as CPython would; with none, it reaches the caller, annotated with the
-        user's lines it passed through."""
+        (their exception tables), as CPython would; with none, it reaches the caller through stand-ins of
+        the user's frames it passed through (:mod:`stillframe.runtime.tracebacks`)."""
+        unwound = []
         while self.frames:
             frame = self.frames[-1]
             entry = frame.code.exception_handler(index)
@@ -87,12 +94,14 @@ class Continuation:
                 frame.ip = entry.target
                 self.concrete = True  # handlers run instruction by instruction
                 return
-            filename, line = frame.code.location(index)
-            exc.add_note(f"  (stillframe) in the user's frame {frame.code.code.co_qualname} at {filename}:{line}")
+            if config.verbose_tracebacks:
+                filename, line = frame.code.location(index)
+                exc.add_note(f"  (stillframe) in the user's frame {frame.code.code.co_qualname} at {filename}:{line}")
+            unwound.append((frame.code.code, frame.code.instructions[index].positions))
             self.frames.pop()
             if self.frames:
                 index = self.frames[-1].ip - 1
-        raise exc
+        raise_in_user_frames(exc, unwound[::-1])  # the traceback names the user's frames, as eager's does
 
     def return_value(self, value: Any) -> None:
         frame = self.frames.pop()

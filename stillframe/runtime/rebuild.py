@@ -16,13 +16,18 @@ replay them on the real objects. The result is one generated function::
 
 from __future__ import annotations
 
+import collections
+import copy
 import functools
 import itertools
 import types
 from typing import Any, Callable
 
 import torch
+from .. import compat
 from ..guards.guard import GuardCodegen
+from ..guards.source import ScalarOutputSource
+from ..tensors.symbolic import plain
 from ..variables.base import (
     AttrsView,
     AutocastExitVariable,
@@ -45,7 +50,10 @@ from ..variables.base import (
     PythonObjectVariable,
     RangeVariable,
     SetVariable,
+    TensorKey,
+    DequeVariable,
     SliceVariable,
+    SymNodeVariable,
     TensorMethodVariable,
     TensorVariable,
     TorchFunctionVariable,
@@ -56,7 +64,7 @@ from ..variables.base import (
 )
 from ..variables.builder import wrap
 from ..variables.objects import ContainerMethodVariable, DELETED, ObjectVariable, SuperVariable, _Deleted, dict_base
-from ..rules.known import live_iterator_index
+from ..rules.known import key_variable, live_iterator_index
 from ..rules.protocol import Protocol
 from ..trace.interpreter import Tracer
 from ..variables import standins
@@ -116,6 +124,8 @@ class StateCodegen:
         return "{" + ", ".join(f"{self._key(k)}: {self.expr(v)}" for k, v in items) + "}"
 
     def _key(self, k: Any) -> str:
+        if type(k) is TensorKey:
+            return self.expr(TensorVariable(k.tid))
         return repr(k) if type(k) in _LITERALS else self.gen.const(k)
 
     def _once(self, key: tuple, create: str, fill: Callable[[str], str]) -> str:
@@ -205,8 +215,11 @@ class StateCodegen:
             cells = "{" + ", ".join(f"{k!r}: {self.cell(v)}" for k, v in frame.cells.items()) + "}"
             globals_ = "G" if frame.globals_module is None else f"___module_globals({frame.globals_module!r})"
             yields = "None" if frame.yields is None else f"[{self._items(frame.yields)}]"
+            data = frozenset(k for k, v in frame.locals.items()
+                             if isinstance(v, LazyArgument) and isinstance(v.source, ScalarOutputSource))
             parts.append(f"{self.gen.const(live.LiveFrame)}({self.gen.const(frame.code)}, {frame.ip}, [{stack}], "
-                         f"{locals_}, {cells}, {globals_}, {frame.globals_module!r}, {frame.kw_names!r}, {yields})")
+                         f"{locals_}, {cells}, {globals_}, {frame.globals_module!r}, {frame.kw_names!r}, {yields}, "
+                         f"{self.gen.const(data)})")
         return "[" + ", ".join(parts) + "]"
 
     def function(self, result_expr: str, name: str = "___rebuild") -> tuple[Callable, str]:
@@ -241,12 +254,41 @@ def _rebuild_tensor(cg: StateCodegen, var: TensorVariable) -> str:
     return cg._tensor(var)
 
 
+@REBUILD.rule(SymNodeVariable)
+def _rebuild_symbolic(cg: StateCodegen, var: SymNodeVariable) -> str:
+    """A symbolic size is a graph output: the graph computes it from the inputs' sizes. A symbolic bool (a
+    comparison of sizes, mostly one a branch already tested) is specialized: the ShapeEnv guards its value."""
+    if isinstance(var.value, torch.SymBool) or not compat.is_symbolic(var.value):
+        return repr(plain(var.value))
+    if var.node.op == "placeholder":  # an int argument made symbolic: the very value fetched
+        oid = next(oid for oid, node in cg.tracer.input_nodes.items() if node is var.node)
+        return f"___in[{cg.input_position[oid]}]"
+    cg.output_nodes.append(var.node)
+    return f"___out[{len(cg.output_nodes) - 1}]"
+
+
 @REBUILD.rule(ConstantVariable)
 def _rebuild_constant(cg: StateCodegen, var: ConstantVariable) -> str:
     v = var.value
     if type(v) in _LITERALS or (type(v) is float and v == v and abs(v) != float("inf")):
         return repr(v)
+    if isinstance(v, BaseException) and var.source is None:
+        # made in the trace (`raise ValueError(...)`): a new one per call, as eager makes it, never one object
+        # raised by every call (its traceback grew by one call's frames each time)
+        return f"{cg.gen.const(_fresh_exception)}({cg.gen.const(v)})"
     return cg.gen.const(v)
+
+
+def _fresh_exception(exc: BaseException) -> BaseException:
+    """A copy of ``exc`` with its chaining and no traceback (``exc`` itself where its class cannot be rebuilt
+    from its args)."""
+    try:
+        fresh = copy.copy(exc)
+    except Exception:  # an __init__ whose parameters are not its args
+        return exc
+    fresh.__cause__, fresh.__context__ = exc.__cause__, exc.__context__  # the chaining the trace gave it
+    fresh.__suppress_context__ = exc.__suppress_context__
+    return fresh
 
 
 @REBUILD.rule(TupleVariable)
@@ -283,11 +325,18 @@ def _rebuild_dict(cg: StateCodegen, var: DictVariable) -> str:
     return cg._once(("heap", var.oid), "{}", lambda name: f"{name}.update({cg._dict(entry.items)})")
 
 
+@REBUILD.rule(DequeVariable)
+def _rebuild_deque(cg: StateCodegen, var: DequeVariable) -> str:
+    make = f"{cg.gen.const(collections.deque)}(maxlen={var.maxlen!r})"
+    return cg._once(("heap", var.oid), make,
+                    lambda name: f"{name}.extend([{cg._items(cg.tracer.list_items(var))}])")
+
+
 @REBUILD.rule(SetVariable)
 def _rebuild_set(cg: StateCodegen, var: SetVariable) -> str:
     values = cg.tracer.heap(var.oid).values
     return cg._once(("heap", var.oid), "set()",
-                    lambda name: f"{name}.update([{cg._items(tuple(ConstantVariable(v) for v in values))}])")
+                    lambda name: f"{name}.update([{cg._items(tuple(key_variable(v) for v in values))}])")
 
 
 @REBUILD.rule(ObjectVariable)

@@ -59,6 +59,8 @@ PURE_QUERIES: dict[Any, str] = {
     "type": "the dtype and device (type() with no argument; with one it returns a tensor)",
     # torch functions on the same metadata, or on dtypes and Python values only.
     torch.numel: "the shape",
+    torch.is_floating_point: "the dtype",
+
     torch.is_complex: "the dtype",
     torch.is_same_size: "the shapes",
     torch.result_type: "dtypes and whether each operand is a 0-d tensor or a Python scalar",
@@ -70,7 +72,17 @@ PURE_QUERIES: dict[Any, str] = {
                                "and modelled by the trace)",
     torch.backends.mha.get_fastpath_enabled: "a process-wide flag that selects between two equivalent kernels",
     torch.cuda.is_available: "whether this process can use CUDA: fixed once torch has looked",
+    torch.is_autocast_cpu_enabled: "the CPU autocast state (guarded at entry and modelled by the trace)",
+    torch.overrides.is_tensor_like: "the type of its argument",
+    torch.distributed.is_available: "whether torch was built with distributed support: fixed for the process",
 }
+PURE_QUERIES.update(compat.pure_private_helpers)
+# ``_pair(3)`` and the other functions torch.nn.modules.utils._ntuple(n) makes: keyed by their shared code.
+PURE_CODES: dict[Any, str] = {compat.ntuple_code: "Python values: a tuple of n of them"} if compat.ntuple_code else {}
+# torch._check(cond), torch._check_is_size(n): a condition on Python values or symbolic sizes; the ShapeEnv guards
+# what it tests, and a false one raises as in eager
+PURE_QUERIES.update({fn: "its condition (a Python or symbolic value, guarded by the ShapeEnv)"
+                     for fn in compat.size_checks})
 # Python helpers of torch.nn (MultiheadAttention, TransformerEncoderLayer) run on fakes as one call: each returns
 # a tensor (a mask), or None for a None mask, or a dtype, device check or requires_grad of its argument.
 PURE_QUERIES.update({fn: f"{name}: metadata of its argument, or None for None"
@@ -145,7 +157,9 @@ def _key(target: Any) -> Any:
 def is_pure_query(kind: str, target: Any) -> bool:
     """Whether ``target``'s result, when it holds no tensor and nothing was written, may become a constant."""
     key = _key(target)
-    return key is not None and (kind == "call_method") == isinstance(key, str) and key in PURE_QUERIES
+    if key is not None and (kind == "call_method") == isinstance(key, str) and key in PURE_QUERIES:
+        return True
+    return kind == "call_function" and getattr(target, "__code__", None) in PURE_CODES
 
 
 def known_effect(kind: str, target: Any) -> str | None:

@@ -23,9 +23,10 @@ import torch
 from .. import compat
 import torch.nn.functional as F
 from ..errors import InternalError
-from ..guards.source import LiftedSource
+from ..guards.source import AttrSource, LiftedSource
 from .effects import is_pure_query, known_effect, no_rule
 from .meta import fresh_base, fresh_view
+from .symbolic import has_symbols, plain, wrap_symbolic
 from ..variables.base import (
     ConstantVariable,
     DictVariable,
@@ -34,6 +35,7 @@ from ..variables.base import (
     PythonObjectVariable,
     RangeVariable,
     SliceVariable,
+    SymNodeVariable,
     TensorVariable,
     TupleVariable,
     VariableTracker,
@@ -169,6 +171,7 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     roots: list[int] = []
     views: list[int] = []
     if mutated:
+        _refuse_write_beside_data(tx, mutated)
         roots, views = tx.alias_group({v.tid for v in mutated})
         with tx.fake_mode:
             for tid in roots:
@@ -202,6 +205,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     if not mutated and not _contains_tensor(result):
         if not is_pure_query(kind, target):  # default deny: a fake's result shows shapes, never effects
             tx.unsupported("effectful_call", no_rule(_describe(kind, target), result), RUNS_FOR_REAL)
+        if has_symbols(result):  # x.size(), x.numel() with dynamic shapes: computed in the graph
+            return wrap_symbolic(tx, result, _emit(tx, kind, target, args, kwargs, result))
         return wrap_constant_result(tx, result, kind, target)
     prologue = _as_prologue(tx, kind, target, args, kwargs)
     node = _emit(tx, kind, target, args, kwargs, result) if prologue is None else prologue
@@ -359,12 +364,29 @@ def _contains_tensor(obj: Any) -> bool:
     return bool(_fakes_in(obj))
 
 
+def _refuse_write_beside_data(tx: Any, mutated: list) -> None:
+    """An in-place write to storage that a ``.data`` input of the graph shares (the ``.data`` tensor itself, or the
+    tensor it was read from) runs for real: the two are separate graph inputs that alias without being views of
+    each other, which the backends cannot functionalize (AOTAutograd refuses such input mutations)."""
+    data_inputs = [t for source, t in tx.state.inputs if isinstance(source, AttrSource) and source.attr == "data"]
+    if not data_inputs:
+        return
+    shared = {tx.input_values[t].untyped_storage().data_ptr() for t in data_inputs if t in tx.input_values}
+    for var in mutated:
+        live = tx.input_values.get(var.tid)
+        if live is not None and live.untyped_storage().data_ptr() in shared:
+            tx.unsupported("unsupported_attribute", "an in-place write to a tensor whose .data the graph also reads",
+                           RUNS_FOR_REAL)
+
+
 def to_fake(tx: Any, var: VariableTracker, fresh: dict | None = None) -> Any:
     """The value of ``var`` for running an op on fake tensors (``fresh`` overrides tensors by tid)."""
     if isinstance(var, TensorVariable):
         if fresh and var.tid in fresh:
             return fresh[var.tid]
         return tx.state.heap[var.tid].fake
+    if isinstance(var, SymNodeVariable):
+        return var.value
     return _convert(tx, var, lambda v: to_fake(tx, v, fresh))
 
 
@@ -375,6 +397,8 @@ def to_fx(tx: Any, var: VariableTracker) -> Any:
         if node is None:
             tx.unsupported("hidden_base", "reading the base of an input view that was not passed in")
         return node
+    if isinstance(var, SymNodeVariable):
+        return var.node
     return _convert(tx, var, lambda v: to_fx(tx, v))
 
 
@@ -382,10 +406,15 @@ def _convert(tx: Any, var: VariableTracker, rec: Any) -> Any:
     if isinstance(var, LazyArgument):
         var = wrap(tx, var.value, var.source)
     if isinstance(var, ConstantVariable):
-        return var.value
+        value = var.value
+        if type(value).__module__ == "numpy" and hasattr(value, "item"):
+            # a NumPy scalar (np.int64(8)): torch takes it as the Python number it holds; the graph's code
+            # cannot name numpy, so the Python number goes in
+            return value.item()
+        return value
     if isinstance(var, TupleVariable):
         items = tuple(rec(v) for v in var.items)
-        if var.cls is torch.Size:
+        if var.cls is torch.Size and not any(isinstance(v, torch.fx.Node) for v in items):
             return torch.Size(items)
         return items
     if isinstance(var, ListVariable):
@@ -398,8 +427,7 @@ def _convert(tx: Any, var: VariableTracker, rec: Any) -> Any:
         return var.value
     if isinstance(var, PythonObjectVariable) and isinstance(var.value, (torch.dtype, torch.device)):
         return var.value
-    tx.unsupported("unsupported_argument", f"passing {type(var).__name__} "
-                   f"({var.python_type().__name__}) to a tensor operation")
+    tx.unsupported("unsupported_argument", f"passing a {var.python_type().__name__} value to a tensor operation")
 
 
 def wrap_result(tx: Any, result: Any, node: Any) -> VariableTracker:
@@ -412,6 +440,8 @@ def wrap_result(tx: Any, result: Any, node: Any) -> VariableTracker:
             if isinstance(r, torch.Tensor) or _contains_tensor(r):
                 item_node = tx.graph.call_function(operator.getitem, (node, i), {}, r)
                 items.append(wrap_result(tx, r, item_node))
+            elif has_symbols(r):
+                items.append(wrap_symbolic(tx, r, tx.graph.call_function(operator.getitem, (node, i), {}, r)))
             else:
                 items.append(wrap_constant_result(tx, r, "call_function", operator.getitem))
         if isinstance(result, list):
@@ -424,11 +454,11 @@ def wrap_constant_result(tx: Any, result: Any, kind: str, target: Any) -> Variab
     """A result with no tensor in it (``x.dim()``, ``x.size()``, ``x.is_contiguous()``): a constant."""
     if isinstance(result, torch.Size):
         return TupleVariable(tuple(ConstantVariable(int(s)) for s in result), torch.Size)
+    if isinstance(result, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return ConstantVariable(plain(result))  # one the ShapeEnv knows the value of (has_symbols said so)
     if isinstance(result, (tuple, list)):
         items = tuple(wrap_constant_result(tx, r, kind, target) for r in result)
         return TupleVariable(items, type(result)) if isinstance(result, tuple) else tx.new_list(items)
-    if isinstance(result, torch.SymInt):
-        tx.unsupported("dynamic_shape", "symbolic sizes are not supported yet")
     if is_constant(result):
         return ConstantVariable(result)
     tx.unsupported("unsupported_result", f"{_describe(kind, target)} returned a {type(result).__name__}, "

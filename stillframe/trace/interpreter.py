@@ -24,6 +24,7 @@ import logging
 from typing import Any, Callable, Container, Iterator
 
 import torch
+from .. import compat
 from ..bytecode.reader import Instruction
 from ..config import config
 from ..errors import GraphBreak, GraphBreakKind, StillframeError, Unsupported, UserLocation
@@ -99,6 +100,9 @@ class Tracer:
         self.input_values: dict[int, Any] = {}  # tid -> live value (example inputs), not part of the state
         self.keepalive: list[Any] = []  # objects whose id() a guard checks stay alive while tracing
         self.input_nodes: dict[int, Any] = {}  # tid -> placeholder node (for finishing the graph)
+        self.uncaptured_ops: frozenset = frozenset()  # higher-order ops the backend failed on: graph breaks
+        self.shapes: Any = None  # which input dimensions are symbolic (runtime.shapes.ShapePolicy); None: static
+        self.entry_fakes: dict[int, Any] = {}  # tid -> fake of a graph input as it entered (with a ShapeEnv)
 
     # ---------------------------------------------------------------- state
     def checkpoint(self) -> Checkpoint:
@@ -301,6 +305,7 @@ class Tracer:
         with contextlib.ExitStack() as stack:
             stack.enter_context(_quiet_fake_tensor_log())
             stack.enter_context(self.fake_mode)
+            stack.enter_context(compat.user_saved_tensors_hooks_shadowed())
             stack.enter_context(torch.set_grad_enabled(self.state.grad_enabled))
             for device_type, dtype, enabled, cache_enabled in self.state.autocast:
                 stack.enter_context(torch.autocast(device_type, dtype=dtype, enabled=enabled,

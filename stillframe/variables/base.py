@@ -7,6 +7,7 @@ are *references* (an int id) into the persistent heap of the trace state, so
 two names bound to the same list or tensor see the same contents::
 
     ConstantVariable(3)                      # a Python constant, folded at trace time
+    SymNodeVariable(s0, node)                # a symbolic size (dynamic shapes) and the FX node computing it
     TensorVariable(tid=7)                    # heap[7] is the TensorEntry of its current version
     ListVariable(oid=9)                      # heap[9] is a ListEntry (items: tuple of VTs)
     TupleVariable((TensorVariable(7), ConstantVariable(None)))
@@ -17,6 +18,7 @@ two names bound to the same list or tensor see the same contents::
 
 from __future__ import annotations
 
+import collections
 import functools
 import types
 from dataclasses import dataclass
@@ -66,6 +68,24 @@ class TensorVariable(VariableTracker):
         return torch.Tensor
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class SymNodeVariable(VariableTracker):
+    """A symbolic ``int`` / ``float`` / ``bool`` (a size of a tensor with dynamic shapes, or arithmetic on one).
+
+    ``value`` is the ``torch.SymInt`` (``SymFloat``, ``SymBool``) of the trace's ShapeEnv, ``node`` the FX
+    node that computes it in the graph (``sym_size_int = torch.ops.aten.sym_size.int(x, 0)``). Compared by
+    identity: ``==`` on two SymInts is itself symbolic.
+    """
+
+    value: Any
+    node: Any
+
+    def python_type(self) -> type:
+        import torch
+
+        return {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}.get(type(self.value), int)
+
+
 @dataclass(frozen=True, slots=True)
 class TupleVariable(VariableTracker):
     """A tuple (or ``torch.Size``, or a named tuple / structseq when ``cls`` says so)."""
@@ -108,6 +128,26 @@ class SetVariable(VariableTracker):
 
     def python_type(self) -> type:
         return set
+
+
+@dataclass(frozen=True, slots=True)
+class TensorKey:
+    """A tensor as a dict key or set member made in the trace: ``torch.Tensor`` hashes by identity, so two keys
+    are the same exactly when they are one tensor identity (``tid``)."""
+
+    tid: int
+
+
+@dataclass(frozen=True, slots=True)
+class DequeVariable(VariableTracker):
+    """A reference to a ``collections.deque`` made in the trace: its items are a ``ListEntry`` at ``heap[oid]``
+    (any VTs, in order); ``maxlen`` is fixed when the deque is made."""
+
+    oid: int
+    maxlen: int | None = None
+
+    def python_type(self) -> type:
+        return collections.deque
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 from .. import compat
+from ..errors import RetraceSymbolic
 from ..guards.guard import Guard, tensor_signature
 from ..guards.source import AttrSource, GetItemSource, GlobalSource, ScalarOutputSource, Source
 from ..tensors.meta import TensorEntry
@@ -36,6 +37,7 @@ from .base import (
     AutocastExitVariable,
     BuiltinVariable,
     ConstantVariable,
+    SliceVariable,
     ContextExitVariable,
     DictEntry,
     DictVariable,
@@ -46,6 +48,7 @@ from .base import (
     NNModuleVariable,
     NULL,
     PythonObjectVariable,
+    SymNodeVariable,
     TensorMethodVariable,
     TensorVariable,
     TorchFunctionVariable,
@@ -123,7 +126,8 @@ def _guard(tx: Any, source: Source | None, kind: str, expected: Any = None) -> N
 
 def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> VariableTracker:
     if isinstance(source, ScalarOutputSource):
-        tx.unsupported("data_dependent", "a float read from a tensor (.item(), float(t)) is used in Python code",
+        tx.unsupported("data_dependent", "a float produced at run time (read from a tensor by .item() or float(t), "
+                       "or returned by a call that ran for real) is used in Python code",
                        ("that step runs for real, so the plan does not depend on the value",))
     if isinstance(value, torch.Tensor):
         return wrap_tensor(tx, value, source)
@@ -133,9 +137,14 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
     if value is None or value is True or value is False or value is Ellipsis:
         _guard(tx, source, "IS", value)
         return ConstantVariable(value, source)
+    if type(value) is int and source is not None and tx.shapes is not None and tx.shapes.int_dynamic(source, value):
+        return _symbolic_int(tx, value, source)
     if is_constant(value):
         _guard(tx, source, "EQUALS", value)
         return ConstantVariable(value, source)
+    if type(value) is slice and all(is_constant(p) for p in (value.start, value.stop, value.step)):
+        _guard(tx, source, "EQUALS", value)  # a slice passed in (x[s]): its parts are Python values
+        return SliceVariable(ConstantVariable(value.start), ConstantVariable(value.stop), ConstantVariable(value.step))
     if isinstance(value, torch.nn.Module):
         return _identity(tx, value, source, lambda: NNModuleVariable(value, source))
     if type(value) is tuple or isinstance(value, torch.Size) or _is_namedtuple(value):
@@ -181,10 +190,10 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
         return NULL
     if isinstance(value, standins.ResumableIterator):
         _guard(tx, source, "TYPE", standins.ResumableIterator)
-        _guard(tx, AttrSource(source, "index"), "EQUALS", value.index)
-        _guard(tx, AttrSource(source, "kind"), "EQUALS", value.kind)
-        return LiveIteratorVariable(AttrSource(source, "items"), tuple(value.items), value.index, id(value),
-                                    value.kind)
+        _guard(tx, AttrSource(source, "_index"), "EQUALS", value._index)
+        _guard(tx, AttrSource(source, "_kind"), "EQUALS", value._kind)
+        return LiveIteratorVariable(AttrSource(source, "_items"), tuple(value._items), value._index, id(value),
+                                    value._kind)
     if isinstance(value, standins.AutocastExit):
         _guard(tx, source, "TYPE", standins.AutocastExit)
         return AutocastExitVariable(None, value.args, source)
@@ -306,7 +315,10 @@ def _wrap_dict(tx: Any, value: dict, source: Source | None) -> VariableTracker:
     _guard(tx, source, "TYPE", dict)
     keys = list(value.keys())
     if not all(is_constant(k) or is_class_key(k) for k in keys):
-        tx.unsupported("dict_keys", "a dict whose keys are not Python constants")
+        # keys the plan cannot name (tensors, objects): an opaque dict, guarded by type; each use of it (a lookup,
+        # a method) runs for real where it happens, instead of the whole resumed segment running uncompiled
+        tx.keepalive.append(value)
+        return PythonObjectVariable(value, source)
     # scalar values are read (and guarded) only when the trace uses them: a dict like os.environ is
     # consulted for one key, and must not guard every other entry's value
     items = tuple((k, LazyArgument(v, GetItemSource(source, k)) if source is not None and is_lazy_scalar(v) else
@@ -330,8 +342,7 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
                        "through an object stillframe cannot name)")
     if type(value) not in (torch.Tensor, torch.nn.Parameter) and not isinstance(value, torch.nn.parameter.Buffer):
         tx.unsupported("tensor_subclass", f"tensor subclass {type(value).__name__} is not supported")
-    _guard(tx, source, "TENSOR", tensor_signature(value))
-    fake = tx.fake_mode.from_tensor(value)
+    fake = _fake_input(tx, value, source)
     existing = tx.tid_of_fake(fake)
     node = tx.graph.placeholder(source.name, fake)  # the fake: a graph must not keep the real input alive
     if existing is not None:  # a hidden base (seen as the base of a view) now read directly
@@ -344,7 +355,54 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
                                 inputs=tx.state.inputs.append((source, var.tid)))
     tx.input_values[var.tid] = value
     tx.input_nodes[var.tid] = node
+    if tx.fake_mode.shape_env is not None and value.layout == torch.strided and \
+            any(compat.is_symbolic(n) for n in (*fake.shape, *fake.stride())):
+        # the entry snapshot the ShapeEnv's guards are produced from; every size of it is guarded there, static
+        # ones too (one the trace specialized is no longer checked by the TENSOR guard, which left it out)
+        tx.entry_fakes[var.tid] = fake
     return var
+
+
+def _symbolic_int(tx: Any, value: int, source: Source) -> VariableTracker:
+    """An int argument the shape policy makes symbolic (it changed between calls): a graph input whose guards
+    come from the ShapeEnv, instead of an EQUALS guard on its value. 0 and 1 are specialized."""
+    if tx.fake_mode.shape_env is None:
+        raise RetraceSymbolic(f"{source.name} is a symbolic int")
+    sym = compat.symbolic_int(tx.fake_mode, value, source.name)
+    if not compat.is_symbolic(sym):
+        _guard(tx, source, "EQUALS", value)
+        return ConstantVariable(value, source)
+    _guard(tx, source, "TYPE", int)
+    node = tx.graph.placeholder(source.name, sym)
+    oid = tx.new_id()
+    tx.state = tx.state.replace(inputs=tx.state.inputs.append((source, oid)))
+    tx.input_nodes[oid] = node
+    tx.entry_fakes[oid] = sym
+    return SymNodeVariable(sym, node)
+
+
+def _fake_input(tx: Any, value: torch.Tensor, source: Source) -> Any:
+    """The fake of graph input ``value``, after installing its TENSOR guard.
+
+    Static shapes unless the trace's shape policy (``tx.shapes``, see
+    :mod:`stillframe.runtime.shapes`) makes some of its dimensions dynamic: then
+    they are symbolic sizes of the trace's ShapeEnv, and the TENSOR guard
+    leaves them (and the strides that depend on them) to the ShapeEnv's guards.
+    A trace without a ShapeEnv that meets such a tensor is traced again with one.
+    """
+    dynamic = tx.shapes.dims(source, value) if tx.shapes is not None else ()
+    if tx.fake_mode.shape_env is None:
+        if any(dynamic):
+            raise RetraceSymbolic(f"{source.name} has dynamic dimensions {[i for i, d in enumerate(dynamic) if d]}")
+        _guard(tx, source, "TENSOR", tensor_signature(value))
+        return tx.fake_mode.from_tensor(value)
+    fake = compat.fake_symbolic(tx.fake_mode, value, dynamic or (False,) * value.dim(), source.name,
+                                tx.shapes.ranges(value) if tx.shapes is not None else None)
+    strided = value.layout == torch.strided
+    symbolic_sizes = tuple(compat.is_symbolic(n) for n in fake.shape)
+    symbolic_strides = tuple(compat.is_symbolic(n) for n in fake.stride()) if strided else ()
+    _guard(tx, source, "TENSOR", tensor_signature(value, symbolic_sizes, symbolic_strides))
+    return fake
 
 
 def load_local(tx, name, keep_scalars=False):

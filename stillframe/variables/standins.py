@@ -28,21 +28,22 @@ class ResumableIterator:
     the builtin that made it (``"zip"``, ``"enumerate"``) or ``None``, so it leaves the function as that type
     (:func:`as_builtin`)."""
 
-    __slots__ = ("items", "index", "kind")
+    # underscored: user code duck-types iterators (C OrderedDict.update calls an ``items`` attribute)
+    __slots__ = ("_items", "_index", "_kind")
 
     def __init__(self, items: list, index: int = 0, kind: str | None = None):
-        self.items = items
-        self.index = index
-        self.kind = kind
+        self._items = items
+        self._index = index
+        self._kind = kind
 
     def __iter__(self) -> "ResumableIterator":
         return self
 
     def __next__(self) -> Any:
-        if self.index >= len(self.items):
+        if self._index >= len(self._items):
             raise StopIteration
-        self.index += 1
-        return self.items[self.index - 1]
+        self._index += 1
+        return self._items[self._index - 1]
 
 
 def as_builtin(kind: str | None, rest: list) -> Any:

@@ -663,3 +663,58 @@ def test_partial_and_bound_method_made_in_the_trace_keep_identity():
     report, _ = check(f, lambda: (rand(3), Scaler()), graphs=0, compiles=1)
     out = report.compiled_result
     assert out[0] is out[1] and out[2] is out[3]
+
+
+# ---------------------------------------------------------------- compiled callables called from compiled code
+
+
+def _nested_compiled_cases():
+    lin = nn.Linear(4, 4)
+    inner = stillframe.compile(lambda x: x.sin() + 1, backend="eager")
+    by_torch = torch.compile(lambda x: x.cos() - 1, backend="eager")
+
+    class Helper(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lin
+
+        @stillframe.compile(backend="eager")
+        def helper(self, x):
+            return self.lin(x) + 1
+
+        def forward(self, x):
+            return self.helper(x) * 2
+
+    helper = Helper()
+    compiled_lin = stillframe.compile(lin, backend="eager")
+    compiled_lin_by_torch = torch.compile(lin, backend="eager")
+    return {
+        "stillframe_function": lambda x: inner(x) * 2,
+        "torch_compile_function": lambda x: by_torch(x) * 2,
+        "stillframe_module": lambda x: compiled_lin(x).relu(),
+        "torch_compile_module": lambda x: compiled_lin_by_torch(x).relu(),
+        "stillframe_method": helper,
+    }
+
+
+@pytest.mark.parametrize("name", list(_nested_compiled_cases()))
+def test_a_compiled_callable_called_from_compiled_code_is_inlined(name):
+    # Matches torch.compile: the callee's original function is traced into the caller's graph, not the wrapper's
+    # dispatch code (which broke the graph; under fullgraph it raised).
+    fn = _nested_compiled_cases()[name]
+    graphs, counting = counting_backend()
+    compiled = stillframe.compile(fn, backend=counting, fullgraph=True)
+    assert_parity(fn, lambda: (rand(2, 4),), compiled=compiled, calls=2)
+    assert len(graphs) == 1
+
+
+def test_a_disabled_compiled_function_called_from_compiled_code_runs_for_real():
+    calls = []
+
+    def record(x):
+        calls.append(1)
+        return x + 1
+
+    inner = stillframe.compile(record, backend="eager", disable=True)
+    assert_parity(lambda x: inner(x) * 2, lambda: (rand(3),), calls=2)
+    assert len(calls) == 4  # twice eagerly, twice compiled: the effect ran once per call on each side

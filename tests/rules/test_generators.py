@@ -1,5 +1,6 @@
 """Generators run exactly as far as eager's, in eager's order (issue 11: never drained ahead of the consumer)."""
 
+import pytest
 import torch
 
 from stillframe.check.parity import assert_parity
@@ -106,3 +107,54 @@ def test_a_generator_with_an_untraced_construct_runs_for_real_without_a_fallback
     # `yield from` has no handler: the generator is made and consumed for real, the rest is captured.
     report = assert_parity(sum_of_a_delegating_generator, lambda: (torch.randn(3),), calls=2)
     assert report.warnings == []
+
+
+def guarded(log, kind):
+    if kind == "finally":
+        try:
+            yield 1
+            yield 2
+        finally:
+            log.append("finally")
+    else:
+        try:
+            yield 1
+            yield 2
+        except IndexError:  # does not catch GeneratorExit: closing runs nothing
+            log.append("never")
+
+
+def kept_to_the_end(x, log):
+    kept = guarded(log, "finally")
+    first = next(kept)
+    log.append("before return")
+    return x + first  # eager closes `kept` as the frame's locals go: its finally runs (it never ran traced)
+
+
+def dropped_mid_way(x, log):
+    it = guarded(log, "finally")
+    first = next(it)
+    del it  # eager closes it here: its finally runs before the next line
+    log.append("after del")
+    return x + first
+
+
+def dropped_without_cleanup(x, log):
+    it = guarded(log, "except")
+    first = next(it)
+    del it
+    return x + first
+
+
+def test_a_generator_left_suspended_inside_try_runs_its_finally():
+    report = assert_parity(kept_to_the_end, lambda: (torch.zeros(2), []), calls=2)
+    assert report.warnings == []
+    # an except clause that cannot catch GeneratorExit runs nothing on close: still one graph
+    report = assert_parity(dropped_without_cleanup, lambda: (torch.zeros(2), []), calls=2, fullgraph=True)
+    assert report.warnings == []
+
+
+@pytest.mark.xfail(strict=True, reason="the generator is made for real, but the plan's frame keeps a reference "
+                   "to it after `del` until the segment ends: its finally runs after 'after del', not before")
+def test_a_generator_deleted_mid_way_runs_its_finally_at_the_del():
+    assert_parity(dropped_mid_way, lambda: (torch.zeros(2), []), calls=2)

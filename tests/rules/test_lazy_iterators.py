@@ -159,3 +159,65 @@ def negative_islice(x):
 @pytest.mark.parametrize("fn", [reduce_of_nothing, zip_shorter, zip_longer, negative_islice])
 def test_errors_are_pythons(fn):
     assert_parity(fn, lambda: (torch.ones(2),), calls=2)
+
+
+def groupby_keys_and_groups(x):
+    rows = [(0, x), (0, x * 2), (1, x * 3), (0, x * 4)]
+    sums = [(k, sum(t for _, t in g)) for k, g in itertools.groupby(rows, key=lambda r: r[0])]
+    keys = [k for k, _ in itertools.groupby("aabccc")]
+    groups = list(itertools.groupby([1, 1, 2]))  # advancing the groupby empties the earlier groups
+    return sums, keys, [list(g) for _, g in groups], list(itertools.groupby([]))
+
+
+def test_groupby_is_traced():
+    one_graph(assert_parity(groupby_keys_and_groups, lambda: (torch.ones(2, requires_grad=True),), calls=2,
+                            fullgraph=True))
+
+
+
+class CountTo:
+    """An iterator class: __iter__ returns self, __next__ raises StopIteration at the end."""
+
+    def __init__(self, n, log):
+        self.i, self.n, self.log = 0, n, log
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        self.log.append(("next", self.i))
+        if self.i < self.n:
+            self.i += 1
+            return self.i
+        raise StopIteration
+
+
+def loop_over_an_iterator_object(x):
+    log = []
+    it = CountTo(3, log)
+    for i in it:
+        x = x + i
+        log.append("body")
+    done = CountTo(1, [])
+    first = next(done)
+    return x, log, list(CountTo(2, [])), iter(it) is it, first, next(done, "finished")
+
+
+def test_an_iterator_object_is_stepped_by_its_next():
+    # issue 16: the for loop asked __iter__ again for every item (an internal RecursionError); next() broke
+    one_graph(assert_parity(loop_over_an_iterator_object, lambda: (torch.zeros(2),), calls=2, fullgraph=True))
+
+
+def ordered_dict_updated_from_an_iterator_across_a_break(x):
+    import collections
+
+    m = collections.OrderedDict([("a", 1)])
+    it = iter([("b", 2)])
+    print("graph break")
+    m.update(it)  # C OrderedDict.update probes the argument for .keys and .items
+    return x + len(m), list(m.items()), hasattr(it, "items")
+
+
+def test_an_iterator_rebuilt_at_a_break_has_no_attributes_eager_lacks():
+    # issue 16: the stand-in iterator had an .items list, which OrderedDict.update called ('list' is not callable)
+    assert_parity(ordered_dict_updated_from_an_iterator_across_a_break, lambda: (torch.zeros(2),), calls=2)

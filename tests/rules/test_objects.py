@@ -811,3 +811,34 @@ def test_attribute_of_object_held_in_a_global_is_guarded():
         assert len(graphs) == 3
     finally:
         del module.HELD
+
+
+def imports_by_call(x):
+    math = __import__("math")
+    nn_functional = __import__("torch.nn.functional", fromlist=["relu"])
+    top = __import__("torch.nn")  # no fromlist: the top package, as Python's import gives
+    return nn_functional.relu(x) + math.pi, top is torch
+
+
+def test_import_builtin_is_traced():
+    assert_parity(imports_by_call, lambda: (torch.randn(3),), calls=2, fullgraph=True)
+
+
+ID_LINEAR = torch.nn.Linear(2, 2)
+
+
+def ids_of_identity_checked_objects(x):
+    cache = {id(ID_LINEAR): "linear"}
+    return ID_LINEAR(x) * 2, cache[id(ID_LINEAR)], id(torch) == id(torch), id(collections.OrderedDict) > 0
+
+
+def test_id_of_a_module_class_or_python_module_is_traced():
+    assert_parity(ids_of_identity_checked_objects, lambda: (torch.randn(2),), calls=2, fullgraph=True)
+
+
+def id_of_a_new_object(x):
+    return x + (id([]) > 0)
+
+
+def test_id_of_anything_else_breaks_and_runs_for_real():
+    assert_parity(id_of_a_new_object, lambda: (torch.randn(2),), calls=2)

@@ -174,3 +174,25 @@ def test_autograd_methods_break_before_running_on_fakes(method):
     assert found and found[0][0] == "effectful_call"
     assert f"Tensor.{method}()" in found[0][1]
 
+
+
+def torch_query_helpers(x):
+    from torch.nn.modules.utils import _pair, _triple
+
+    return (x + 1, torch.overrides.is_tensor_like(x), torch.nn._reduction.get_enum("mean"),
+            torch.nn.init._calculate_correct_fan(x, "fan_in"), _pair(3), _triple(2),
+            torch.distributed.is_available(), torch.is_floating_point(input=x), torch.is_tensor(x))
+
+
+def test_torch_query_helpers_fold_in_one_graph():
+    # issue 16: each was a graph break ("no rule says it only reads tensor metadata"); is_floating_point(input=)
+    # raised an internal IndexError
+    assert_parity(torch_query_helpers, lambda: (torch.randn(3, 4),), calls=2, fullgraph=True)
+
+
+def is_tensor_by_keyword(x):
+    return torch.is_tensor(obj=x)
+
+
+def test_a_torch_query_called_wrongly_raises_pythons_error():
+    assert_parity(is_tensor_by_keyword, lambda: (torch.randn(3),), calls=2)

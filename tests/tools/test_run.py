@@ -91,7 +91,7 @@ def test_summary_lists_recompiles_with_the_failing_guard(tmp_path, capsys):
     """)
     status, _, err = run(capsys, script)
     assert status == 0, err
-    assert "2 graphs, 0 graph breaks, 1 recompile, 0 eager fallbacks" in err
+    assert "1 graph, 0 graph breaks (over 2 plans, 0 breaks taken), 1 recompile, 0 eager fallbacks" in err
     assert f"1. at {script}:2: guard failed: L['x'] is a Tensor(" in err and "shape=(3,)" in err
 
 
@@ -99,7 +99,7 @@ def test_summary_counts_a_break_repeated_by_recompiles_once(tmp_path, capsys):
     script = write(tmp_path, BREAKS + "step(torch.zeros(5))\n")
     status, _, err = run(capsys, script)
     assert status == 0, err
-    assert "4 graphs, 2 graph breaks, 2 recompiles" in err
+    assert "2 graphs, 1 graph break (over 4 plans, 2 breaks taken), 2 recompiles" in err
     assert f"1. unsupported_builtin at {script}:{line_with(script, '# BREAK')}: " in err
     assert "(x2)" in err and "2. unsupported_builtin" not in err
 

@@ -20,7 +20,7 @@ from ...variables.base import (
     TupleVariable,
 )
 from ...rules.builtin_calls import _len, iterator_of
-from ...rules.known import const_value, sequence_items
+from ...rules.known import const_value, hash_key, sequence_items
 from ...rules.generators import step as step_generator
 from ..interpreter import handler
 from .operators import UNARY_POSITIVE
@@ -44,7 +44,7 @@ def BUILD_MAP(tx, inst):
     flat = tx.popn(2 * inst.arg)
     entry = DictEntry(())
     for k, v in zip(flat[::2], flat[1::2]):
-        entry = entry.set(const_value(tx, k), v)
+        entry = entry.set(hash_key(tx, k), v)
     tx.push(tx.new_dict(entry.items))
 
 
@@ -126,7 +126,7 @@ def MAP_ADD(tx, inst):
     value = tx.pop()
     key = tx.pop()
     target = tx.peek(inst.arg - 1)
-    tx.set_dict_entry(target, tx.dict_entry(target).set(const_value(tx, key), value))
+    tx.set_dict_entry(target, tx.dict_entry(target).set(hash_key(tx, key, target), value))
 
 
 @handler("BINARY_SUBSCR")
@@ -231,7 +231,7 @@ def DELETE_SUBSCR(tx, inst):
 @handler("BUILD_SET")
 def BUILD_SET(tx, inst):
     """A set of Python constants, in the heap (``{a, b}``, and set comprehensions with SET_ADD)."""
-    values = [const_value(tx, v) for v in tx.popn(inst.arg)]
+    values = [hash_key(tx, v) for v in tx.popn(inst.arg)]
     try:
         set(values)
     except TypeError as e:  # an unhashable member: Python's error
@@ -241,14 +241,17 @@ def BUILD_SET(tx, inst):
 
 @handler("SET_UPDATE")
 def SET_UPDATE(tx, inst):
-    update = const_value(tx, tx.pop())
+    update = [hash_key(tx, v) for v in sequence_items(tx, tx.pop())]
     target = tx.peek(inst.arg - 1)
-    tx.set_set_values(target, tx.set_values(target) | set(update))
+    try:
+        tx.set_set_values(target, tx.set_values(target) | set(update))
+    except TypeError as e:  # an unhashable member: Python's error
+        tx.user_error(e)
 
 
 @handler("SET_ADD")
 def SET_ADD(tx, inst):
-    value = const_value(tx, tx.pop())
+    value = hash_key(tx, tx.pop())
     target = tx.peek(inst.arg - 1)
     try:
         hash(value)

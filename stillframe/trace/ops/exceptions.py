@@ -10,10 +10,10 @@ Only already-imported modules can be imported inside a traced function
 
 from __future__ import annotations
 
-import sys
 from ...variables.base import BuiltinVariable, ConstantVariable, NullVariable, PythonObjectVariable
 from ...variables.objects import SuperVariable
 from ...rules.attrs import getattr_var, super_attr
+from ...rules.imports import import_module
 from ...rules.known import const_value
 from ..interpreter import handler
 
@@ -66,17 +66,7 @@ def _raise_value(tx, exc, cause=_NO_CAUSE):
 def IMPORT_NAME(tx, inst):
     fromlist = tx.pop()
     level = tx.pop()
-    name = inst.argval
-    if isinstance(level, ConstantVariable) and level.value != 0:
-        tx.unsupported("unsupported_import", f"relative import of {name} inside a compiled function")
-    module = sys.modules.get(name)
-    if module is None:
-        tx.unsupported("unsupported_import", f"importing {name}, which is not imported yet",
-                       ("import it at the top of the file",))
-    has_fromlist = not (isinstance(fromlist, ConstantVariable) and fromlist.value is None)
-    if not has_fromlist and "." in name:
-        module = sys.modules[name.partition(".")[0]]
-    tx.push(PythonObjectVariable(module))
+    tx.push(import_module(tx, inst.argval, const_value(tx, fromlist), const_value(tx, level)))
 
 
 @handler("IMPORT_FROM")

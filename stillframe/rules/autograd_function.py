@@ -1,0 +1,196 @@
+"""``MyFunction.apply(*args)`` of a ``torch.autograd.Function``: forward and backward as subgraphs of torch's
+``autograd_function_apply`` higher-order op, as torch.compile captures it::
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.save_for_backward(x); ctx.k = k
+            return x * k
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * ctx.k, None
+
+    Scale.apply(x, 3.0)  ->  autograd_function_apply(self.fwd_body_0, self.bwd_body_0, l_x, ...)
+        fwd_body_0(x):           return ((x * 3.0,), (x,))         # outputs, then saved values
+        bwd_body_0(grad_0, x):   return (grad_0 * 3.0,)            # one gradient per input of fwd_body_0
+
+``forward`` is speculated (under no_grad, as autograd runs it) with a stand-in ctx (:class:`TracedCtx`)
+that records ``save_for_backward``, ``mark_non_differentiable`` and the attributes the user stores;
+``backward`` is speculated with that ctx and one fresh tensor per output gradient. The tensors
+``backward`` reads from ``forward`` (saved ones, or stashed on ctx) become outputs of the forward
+subgraph and inputs of the backward one. When no input needs a gradient, ``forward`` is simply
+inlined (eager runs it and records nothing). A ``setup_context`` staticmethod is run after ``forward``
+as autograd does. Anything else (``mark_dirty``, setup_context with keyword or default arguments, side effects, a backward with the wrong number of gradients) is a graph break:
+``apply`` runs for real, with eager's gradients.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import TYPE_CHECKING
+
+import torch
+import torch.fx
+from ..variables.base import (
+    ConstantVariable,
+    LazyArgument,
+    PythonObjectVariable,
+    TensorVariable,
+    TupleVariable,
+    UserMethodVariable,
+    VariableTracker,
+)
+from ..variables.builder import wrap
+from ..tensors.ops import wrap_result
+from .context import set_grad_mode
+from . import calls
+from .speculation import Leaf, fake_of_nodes, output_tensors, speculate
+
+
+if TYPE_CHECKING:
+    from ..trace.interpreter import Tracer
+
+
+class TracedCtx:
+    """The ``ctx`` a traced ``forward`` and ``backward`` see (a plain Python object the trace models)."""
+
+    def __init__(self, needs_input_grad):
+        self.needs_input_grad = needs_input_grad
+        self.to_save = ()
+        self.non_differentiable = ()
+        self.materialize_grads = True
+
+    def save_for_backward(self, *tensors):
+        self.to_save = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        self.non_differentiable = self.non_differentiable + tensors
+
+    def set_materialize_grads(self, value):
+        self.materialize_grads = value
+
+
+def run_forward(forward, setup_context, needs_input_grad, *args, **kwargs):
+    """Traced, not run: ``forward(ctx, *args, **kwargs)`` with a new ctx (or ``forward(*args)`` then
+    ``setup_context(ctx, args, output)``); returns the output and the ctx."""
+    ctx = TracedCtx(needs_input_grad)
+    if setup_context is None:
+        output = forward(ctx, *args, **kwargs)
+    else:
+        output = forward(*args)
+        setup_context(ctx, args, output)
+    ctx.saved_tensors = ctx.to_save
+    return output, ctx
+
+
+APPLY = torch.autograd.Function.apply.__func__
+HOP = torch.ops.higher_order.autograd_function_apply
+
+
+def _break(tx: Tracer, cls: type, why: str) -> None:
+    tx.unsupported("higher_order", f"{cls.__qualname__}.apply: {why}", ("apply runs for real, with eager's "
+                                                                        "gradients",))
+
+
+def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
+    """``cls.apply(*args)`` (``fn`` is the bound classmethod): see the module docstring."""
+    owner = fn.self_var if isinstance(fn, UserMethodVariable) else None
+    cls = owner.value if isinstance(owner, PythonObjectVariable) else None
+    if not isinstance(cls, type) or not issubclass(cls, torch.autograd.Function):
+        return tx.unsupported("higher_order", "autograd.Function.apply called on something that is not a "
+                              "Function subclass")
+    forward, backward = cls.forward, cls.backward
+    if not isinstance(forward, types.FunctionType) or not isinstance(backward, types.FunctionType) or \
+            backward is torch.autograd.Function.backward:
+        return _break(tx, cls, "forward and backward must be Python staticmethods")
+    setup = cls.setup_context if cls.setup_context is not torch.autograd.Function.setup_context else None
+    if setup is not None and (kwargs or not isinstance(setup, types.FunctionType) or
+                              len(args) != forward.__code__.co_argcount):
+        return _break(tx, cls, "setup_context with keyword or default arguments")
+    setup_var = wrap(tx, setup, None) if setup is not None else ConstantVariable(None)
+    args = [wrap(tx, a.value, a.source) if isinstance(a, LazyArgument) else a for a in args]
+    grad = tx.state.grad_enabled
+    needs = tuple(isinstance(a, TensorVariable) and grad and tx.tensor(a).meta.requires_grad for a in args)
+    run = wrap(tx, run_forward, None)
+    forward_var, needs_var = wrap(tx, forward, None), TupleVariable(tuple(ConstantVariable(n) for n in needs))
+    if not any(needs):  # eager runs forward under no_grad and records nothing for backward
+        set_grad_mode(tx, False)
+        output = calls.call_sync(tx, run, [forward_var, setup_var, needs_var, *args], kwargs)
+        set_grad_mode(tx, grad)
+        return tx.push(output.items[0])
+    tensor_args = [a for a in args if isinstance(a, TensorVariable)]
+    if len({a.tid for a in tensor_args}) != len(tensor_args):
+        return _break(tx, cls, "the same tensor passed twice")
+    tx.state = tx.state.replace(grad_enabled=False)
+    fwd = speculate(tx, run, [forward_var, setup_var, needs_var, *args], f"{cls.__qualname__}.forward", kwargs)
+    tx.state = tx.state.replace(grad_enabled=grad)
+    if fwd.effects:
+        return _break(tx, cls, f"{fwd.name} {'; '.join(fwd.effects)}")
+    output, ctx = fwd.output.items
+    materialize = fwd.state.heap[ctx.oid].attrs.get("materialize_grads")
+    if not (isinstance(materialize, ConstantVariable) and materialize.value is True):
+        return _break(tx, cls, "set_materialize_grads(False): backward sees None for unused outputs")
+    single = isinstance(output, TensorVariable)
+    outputs = [output] if single else list(output.items) if isinstance(output, TupleVariable) else None
+    if outputs is None or not outputs or not all(isinstance(o, TensorVariable) for o in outputs):
+        return _break(tx, cls, "forward must return a tensor or a tuple of tensors")
+    out_nodes, problem = output_tensors(tx, fwd, [Leaf(tid=o.tid) for o in outputs])
+    if problem:
+        return _break(tx, cls, problem)
+
+    scratch = torch.fx.Graph()  # the gradients' nodes: free variables of backward, lifted to its first inputs
+    grads, grad_nodes = [], []
+    for i, o in enumerate(outputs):
+        meta = tx.tensor(o).meta
+        with tx.fake_mode:
+            fake = torch.empty_strided(meta.shape, meta.stride, dtype=meta.dtype, device=meta.device)
+        node = scratch.placeholder(f"grad_{i}")
+        node.meta["val"] = node.meta["example_value"] = fake
+        grads.append(tx.new_tensor(fake, node))
+        grad_nodes.append(node)
+    tx.state = tx.state.replace(grad_enabled=False)
+    bwd = speculate(tx, wrap(tx, backward, None), [ctx, *grads], f"{cls.__qualname__}.backward")
+    tx.state = tx.state.replace(grad_enabled=grad)
+    if bwd.effects:
+        return _break(tx, cls, f"{bwd.name} {'; '.join(bwd.effects)}")
+    returned = bwd.output.items if isinstance(bwd.output, TupleVariable) else (bwd.output,)
+    extra = returned[len(args):]  # autograd accepts trailing Nones (a keyword argument's "gradient")
+    if len(returned) < len(args) or not all(isinstance(g, ConstantVariable) and g.value is None for g in extra):
+        return _break(tx, cls, f"backward returns {len(returned)} gradients for {len(args)} inputs")
+    returned = returned[:len(args)]
+    arg_grads = {}
+    for a, g in zip(args, returned):
+        none = isinstance(g, ConstantVariable) and g.value is None
+        if not none and not (isinstance(a, TensorVariable) and isinstance(g, TensorVariable)):
+            return _break(tx, cls, "backward returns a gradient that is not a tensor or None, or one for an "
+                          "argument that is not a tensor")
+        if isinstance(a, TensorVariable):
+            arg_grads[tx.tensor(a).node] = None if none else bwd.state.heap[g.tid].node
+
+    fwd_graph = fwd.builder.graph
+    read = bwd.builder.free_variables() + [n for n in arg_grads.values() if n is not None]  # returned as is too
+    saved = [n for n in dict.fromkeys(read) if n.graph is not scratch and n.graph is not bwd.builder.graph]
+    inputs = list(dict.fromkeys([tx.tensor(a).node for a in tensor_args] + fwd.builder.free_variables() +
+                                [n for n in saved if n.graph is not fwd_graph]))
+    to_save = {fwd.state.heap[t.tid].node for t in _tensors(tx, fwd, ctx, "to_save")}
+    non_differentiable = {t.tid for t in _tensors(tx, fwd, ctx, "non_differentiable")}
+    kwargs_for_op = {"non_differentiable_idx": [i for i, o in enumerate(outputs) if o.tid in non_differentiable],
+                     "saved_for_backward_idx": [i for i, n in enumerate(saved) if n in to_save]}
+    examples = fake_of_nodes(tx, inputs)
+    fwd_gm = fwd.builder.finish_subgraph((tuple(out_nodes), tuple(saved)), inputs, examples)
+    bwd_gm = bwd.builder.finish_subgraph(tuple(arg_grads.get(n) for n in inputs), grad_nodes + saved,
+                                         fake_of_nodes(tx, grad_nodes + saved))
+    with tx.fake_context():
+        fake_out = HOP(fwd_gm, bwd_gm, *examples, **kwargs_for_op)
+    node = tx.graph.call_function(HOP, (tx.graph.get_attr("fwd_body", fwd_gm), tx.graph.get_attr("bwd_body", bwd_gm),
+                                        *inputs), kwargs_for_op, fake_out)
+    results = wrap_result(tx, tuple(fake_out), node)
+    tx.push(results.items[0] if single else results)
+
+
+def _tensors(tx: Tracer, fwd, ctx: VariableTracker, name: str) -> list:
+    """The tensors the traced ctx holds in attribute ``name`` (a tuple), read in the state forward left."""
+    entry = fwd.state.heap[ctx.oid].attrs.get(name)
+    items = entry.items if isinstance(entry, TupleVariable) else ()
+    return [t for t in items if isinstance(t, TensorVariable)]

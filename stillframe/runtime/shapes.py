@@ -1,0 +1,154 @@
+"""The recompile policy for shapes: which tensor dimensions a trace makes symbolic (``compile(dynamic=)``).
+
+One :class:`ShapePolicy` per compiled function and cache key (a code object,
+or the call stack a graph break resumes at), the policy torch.compile users
+know:
+
+* ``dynamic=False``: every size is specialized (only explicit
+  ``mark_dynamic`` markings are symbolic);
+* ``dynamic=True``: every dimension of every tensor argument is symbolic from
+  the first trace (parameters and buffers stay static; sizes 0 and 1 are
+  specialized by the ShapeEnv, as torch.compile does);
+* ``dynamic=None`` (default), *automatic dynamic shapes*: the first trace is
+  static; when a later trace of the same code sees a tensor (by its Source)
+  whose size changed in some dimension, that dimension is symbolic from then
+  on, so the function is compiled at most once more for new sizes::
+
+      f(torch.randn(3, 4))   # trace 1: static, L['x'] seen as (3, 4)
+      f(torch.randn(5, 4))   # guard fails; trace 2: L['x'].size()[0] symbolic
+      f(torch.randn(9, 4))   # cache hit
+
+Markings torch.compile reads on a tensor are honoured in every mode:
+``torch._dynamo.mark_dynamic`` / :func:`stillframe.mark_dynamic`
+(``_dynamo_dynamic_indices``), ``maybe_mark_dynamic``
+(``_dynamo_weak_dynamic_indices``) and ``mark_static``
+(``_dynamo_static_indices``, which wins).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..diagnostics import log
+from ..guards.guard import source_values
+from ..guards.source import ModuleMemberSource, Source, is_user_argument
+
+#: The markings torch.compile's mark_dynamic, maybe_mark_dynamic and mark_static leave on a tensor.
+_ABSENT = object()
+_MARKS = ("_dynamo_dynamic_indices", "_dynamo_weak_dynamic_indices", "_dynamo_static_indices")
+
+
+class ShapePolicy:
+    """Decides, for each tensor entering a trace, which of its dimensions are symbolic.
+
+    ``symbolic``: whether the next trace needs a ShapeEnv (set when a static
+    trace met a dynamic dimension and must be traced again). ``events`` lists
+    ``(source name, dim, old size, new size)`` for each dimension automatic
+    dynamic made symbolic (for the recompile log).
+    """
+
+    def __init__(self, dynamic: bool | None):
+        self.dynamic = dynamic
+        self.symbolic = dynamic is True
+        self.seen: dict[str, tuple] = {}  # source name -> sizes at the last trace, None where already dynamic
+        self.sources: dict[str, Source] = {}  # source name -> the source (to read the sizes of a new call)
+        self.ints: dict[str, int | None] = {}  # int argument -> its value at the last trace, None once dynamic
+        self.hints: dict[str, Any] = {}  # source name -> what was symbolic there before a graph break
+        self.events: list[tuple] = []
+
+    def inherit(self, hints: dict) -> None:
+        """The code after a graph break stays dynamic where the code before it was (``Continuation.dynamic``):
+        those tensors' dimensions and ints are symbolic from this segment's first trace."""
+        if hints:
+            self.hints.update(hints)
+            self.symbolic = True
+
+    def prepare(self, L: dict, G: dict, F: Any) -> None:
+        """Before a trace of the call ``L, G, F``: whether it needs a ShapeEnv (``symbolic``), so that a size
+        change is not found half-way through a static trace (which would then be traced again)."""
+        if self.symbolic:
+            return
+        if any(isinstance(v, torch.Tensor) and any(hasattr(v, a) for a in _MARKS) for v in L.values()):
+            self.symbolic = True
+        elif self.dynamic is None and self.sources:
+            names = list(self.sources)
+            for name, value in zip(names, source_values([self.sources[n] for n in names], L, G, F)):
+                if name in self.ints:
+                    if type(value) is int and self.ints[name] != value:
+                        self.symbolic = True
+                        return
+                    continue
+                before = self.seen[name]
+                if isinstance(value, torch.Tensor) and value.dim() == len(before) and \
+                        any(old is None or old != new for old, new in zip(before, value.shape)):
+                    self.symbolic = True
+                    return
+
+    def int_dynamic(self, source: Source, value: int) -> bool:
+        """Whether the int argument at ``source`` is a symbolic graph input in this trace (arguments only, not
+        module attributes or globals: as torch.compile, which keeps those static)."""
+        if self.hints.get(source.name) == "int":
+            return True
+        if self.dynamic is False or not is_user_argument(source):
+            return False
+        if self.dynamic is True:
+            return True
+        name = source.name
+        before = self.ints.get(name, _ABSENT)
+        if before is _ABSENT:
+            self.ints[name] = value
+            self.sources[name] = source
+            return False
+        if before is not None and before != value:
+            self.events.append((name, None, before, value))
+            log.event("dynamic", "%s is a symbolic int from now on: it was %d when last traced, now %d",
+                      name, before, value)
+            self.ints[name] = None
+        return self.ints[name] is None
+
+    def dims(self, source: Source, value: torch.Tensor) -> tuple[bool, ...]:
+        """Per dimension of ``value`` (read from ``source``), whether it is symbolic in this trace."""
+        ndim = value.dim()
+        if ndim == 0:
+            return ()
+        static = getattr(value, _MARKS[2], ())
+        marked = set(getattr(value, _MARKS[0], ())) | set(getattr(value, _MARKS[1], ()))
+        module_state = isinstance(source, ModuleMemberSource) or isinstance(value, torch.nn.Parameter)
+        if self.dynamic is True and not module_state:
+            auto = (True,) * ndim
+        elif self.dynamic is None:
+            auto = self._automatic(source, tuple(value.shape))
+        else:
+            auto = (False,) * ndim
+        hinted = self.hints.get(source.name)
+        if isinstance(hinted, tuple) and len(hinted) == ndim:
+            auto = tuple(a or h for a, h in zip(auto, hinted))
+        return tuple((auto[i] or i in marked) and i not in static for i in range(ndim))
+
+    @staticmethod
+    def ranges(value: torch.Tensor) -> dict:
+        """dim -> (min, max) of the dimensions ``mark_dynamic(t, dim, min=, max=)`` gave a range (ours or
+        torch's: the same ``_dynamo_dynamic_range`` marking). A size outside its range gets a plan of its own,
+        symbolic without the range (where torch.compile raises)."""
+        return {r.dim: (r.min, r.max) for r in getattr(value, "_dynamo_dynamic_range", ())
+                if (r.min is not None or r.max is not None) and r.dim < value.dim()
+                and (r.min is None or r.min <= value.shape[r.dim]) and (r.max is None or value.shape[r.dim] <= r.max)}
+
+    def _automatic(self, source: Source, shape: tuple) -> tuple[bool, ...]:
+        """Automatic dynamic shapes: the dimensions of ``source``'s tensor whose size differs from an earlier trace."""
+        name = source.name
+        before = self.seen.get(name)
+        if before is None or len(before) != len(shape):
+            self.seen[name] = shape
+            self.sources[name] = source
+            return (False,) * len(shape)
+        now = tuple(None if old is None or old != new else new for old, new in zip(before, shape))
+        for i, (old, new) in enumerate(zip(before, shape)):
+            if old is not None and old != new:
+                self.events.append((name, i, old, new))
+                log.event("dynamic", "%s.size()[%d] is dynamic from now on: it was %d when last traced, now %d",
+                          name, i, old, new)
+        self.seen[name] = now
+        return tuple(n is None for n in now)

@@ -1,0 +1,100 @@
+"""Tracebacks of the user's exceptions as eager shows them: the user's frames, not stillframe's.
+
+A step that runs for real between two graphs executes one instruction of a user's frame that exists only in
+stillframe's interpreter, so an exception it raises has stillframe's executor frames in its traceback and
+none of the user's. :func:`raise_in_user_frames` re-raises it through stand-in frames, one per user frame it
+unwinds, that carry the user's function name, file, line and column span, so ``traceback`` prints the user's
+source lines (and carets) exactly where eager prints them::
+
+    Traceback (most recent call last):
+      File "train.py", line 12, in <module>
+        fn(torch.ones(2), {})
+      File ".../stillframe/api.py", line 170, in __call__     (the one wrapper frame, as torch.compile's _fn)
+      File "train.py", line 7, in f
+        z = g(d)
+            ^^^^
+      File "train.py", line 3, in g
+        return d["missing"]
+               ~^^^^^^^^^^^
+    KeyError: 'missing'
+
+:func:`user_traceback` then drops the frames of stillframe's own modules. ``config.verbose_tracebacks`` keeps
+them all (for debugging stillframe).
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import types
+from typing import Any, Callable
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """``tb`` without the entries of stillframe's own modules (the same chain when it has none)."""
+    entries = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(_PACKAGE):
+            entries.append(tb)
+        tb = tb.tb_next
+    result = None
+    for entry in reversed(entries):
+        result = types.TracebackType(result, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return result
+
+
+def raise_in_user_frames(exc: BaseException, frames: list[tuple[types.CodeType, Any]]) -> None:
+    """Raise ``exc`` through stand-ins of the user's frames ``[(code, positions), ...]``, outermost first:
+    each stand-in calls the next at the span ``positions`` gives (a ``dis.Positions``) of its own line, the
+    innermost raises ``exc`` there."""
+    if frames and _claimed(exc.__traceback__, frames[-1][0]):
+        frames = frames[:-1]  # the real step ran through a trampoline claiming that frame already
+
+    def innermost() -> None:
+        raise exc
+
+    call: Callable[[], None] = innermost
+    for i, (code, positions) in enumerate(reversed(frames)):
+        call = _stand_in(code, positions, call, raises=i == 0, exc=exc)
+    call()
+
+
+def _claimed(tb: types.TracebackType | None, code: types.CodeType) -> bool:
+    """Whether an entry of ``tb`` already claims to be a frame of ``code`` (a trampoline of
+    :mod:`stillframe.runtime.trampoline`, through which a real step calls or raises)."""
+    while tb is not None:
+        frame_code = tb.tb_frame.f_code
+        if frame_code.co_filename == code.co_filename and frame_code.co_qualname == code.co_qualname:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _stand_in(code: types.CodeType, positions: Any, inner: Callable, raises: bool, exc: BaseException) -> Callable:
+    """A callable whose one frame is named as ``code``'s function and sits at ``positions`` of its file: it
+    raises ``exc`` there (``raises``) or calls ``inner`` there."""
+    lineno = getattr(positions, "lineno", None) or code.co_firstlineno
+    line = linecache.getline(code.co_filename, lineno).rstrip("\n")
+    col, end = getattr(positions, "col_offset", None), getattr(positions, "end_col_offset", None)
+    if col is None or end is None or getattr(positions, "end_lineno", lineno) != lineno:
+        stripped = line.lstrip()
+        col, end = len(line) - len(stripped), len(line)  # the whole line: no carets
+    width = end - col
+    if raises:  # `raise ___`: the statement's span is the instruction's
+        name = "_" * max(width - len("raise "), 1)
+        text = f"raise {name}"
+        value: Any = exc
+    else:  # `___()`: the call's span is the instruction's
+        name = "_" * max(width - 2, 1)
+        text = f"{name}()"
+        value = inner
+    if lineno < 2:
+        col = 0  # no line above for the block that lets the statement be indented
+    header = "if 1:\n" if col else ""  # a module-level statement may be indented only inside a block
+    source = "\n" * (lineno - 1 - bool(header)) + header + " " * col + text + "\n"
+    stand_in = compile(source, code.co_filename, "exec", dont_inherit=True)
+    stand_in = stand_in.replace(co_name=code.co_name, co_qualname=code.co_qualname)
+    namespace = {name: value, "__builtins__": {}}
+    return lambda: exec(stand_in, namespace)

@@ -1,0 +1,130 @@
+"""Steady state: after warm-up, a call whose inputs have the same shapes and kinds never traces again, whatever
+graph breaks it goes through (issue 15). Each program runs eagerly and compiled on identical inputs (Python's
+``random`` seeded alike on both sides); after two warm-up calls, further calls must add no trace.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import random
+import time
+
+import pytest
+import torch
+from torch import nn
+
+import stillframe
+
+HOOKS = collections.OrderedDict(a=1, b=2)
+QUEUE = collections.deque()
+LOG = logging.getLogger("stillframe.tests.steady")
+
+
+def ordered_dict_values(x):
+    y = x + 1
+    HOOKS.values()
+    return y * 2
+
+
+def deque_append_pop(x):
+    y = x + 1
+    QUEUE.append(y.shape[0])
+    QUEUE.pop()
+    return y * 2
+
+
+def record_function(x):
+    with torch.autograd.profiler.record_function("block"):
+        y = x + 1
+    return y * 2
+
+
+def logging_call(x):
+    y = x + 1
+    LOG.debug("shape %s", tuple(y.shape))
+    return y * 2
+
+
+def print_call(x):
+    y = x + 1
+    print("", end="")
+    return y * 2
+
+
+def random_scale(x):
+    return x * random.random()
+
+
+def random_used_twice(x):
+    r = random.uniform(0.5, 1.5)
+    y = x * r
+    z = y + r
+    if r > 2:  # never true: a Python branch on the float
+        z = z * 0
+    return z - r
+
+
+def clock(x):
+    return x * (time.time() % 1.0)
+
+
+class Jitter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x) * random.uniform(0.9, 1.1)
+
+
+PROGRAMS = [ordered_dict_values, deque_append_pop, record_function, logging_call, print_call, random_scale,
+            random_used_twice]
+
+
+def _check(compiled, eager, make_x, calls=6, exact=True):
+    for i in range(calls):
+        x = make_x()
+        random.seed(i)
+        expected = eager(x)
+        random.seed(i)
+        got = compiled(x)
+        if exact:
+            torch.testing.assert_close(got, expected)
+        if i == 1:
+            traces = stillframe.counters["traces"]
+    return stillframe.counters["traces"] - traces
+
+
+@pytest.mark.parametrize("fn", PROGRAMS, ids=[f.__name__ for f in PROGRAMS])
+def test_no_trace_after_warm_up(fn, capsys):
+    compiled = stillframe.compile(fn, backend="eager")
+    assert _check(compiled, fn, lambda: torch.randn(4)) == 0
+    assert stillframe.counters["recompiles"] == 0
+    assert stillframe.counters["fallbacks"] == 0
+
+
+def test_a_clock_reading_is_not_guarded_by_value():
+    compiled = stillframe.compile(clock, backend="eager")
+    assert _check(compiled, clock, lambda: torch.randn(4), exact=False) == 0  # the clock moves between sides
+    assert stillframe.counters["recompiles"] == 0
+
+
+def test_random_inside_a_module_is_not_guarded_by_value():
+    model = Jitter()
+    compiled = stillframe.compile(model, backend="eager")
+    with torch.no_grad():
+        assert _check(compiled, model, lambda: torch.randn(2, 4)) == 0
+    assert stillframe.counters["recompiles"] == 0
+
+
+@pytest.mark.parametrize("fn, breaks", [(ordered_dict_values, 1), (deque_append_pop, 2)],
+                         ids=["ordered_dict_values", "deque_append_pop"])
+def test_a_c_method_of_a_live_object_breaks_once_per_call(fn, breaks):
+    compiled = stillframe.compile(fn, backend="eager")
+    x = torch.randn(4)
+    for _ in range(2):
+        compiled(x)
+    before = stillframe.counters["graph_breaks"]
+    torch.testing.assert_close(compiled(x), fn(x))
+    assert stillframe.counters["graph_breaks"] - before == breaks  # at the call; reading the method was another

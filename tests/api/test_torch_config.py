@@ -1,0 +1,63 @@
+"""torch.compile's configuration, written by a script run under ``stillframe run``, acts on stillframe as it
+would on torch.compile: ``torch._dynamo.config.recompile_limit`` / ``cache_size_limit``, ``suppress_errors``
+and ``torch._dynamo.reset()``; ``capture_scalar_outputs`` and ``capture_dynamic_output_shape_ops`` are noted
+as having no effect. Both configurations are as before once the run ends.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import textwrap
+
+import pytest
+import torch
+import torch._dynamo
+
+import stillframe
+from stillframe import runner
+
+SCRIPT = """
+import json, sys, torch, torch._dynamo
+
+def failing_backend(gm, example_inputs):
+    raise RuntimeError("boom")
+
+torch._dynamo.config.{limit_name} = 12
+torch._dynamo.config.capture_scalar_outputs = True
+f = torch.compile(lambda x, s: x + len(s), backend="eager")
+for n in range(10):  # a new string every call (strings are never symbolic): a recompile each, within the limit of 12
+    f(torch.ones(1), "a" * n)
+before_reset = len(f.cache_entries())
+torch._dynamo.reset()
+after_reset = len(f.cache_entries())
+torch._dynamo.config.suppress_errors = True
+g = torch.compile(lambda x: x.sin(), backend=failing_backend)
+value = g(torch.zeros(1)).item()  # eager, not BackendCompilerFailed
+json.dump(dict(before_reset=before_reset, after_reset=after_reset, value=value), open(sys.argv[1], "w"))
+"""
+
+
+@pytest.mark.parametrize("limit_name", ["recompile_limit", "cache_size_limit"])
+def test_a_scripts_torch_config_acts_on_stillframe(tmp_path, limit_name):
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(SCRIPT.format(limit_name=limit_name)))
+    result = tmp_path / "result.json"
+    torch_before = (torch._dynamo.config.recompile_limit, torch._dynamo.config.suppress_errors,
+                    torch._dynamo.config.capture_scalar_outputs)
+    out = io.StringIO()
+    assert runner.run(str(script), [str(result)], out=out) == 0
+    assert json.loads(result.read_text()) == {"before_reset": 10, "after_reset": 0, "value": 0.0}
+    assert "torch._dynamo.config.capture_scalar_outputs = True has no effect" in out.getvalue()
+    # nothing leaks out of the run, on either side
+    assert stillframe.config.cache_size_limit == 8 and stillframe.config.suppress_errors is False
+    assert (torch._dynamo.config.recompile_limit, torch._dynamo.config.suppress_errors,
+            torch._dynamo.config.capture_scalar_outputs) == torch_before
+
+
+def test_without_the_scripts_limit_stillframe_keeps_its_own():
+    f = stillframe.compile(lambda x, s: x + len(s), backend="eager")
+    with pytest.warns(stillframe.StillframeWarning, match="cache_size_limit"):
+        for n in range(10):
+            f(torch.ones(1), "a" * n)  # a new string every call: strings are never symbolic
+    assert len(f.cache_entries()) == 8

@@ -1,0 +1,95 @@
+"""Decoding with a growing KV cache (issue 12): Hugging Face ``generate()`` with a compiled ``forward``, and a
+hand-written decode loop. Greedy tokens equal eager's, the cache limit is never hit, and stillframe compiles
+no more graphs than torch.compile does (3 for each model, measured in bench/dynamic.py)."""
+
+import warnings
+
+import pytest
+import torch
+
+import stillframe
+
+models = pytest.importorskip("stillframe.check.models")
+pytest.importorskip("transformers")
+
+TORCH_COMPILE_GRAPHS = 3  # torch.compile's graphs for the same generate() call (bench/dynamic.py --generate)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["gpt2", "llama"])
+def test_generate_with_a_compiled_forward(name):
+    ids = torch.randint(1, 1000, (1, 8), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        expected = models.build(name).generate(ids, max_new_tokens=30, do_sample=False)
+    model = models.build(name)
+    model.forward = stillframe.compile(model.forward, backend="eager")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", stillframe.StillframeWarning)  # no fallback, no cache limit
+        with torch.no_grad():
+            got = model.generate(ids, max_new_tokens=30, do_sample=False)
+    assert torch.equal(got, expected)
+    assert stillframe.counters["graphs"] <= TORCH_COMPILE_GRAPHS
+    assert stillframe.counters.get("fallbacks", 0) == 0
+
+
+def test_hand_written_decode_loop_with_a_growing_cache():
+    torch.manual_seed(0)
+    heads, width = 2, 8
+    wq, wk, wv = (torch.randn(width, width) for _ in range(3))
+
+    def step(x, k_cache, v_cache):
+        q, k, v = x @ wq, x @ wk, x @ wv
+        k_cache = torch.cat([k_cache, k], dim=1)
+        v_cache = torch.cat([v_cache, v], dim=1)
+        b, t = k_cache.shape[0], k_cache.shape[1]
+        att = (q.view(b, 1, heads, -1).transpose(1, 2) @ k_cache.view(b, t, heads, -1).permute(0, 2, 3, 1))
+        att = att.softmax(-1) / t
+        y = (att @ v_cache.view(b, t, heads, -1).transpose(1, 2)).transpose(1, 2).reshape(b, 1, width)
+        return y, k_cache, v_cache
+
+    compiled = stillframe.compile(step, backend="aot_eager")
+    x = torch.randn(2, 1, width)
+    caches = [torch.zeros(2, 0, width)] * 2
+    eager_caches = list(caches)
+    eager_x = x
+    for _ in range(12):
+        x, *caches = compiled(x, *caches)
+        eager_x, *eager_caches = step(eager_x, *eager_caches)
+        torch.testing.assert_close(x, eager_x)
+        torch.testing.assert_close(caches[0], eager_caches[0])
+    # t = 0 -> 1 (0/1 specialized), then one dynamic trace for every later length
+    assert stillframe.counters["traces"] <= 3
+
+
+def train_step(model, opt, ids):
+    logits = model(ids)
+    loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    return loss
+
+
+def test_training_loop_with_a_new_sequence_length_every_step():
+    torch.manual_seed(0)
+
+    def make():
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Embedding(50, 16), torch.nn.Linear(16, 32), torch.nn.GELU(),
+                                    torch.nn.Linear(32, 50))
+        return model, torch.optim.SGD(model.parameters(), lr=0.1)
+
+    eager_model, eager_opt = make()
+    model, opt = make()
+    compiled = stillframe.compile(train_step, backend="aot_eager")
+    for t in (5, 7, 9, 11, 13, 17, 19, 23):
+        ids = torch.randint(0, 50, (2, t), generator=torch.Generator().manual_seed(t))
+        expected = train_step(eager_model, eager_opt, ids)
+        got = compiled(model, opt, ids)
+        torch.testing.assert_close(got, expected)
+    for p, q in zip(model.parameters(), eager_model.parameters()):
+        torch.testing.assert_close(p, q)
+    # at most 2 compiles of each code point (the step has graph breaks at backward() and step()): static, then
+    # symbolic in the sequence length
+    assert all(len(entries) <= 2 for entries in compiled.all_cache_entries().values())
+    assert stillframe.counters["traces"] <= 2 * len(compiled.all_cache_entries())

@@ -254,7 +254,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         check, guard_source = compile_guards(guards, examples=tensor_examples(guards, L, G, F))
     used_inputs = _drop_unread_placeholders(tracer)
     gm = tracer.graph.finish(tuple(codegen.output_nodes))
-    fetch, fetch_source = _fetch_function(tracer)
+    fetch, fetch_source = _fetch_function(tracer, _hoist_grad_mode(gm))
     rebuild, rebuild_source = codegen.function(result_expr)
     t1 = time.perf_counter()
     compiled = None
@@ -388,9 +388,29 @@ def _add_aliasing_guard(tracer: Tracer) -> None:
     tracer.add_guard(Guard(None, "ALIASING", (tuple(src for src, _ in args), pattern)))
 
 
-def _fetch_function(tracer: Tracer) -> tuple[Callable, str]:
+def _hoist_grad_mode(gm: torch.fx.GraphModule) -> bool | None:
+    """Take the grad-mode switch a graph starts with (a segment resumed inside ``no_grad`` that leaves it) out
+    of the graph, to be made before the graph is called: a backend decides at call time whether the call is
+    differentiable (AOTAutograd, called with grad off, left an in-place op on an input out of autograd)."""
+    mode = None
+    for node in list(gm.graph.nodes):
+        if node.op == "placeholder":
+            continue
+        if node.op == "call_function" and node.target is compat.set_grad_enabled and not node.users:
+            mode = node.args[0]
+            gm.graph.erase_node(node)
+            continue
+        break
+    if mode is not None:
+        gm.recompile()
+    return mode
+
+
+def _fetch_function(tracer: Tracer, grad_mode: bool | None = None) -> tuple[Callable, str]:
     gen = GuardCodegen()
     refs = [gen.ref(src) for src, _tid in tracer.state.inputs]
+    if grad_mode is not None:
+        gen.lines.append(f"{gen.const(compat.set_grad_enabled)}({grad_mode!r})  # the graph's grad mode")
     for src, method, args, kwargs in tracer.state.prologue:
         call_args = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
         gen.lines.append(f"{gen.ref(src)}.{method}({', '.join(call_args)})  # prologue")

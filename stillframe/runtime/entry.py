@@ -59,11 +59,11 @@ class CacheEntry:
         return check(L, G, F)
 
     def run(self, L: dict, G: dict, F: Any) -> Any:
+        grad_mode = torch.is_grad_enabled()
         inputs = self.fetch(L, G, F)
         outputs = ()
         if self.compiled is not None:
             args = inputs if self.used_inputs is None else [inputs[i] for i in self.used_inputs]
-            grad_mode = torch.is_grad_enabled()
             try:
                 outputs = self.compiled(*args)
             except BaseException:

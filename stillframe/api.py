@@ -34,7 +34,7 @@ import torch
 from . import compat
 from .config import config
 from .errors import InternalError, StillframeWarning, Unsupported, UserError
-from .guards.guard import identity_checked
+from .guards.guard import identity_checked, user_names
 from .runtime import live, tracebacks
 from .rules.disable import ORIGINAL, disable, is_disabled  # noqa: F401  (public: stillframe.disable)
 from .runtime.compiler import compile_frame, compile_retrying, eager_entry, start_resume
@@ -194,7 +194,7 @@ class CompiledFunction:
             return
         reason = entries[-1].failing_guard(L, G, F)
         if dynamic and reason is not None:
-            reason += f"; symbolic from now on: {', '.join(dynamic)}"
+            reason += f"; symbolic from now on: {user_names(', '.join(dynamic))}"
         self._events.append({"kind": "recompile", "where": where, "guard": reason})
         counters["recompiles"] += 1
         log.event("recompiles", "recompiling %s at %s: guard failed: %s", self._func.__qualname__, where, reason)

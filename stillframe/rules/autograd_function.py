@@ -84,7 +84,9 @@ def run_forward(forward, setup_context, needs_input_grad, *args, **kwargs):
     return output, ctx
 
 
-APPLY = torch.autograd.Function.apply.__func__
+# torch 2.13: a classmethod (keyed by its function); torch 2.14 makes it a C method, not captured yet (None:
+# Function.apply then runs for real, with eager's gradients)
+APPLY = getattr(torch.autograd.Function.apply, "__func__", None)
 HOP = torch.ops.higher_order.autograd_function_apply
 
 

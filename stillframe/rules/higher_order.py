@@ -305,9 +305,10 @@ def _unless_rejected(op: str, rule: Callable) -> Callable:
 #: VT; ``autograd.Function.apply`` is keyed by its function and finds the class in the bound method).
 HIGHER_ORDER: dict[Any, Callable] = {
     torch.cond: _unless_rejected("cond", cond),
-    autograd_function.APPLY: _unless_rejected("autograd_function_apply", autograd_function.apply),
     checkpoint_api.checkpoint: _unless_rejected("tag_activation_checkpoint", checkpoint),
 }
+if autograd_function.APPLY is not None:
+    HIGHER_ORDER[autograd_function.APPLY] = _unless_rejected("autograd_function_apply", autograd_function.apply)
 if compat.while_loop is not None:
     HIGHER_ORDER[compat.while_loop] = _unless_rejected("while_loop", while_loop)
 HIGHER_ORDER.update({transform: func_transforms.make_transform for transform in func_transforms.TRANSFORMS})

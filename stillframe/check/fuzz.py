@@ -48,8 +48,9 @@ from .values import Walker, identity_labels, tensors_of
 __all__ = ["COMPILERS", "Finding", "Summary", "check_program", "compiler_for", "fuzz", "main", "minimize"]
 
 CALLS = 3
-#: Outcomes of one program; ``torch_assert``: eager itself failed one of torch's internal asserts (not a finding).
-KINDS = ("ok", "divergence", "internal", "fallback", "hang", "torch_assert")
+#: Outcomes of one program; ``torch_assert``: eager itself failed one of torch's internal asserts (not a finding);
+#: ``generator_error``: the program generator itself failed (reported; the run goes on).
+KINDS = ("ok", "divergence", "internal", "fallback", "hang", "torch_assert", "generator_error")
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(stillframe.__file__))) + os.sep + "stillframe" + os.sep
 _CHECK = _PACKAGE + "check" + os.sep
 
@@ -361,8 +362,16 @@ def fuzz(count: int, seed: int = 0, compiler="stillframe", *, start: int = 0, ti
     summary = Summary(name)
     began = time.perf_counter()
     for index in range(start, start + count):
-        program = generate(seed, index)
+        try:
+            program = generate(seed, index)
+        except Exception as exc:  # a fault of the generator: reported, and the run goes on
+            summary.kinds["generator_error"] += 1
+            if report is not None:
+                report(f"== generator_error in program {seed}:{index}: {type(exc).__name__}: {exc}")
+            continue
         finding = check_program(program, compiler, timeout=timeout)
+        if finding.kind == "hang":  # a slow call on a loaded machine is no hang: once more, with more time
+            finding = check_program(program, compiler, timeout=4 * timeout)
         if finding.kind not in ("ok", "hang", "torch_assert") and minimize_budget:
             finding = minimize(finding, compiler, budget=minimize_budget, timeout=min(timeout, 5.0))
         summary.count += 1

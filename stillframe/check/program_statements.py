@@ -34,6 +34,9 @@ class Writer(ObjectStatements):
             self.new_tensor(op.format(a=a, b=b), self.broadcast(va.shape, vb.shape), self.deps_of(va, vb))
         elif roll < 0.85 and len(va.shape) in (1, 2) and "N" in va.shape[-1:]:
             b = self.pick(lambda n, v: len(v.shape) in (1, 2) and v.shape[0] == "N")
+            if b is None:  # nothing to multiply with (a callee holding only a (1, N) tensor)
+                self.new_tensor(f"{a} * 2", va.shape, self.deps_of(va))
+                return
             vb = self.lookup(b)
             shape = va.shape[:-1] + vb.shape[1:]
             self.new_tensor(f"{a} @ {b}", shape, self.deps_of(va, vb))

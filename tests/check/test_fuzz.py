@@ -42,6 +42,11 @@ def test_generation_is_deterministic():
     assert generate(7, 3).source != generate(7, 4).source
 
 
+def test_generator_never_fails():
+    for seed, index in [(7, 909), *((11, i) for i in range(300))]:  # 7:909 once raised KeyError(None)
+        generate(seed, index, validate=False)
+
+
 def test_generator_produces_every_family():
     counts = {name: 0 for name in FAMILIES}
     for index in range(CI_COUNT):

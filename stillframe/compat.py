@@ -13,6 +13,7 @@ tensors' data-dependence errors, ``torch._utils.is_compiling``, ``torch._ops.Hig
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import types
 from typing import Any, Callable, Iterator
@@ -25,7 +26,8 @@ from torch._subclasses.fake_tensor import (
     UnsupportedFakeTensorException,
     UnsupportedOperatorException,
 )
-from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+from torch._guards import TracingContext, tracing
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatefulSymbolicContext, StatelessSymbolicContext
 
 #: ``torch.set_grad_enabled`` without the context-manager object: what graphs record and plans call.
 set_grad_enabled: Callable[[bool], None] = torch._C._set_grad_enabled
@@ -345,7 +347,33 @@ def shape_guard_exprs(mode: FakeTensorMode, fakes: list) -> list[str]:
 
 def backend_context(mode: FakeTensorMode) -> Any:
     """What a backend reads the fake mode (and ShapeEnv) of symbolic example inputs from, as under
-    torch.compile: a ``TracingContext`` on ``mode``."""
-    from torch._guards import TracingContext, tracing
+    torch.compile: a ``TracingContext`` on ``mode``. Scalar outputs are allowed while the backend runs (what
+    AOTAutograd derives for a ``while_loop``'s backward reads its trip count), as under torch.compile with
+    ``capture_scalar_outputs=True``: the graph handed over holds no ``.item()`` of the user's."""
+    return _scalar_outputs_allowed(mode, tracing(TracingContext(mode)))
 
-    return tracing(TracingContext(mode))
+
+def static_backend_context(examples: list) -> Any:
+    """A ``TracingContext`` for a graph of static shapes whose ops want a ShapeEnv in the backend (AOTAutograd's
+    fake ``while_loop`` asks the mode's ShapeEnv for fresh unbacked symbols), as torch.compile always gives one:
+    a fake mode with its own ShapeEnv, in which each example tensor is made with every size static (the
+    guards of the trace pin them), so the backend compiles the same static graph it would without it."""
+    mode = FakeTensorMode(shape_env=ShapeEnv(allow_dynamic_output_shape_ops=False, allow_scalar_outputs=True))
+    context = TracingContext(mode)
+    for i, example in enumerate(examples):
+        if isinstance(example, torch.Tensor):
+            context.tensor_to_context[example] = StatefulSymbolicContext(
+                dynamic_sizes=[DimDynamic.STATIC] * example.dim(), tensor_source=_NamedSource(f"___t{i}"))
+    return tracing(context)  # scalar outputs allowed, as in backend_context
+
+
+@contextlib.contextmanager
+def _scalar_outputs_allowed(mode: FakeTensorMode, inner: Any) -> Iterator[None]:
+    env = mode.shape_env
+    before = env.settings  # a frozen record (fake tensors' dispatch cache keys include it)
+    env.settings = dataclasses.replace(before, allow_scalar_outputs=True)
+    try:
+        with inner:
+            yield
+    finally:
+        env.settings = before

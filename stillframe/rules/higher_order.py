@@ -27,7 +27,7 @@ import torch
 import torch.fx
 import torch.utils.checkpoint as checkpoint_api
 from .. import compat
-from ..tensors.meta import fresh_base
+from ..tensors.meta import TensorEntry, fresh_base
 from ..variables.base import (
     ConstantVariable,
     LazyArgument,
@@ -274,10 +274,31 @@ def while_loop(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> Non
                          any(tx.tensor(v).meta.requires_grad for v in items) or
                          any(getattr(e, "requires_grad", False) for e in examples[len(fresh):]))
     op = torch.ops.higher_order.while_loop
+    operands = _unaliased(tx, [to_fx(tx, v) for v in items] + additional)
     node = tx.graph.call_function(op, (tx.graph.get_attr("while_loop_cond_graph", cond_gm),
                                        tx.graph.get_attr("while_loop_body_graph", body_gm),
-                                       tuple(to_fx(tx, v) for v in items), tuple(additional)), {}, tuple(fakes))
+                                       tuple(operands[:len(items)]), tuple(operands[len(items):])), {}, tuple(fakes))
     tx.push(unflatten(tx, spec, list(wrap_result(tx, tuple(fakes), node).items)))
+
+
+def _unaliased(tx: Tracer, nodes: list) -> list:
+    """``nodes`` (a higher-order op's tensor operands, outer graph), each one that shares memory with an earlier
+    one replaced by a clone of it: AOTAutograd's functionalization refuses a ``while_loop`` whose inputs alias
+    (``x`` both carried and closed over). torch.compile hands the aliased operands over and its backend
+    raises; the clone computes what eager does (the loop reads its inputs, never writes them)."""
+    roots = {e.node: (e.meta.base if e.meta.base is not None else tid) for tid, e in tx.state.heap.items()
+             if isinstance(e, TensorEntry) and e.node is not None}
+    seen: set = set()
+    out = []
+    for node, fake in zip(nodes, fake_of_nodes(tx, nodes)):
+        root = roots.get(node, node)
+        if root in seen:
+            with tx.fake_context():
+                copy = fake.clone()
+            node = tx.graph.call_function(torch.clone, (node,), {}, copy)
+        seen.add(root)
+        out.append(node)
+    return out
 
 
 def _target_key(target: Any) -> Any:

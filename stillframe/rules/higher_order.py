@@ -39,8 +39,8 @@ from ..variables.base import (
 )
 from ..variables.builder import wrap
 from ..tensors.ops import to_fx, wrap_result
-from . import autograd_function, calls, func_transforms
-from .speculation import Leaf, diff, fake_of_nodes, flatten, output_tensors, result_fakes, speculate, unflatten
+from . import autograd_function, calls, func_linearized, func_transforms
+from .speculation import Leaf, diff, draws_random_numbers, fake_of_nodes, flatten, output_tensors, result_fakes, speculate, unflatten
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -135,26 +135,6 @@ def cond(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
 #: The arguments ``torch.utils.checkpoint.checkpoint`` takes for itself; any other keyword goes to the function.
 CHECKPOINT_KWARGS = {"use_reentrant": None, "preserve_rng_state": True, "context_fn": checkpoint_api.noop_context_fn,
                      "determinism_check": "default", "debug": False, "early_stop": True}
-#: Ops that draw random numbers: a recomputed checkpoint region would draw them again (the op that runs the
-#: region in the graph does not preserve the RNG state, so such a region runs for real).
-RANDOM_NAMES = ("dropout", "rand", "bernoulli", "normal", "multinomial", "uniform", "rrelu", "gumbel", "poisson",
-                "exponential", "cauchy", "geometric")
-
-
-def _draws_random_numbers(node: torch.fx.Node) -> bool:
-    """Whether ``node`` draws random numbers (a dropout with ``p=0`` or ``training=False`` does not)."""
-    if node.op not in ("call_function", "call_method"):
-        return False
-    name = (node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")).lower()
-    if not any(r in name for r in RANDOM_NAMES):
-        return False
-    if "dropout" in name and node.op == "call_function":
-        p = node.kwargs.get("p", node.args[1] if len(node.args) > 1 else 0.5)
-        training = node.kwargs.get("training", node.args[2] if len(node.args) > 2 else True)
-        return not (p == 0 or training is False)
-    return True
-
-
 def checkpoint(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     """``torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False)``: ``fn`` speculated into a subgraph
     recorded as ``torch.ops.higher_order.tag_activation_checkpoint`` (its activations are recomputed in
@@ -199,7 +179,7 @@ def checkpoint(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> Non
     nodes, problem = output_tensors(tx, body, leaves)
     if problem or not nodes:
         tx.unsupported("higher_order", f"checkpoint: {problem or 'the function returns no tensor'}")
-    random = [n for n in body.builder.graph.nodes if _draws_random_numbers(n)]
+    random = [n for n in body.builder.graph.nodes if draws_random_numbers(n)]
     if random:
         tx.unsupported("higher_order", f"the checkpointed function draws random numbers ({random[0].target}): "
                        "recomputing it in the graph would draw different ones", ("checkpoint runs for real",))
@@ -335,6 +315,7 @@ if compat.while_loop is not None:
 HIGHER_ORDER.update({transform: func_transforms.make_transform for transform in func_transforms.TRANSFORMS})
 HIGHER_ORDER[func_transforms.apply_transform] = func_transforms.apply
 HIGHER_ORDER[torch.func.functional_call] = func_transforms.functional_call
+HIGHER_ORDER.update(func_linearized.RULES)
 
 
 def higher_order_rule(target: Any) -> Callable | None:

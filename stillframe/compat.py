@@ -345,6 +345,15 @@ def shape_guard_exprs(mode: FakeTensorMode, fakes: list) -> list[str]:
     return list(env.produce_guards(fakes, [_NamedSource(f"___t{i}") for i in range(len(fakes))]))
 
 
+def unbacked_bindings(mode: FakeTensorMode, value: Any) -> dict | None:
+    """The unbacked symbols ``value`` (a fake op result) brought into ``mode``'s ShapeEnv, by where they sit in it,
+    marked as bound (as TorchDynamo does when it records the node), for the node's ``meta['unbacked_bindings']``:
+    else they stay pending and the backend's own trace of the graph stops at them."""
+    from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
+
+    return compute_unbacked_bindings(mode.shape_env, value) if mode.shape_env is not None else None
+
+
 def backend_context(mode: FakeTensorMode) -> Any:
     """What a backend reads the fake mode (and ShapeEnv) of symbolic example inputs from, as under
     torch.compile: a ``TracingContext`` on ``mode``. Scalar outputs are allowed while the backend runs (what

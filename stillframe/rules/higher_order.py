@@ -38,7 +38,8 @@ from ..variables.base import (
     VariableTracker,
 )
 from ..variables.builder import wrap
-from ..tensors.ops import to_fx, wrap_result
+from ..errors import RetraceSymbolic
+from ..tensors.ops import to_fake, to_fx, wrap_result
 from . import autograd_function, calls, func_linearized, func_transforms
 from .speculation import Leaf, diff, draws_random_numbers, fake_of_nodes, flatten, output_tensors, result_fakes, speculate, unflatten
 
@@ -103,11 +104,18 @@ def cond(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     items = _operand_items(tx, operands, "torch.cond", nested=True)  # a pytree of tensors, as torch.cond takes
     true = speculate(tx, true_fn, items, "the true branch")
     false = speculate(tx, false_fn, items, "the false branch")
-    differences = diff(tx, true, false, ("dtype", "shape", "device"))  # requires_grad: the op's autograd merges
+    differences = diff(tx, true, false, ("dtype", "ndim", "device"))  # requires_grad: the op's autograd merges
     if differences:
         tx.unsupported("higher_order", "torch.cond's branches differ: " + "; ".join(differences),
-                       ("both branches must return the same structure of tensors with the same dtype, shape "
-                        "and device, and change nothing outside themselves",))
+                       ("both branches must return the same structure of tensors with the same dtype, number of "
+                        "dimensions and device, and change nothing outside themselves",))
+    resized = diff(tx, true, false, ("shape",))
+    if resized and tx.fake_mode.shape_env is None:
+        if tx.shapes is not None and not tx.shapes.symbolic:
+            # as torch.compile: a size that differs between the branches is an unbacked symbol of the ShapeEnv
+            raise RetraceSymbolic("torch.cond's branches return different sizes: " + "; ".join(resized))
+        tx.unsupported("higher_order", "torch.cond's branches return different sizes: " + "; ".join(resized),
+                       ("this trace has no ShapeEnv to give the output an unbacked size",))
     spec, true_leaves = flatten(tx, true.output)
     _, false_leaves = flatten(tx, false.output)
     true_nodes, problem = output_tensors(tx, true, true_leaves)
@@ -122,11 +130,18 @@ def cond(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     true_gm = true.builder.finish_subgraph(tuple(true_nodes), inputs, examples)
     false_gm = false.builder.finish_subgraph(tuple(false_nodes), inputs, examples)
     op = torch.ops.higher_order.cond
-    fake_out = result_fakes(tx, [true.state.heap[leaf.tid].meta for leaf in true_leaves if leaf.tid is not None],
-                            any(getattr(e, "requires_grad", False) for e in examples))
+    if resized:  # torch's own merge of the branches' outputs: a size that differs becomes an unbacked symbol
+        with tx.fake_context():
+            fake_out = tuple(op(to_fake(tx, pred), true_gm, false_gm, tuple(examples)))
+    else:
+        fake_out = result_fakes(tx, [true.state.heap[leaf.tid].meta for leaf in true_leaves if leaf.tid is not None],
+                                any(getattr(e, "requires_grad", False) for e in examples))
     node = tx.graph.call_function(op, (to_fx(tx, pred), tx.graph.get_attr("cond_true", true_gm),
                                        tx.graph.get_attr("cond_false", false_gm), tuple(inputs)), {},
                                   fake_out)
+    bindings = compat.unbacked_bindings(tx.fake_mode, fake_out) if resized else None
+    if bindings:
+        node.meta["unbacked_bindings"] = bindings
     tensors = iter(wrap_result(tx, tuple(fake_out), node).items)
     leaves = [next(tensors) if leaf.tid is not None else ConstantVariable(leaf.value) for leaf in true_leaves]
     tx.push(unflatten(tx, spec, leaves))

@@ -61,8 +61,8 @@ from ..variables.base import (
 from ..variables.builder import is_constant, wrap, wrap as wrap_value
 from ..variables.kinds import INTERNAL
 from ..variables.objects import ContainerMethodVariable, ObjectVariable, SuperVariable
-from ..tensors.effects import TORCH_DENY, runs_for_real
-from ..tensors.ops import call_tensor_op
+from ..tensors.effects import never_traced, runs_for_real
+from ..tensors.ops import RUNS_FOR_REAL, call_tensor_op
 # builtin_calls first: it imports the lower rules modules by name, and they reach it as a module object
 from .builtin_calls import (
     BUILTIN_RULES,
@@ -342,9 +342,9 @@ def call_torch_function(tx: Tracer, target: Any, args: list, kwargs: dict) -> Va
     special = TORCH_SPECIAL.get(target)
     if special is not None:
         return special(tx, args, kwargs)
-    if target in TORCH_DENY:
-        tx.unsupported("unsupported_call", f"calling {getattr(target, '__qualname__', target)} inside a compiled "
-                       "function", ("call it outside the compiled function",))
+    denied = never_traced(target)
+    if denied is not None:
+        tx.unsupported("effectful_call", denied, RUNS_FOR_REAL)
     name = getattr(target, "__name__", "")
     objclass = getattr(target, "__objclass__", None)
     if objclass in (torch.Tensor, compat.TensorBase) and args and isinstance(args[0], TensorVariable):

@@ -123,6 +123,44 @@ TORCH_DENY = {torch.manual_seed, torch.seed, torch.save, torch.load, torch.compi
               torch.set_default_dtype, torch.use_deterministic_algorithms,
               torch.get_rng_state, torch.set_rng_state, torch.initial_seed}
 
+# torch modules whose functions read or write process-wide state (the RNG and its per-device copies, device and
+# backend flags, files, other processes): none of their functions is run on fakes, whatever it returns. A fake
+# run is a real run of their Python: ``torch.random.manual_seed`` reseeds the real generator at trace time, before
+# the random ops traced ahead of it have run in the graph.
+STATEFUL_TORCH_MODULES = ("torch.random", "torch.cuda", "torch.mps", "torch.xpu", "torch.mtia", "torch.backends",
+                          "torch.serialization", "torch.hub", "torch.distributed", "torch.multiprocessing",
+                          "torch.utils.data", "torch.profiler", "torch.autograd.profiler", "torch.testing")
+# Names of torch functions that set or reseed process-wide state (``torch.set_num_threads``,
+# ``torch.set_printoptions``, ``torch._C._set_deterministic_algorithms``, ``torch.cuda.manual_seed_all``).
+STATE_SETTER_PREFIXES = ("set_", "_set_", "manual_seed", "seed", "use_deterministic", "_use_deterministic")
+
+
+def never_traced(target: Any) -> str | None:
+    """Why a torch callable must break the graph before it runs, even on fakes, or ``None``.
+
+    Covers :data:`TORCH_DENY`, :data:`STATEFUL_TORCH_MODULES` and :data:`STATE_SETTER_PREFIXES`, through
+    ``functools.wraps`` wrappers: importing ``torch._dynamo`` replaces ``torch.manual_seed`` with a wrapper
+    (``torch._disable_dynamo``) that is not the function this table holds. Pure queries
+    (:data:`PURE_QUERIES`, such as ``torch.cuda.is_available``) are not covered.
+    """
+    fn, seen = target, 0
+    while fn is not None and seen < 8:
+        key = _key(fn)
+        if key is not None and key in PURE_QUERIES:
+            return None
+        name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or ""
+        if key is not None and key in TORCH_DENY:
+            return f"{name} reads or writes process-wide torch state (the RNG, the default dtype, files)"
+        module = getattr(fn, "__module__", None)
+        module = module if isinstance(module, str) else ""
+        if module == "torch" or module.startswith("torch."):
+            if any(module == m or module.startswith(m + ".") for m in STATEFUL_TORCH_MODULES):
+                return f"{name} ({module}) reads or writes process-wide state (the RNG, devices, backends, files)"
+            if isinstance(name, str) and name.rpartition(".")[2].startswith(STATE_SETTER_PREFIXES):
+                return f"{name} sets process-wide torch state"
+        fn, seen = getattr(fn, "__wrapped__", None), seen + 1
+    return None
+
 
 # torch packages whose Python code keeps state in Python objects: optimizers and learning-rate schedulers
 # (``state[p]``, ``param_groups``, step counts, lazily created on the first step). No call into them is run

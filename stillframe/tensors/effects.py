@@ -121,15 +121,23 @@ for _name in ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_gra
 # default dtype, determinism), files, or the compiler. A call breaks the graph and runs for real.
 TORCH_DENY = {torch.manual_seed, torch.seed, torch.save, torch.load, torch.compile,
               torch.set_default_dtype, torch.use_deterministic_algorithms,
-              torch.get_rng_state, torch.set_rng_state, torch.initial_seed}
+              torch.get_rng_state, torch.set_rng_state, torch.initial_seed,
+              torch.utils.swap_tensors, torch.nn.utils.vector_to_parameters,  # write Python objects, .data
+              torch._C._increment_version}
 
 # torch modules whose functions read or write process-wide state (the RNG and its per-device copies, device and
 # backend flags, files, other processes): none of their functions is run on fakes, whatever it returns. A fake
 # run is a real run of their Python: ``torch.random.manual_seed`` reseeds the real generator at trace time, before
 # the random ops traced ahead of it have run in the graph.
-STATEFUL_TORCH_MODULES = ("torch.random", "torch.cuda", "torch.mps", "torch.xpu", "torch.mtia", "torch.backends",
-                          "torch.serialization", "torch.hub", "torch.distributed", "torch.multiprocessing",
-                          "torch.utils.data", "torch.profiler", "torch.autograd.profiler", "torch.testing")
+STATEFUL_TORCH_MODULES = (
+    "torch.random", "torch.cuda", "torch.mps", "torch.xpu", "torch.mtia", "torch.backends",  # RNG, devices, flags
+    "torch.serialization", "torch.hub", "torch.distributed", "torch.multiprocessing",  # files, other processes
+    "torch.utils.data", "torch.profiler", "torch.autograd.profiler", "torch.testing",
+    "torch.library", "torch.jit", "torch.export", "torch.compiler", "torch.onnx",  # registries and compilers
+    "torch.utils.backend_registration", "torch.utils.cpp_backtrace", "torch._utils_internal", "torch.overrides",
+    "torch.autograd.graph", "torch.autograd.gradcheck", "torch.autograd.forward_ad", "torch.utils.hooks",
+    "torch.nn.utils.weight_norm", "torch.nn.utils.spectral_norm", "torch.nn.utils.parametrize",  # edit modules
+    "torch.nn.utils.prune")
 # Names of torch functions that set or reseed process-wide state (``torch.set_num_threads``,
 # ``torch.set_printoptions``, ``torch._C._set_deterministic_algorithms``, ``torch.cuda.manual_seed_all``).
 STATE_SETTER_PREFIXES = ("set_", "_set_", "manual_seed", "seed", "use_deterministic", "_use_deterministic")

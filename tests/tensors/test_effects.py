@@ -245,9 +245,31 @@ def test_torch_state_setters_are_never_traced():
                if name.startswith(("set_", "manual_seed", "seed")) and callable(getattr(torch, name))]
     assert len(setters) > 10
     for fn in setters + [torch.random.fork_rng, torch.cuda.manual_seed_all, torch.backends.cudnn.flags,
-                         torch._C._set_deterministic_algorithms]:
+                         torch._C._set_deterministic_algorithms, torch.utils.swap_tensors, torch.jit.script,
+                         torch.nn.utils.vector_to_parameters, torch.library.define, torch.nn.utils.weight_norm]:
         assert never_traced(fn) is not None, fn
     wrapped = functools.wraps(torch.manual_seed)(lambda seed: None)
     assert never_traced(wrapped) is not None
     for fn in (torch.add, torch.nn.functional.relu, torch.cuda.is_available, torch.is_grad_enabled):
         assert never_traced(fn) is None, fn
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_vector_to_parameters_inside_the_function(backend):
+    """``vector_to_parameters`` rebinds each parameter's ``.data``: it runs for real, and the module call after
+    it reads the new values."""
+    def make():
+        torch.manual_seed(0)
+        return torch.nn.Linear(3, 2)
+
+    def f(lin, x, vec):
+        torch.nn.utils.vector_to_parameters(vec * 2, lin.parameters())
+        return lin(x)
+
+    eager_lin, compiled_lin = make(), make()
+    compiled = stillframe.compile(f, backend=backend)
+    for i in range(2):
+        x, vec = torch.randn(4, 3), torch.randn(8) + i
+        torch.testing.assert_close(compiled(compiled_lin, x, vec), f(eager_lin, x, vec))
+        for a, b in zip(compiled_lin.parameters(), eager_lin.parameters()):
+            torch.testing.assert_close(a, b)

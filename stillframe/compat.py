@@ -29,6 +29,8 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, Stateles
 
 #: ``torch.set_grad_enabled`` without the context-manager object: what graphs record and plans call.
 set_grad_enabled: Callable[[bool], None] = torch._C._set_grad_enabled
+#: Bumps a tensor's version counter as an in-place write would (``torch.autograd.graph.increment_version``).
+increment_version: Callable[[Any], None] = torch._C._increment_version
 #: The C++ class ``torch.Tensor`` derives from (methods' ``__objclass__`` may be either).
 TensorBase: type = torch._C.TensorBase
 #: What a fake tensor raises for an op whose output depends on tensor data.

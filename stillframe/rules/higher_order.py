@@ -38,6 +38,7 @@ from ..variables.base import (
     VariableTracker,
 )
 from ..variables.builder import wrap
+from ..tensors.effects import hashable_key
 from ..tensors.ops import to_fx, wrap_result
 from . import autograd_function, calls, func_transforms
 from .speculation import Leaf, diff, fake_of_nodes, flatten, output_tensors, result_fakes, speculate, unflatten
@@ -280,14 +281,6 @@ def while_loop(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> Non
     tx.push(unflatten(tx, spec, list(wrap_result(tx, tuple(fakes), node).items)))
 
 
-def _target_key(target: Any) -> Any:
-    try:
-        hash(target)
-    except TypeError:
-        return None
-    return target
-
-
 def _unless_rejected(op: str, rule: Callable) -> Callable:
     """``rule``, or a graph break where the backend failed on ``torch.ops.higher_order.<op>`` (the runtime
     then traced the frame again with ``tx.uncaptured_ops``)."""
@@ -318,7 +311,7 @@ HIGHER_ORDER[torch.func.functional_call] = func_transforms.functional_call
 
 def higher_order_rule(target: Any) -> Callable | None:
     """The rule for calling ``target``, if it is a higher-order operator stillframe captures."""
-    key = _target_key(target)
+    key = hashable_key(target)
     rule = HIGHER_ORDER.get(key) if key is not None else None
     if rule is None and func_transforms.is_functorch_internal(target):
         return func_transforms.run_functorch_for_real

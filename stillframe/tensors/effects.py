@@ -123,7 +123,7 @@ TORCH_DENY = {torch.manual_seed, torch.seed, torch.save, torch.load, torch.compi
               torch.set_default_dtype, torch.use_deterministic_algorithms,
               torch.get_rng_state, torch.set_rng_state, torch.initial_seed,
               torch.utils.swap_tensors, torch.nn.utils.vector_to_parameters,  # write Python objects, .data
-              torch._C._increment_version}
+              compat.increment_version}
 
 # torch modules whose functions read or write process-wide state (the RNG and its per-device copies, device and
 # backend flags, files, other processes): none of their functions is run on fakes, whatever it returns. A fake
@@ -153,7 +153,7 @@ def never_traced(target: Any) -> str | None:
     """
     fn, seen = target, 0
     while fn is not None and seen < 8:
-        key = _key(fn)
+        key = hashable_key(fn)
         if key is not None and key in PURE_QUERIES:
             return None
         name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or ""
@@ -192,7 +192,8 @@ def runs_for_real(target: Any) -> str | None:
     return None
 
 
-def _key(target: Any) -> Any:
+def hashable_key(target: Any) -> Any:
+    """``target`` itself when it can key a table (is hashable), else ``None``."""
     try:
         hash(target)
     except TypeError:
@@ -202,7 +203,7 @@ def _key(target: Any) -> Any:
 
 def is_pure_query(kind: str, target: Any) -> bool:
     """Whether ``target``'s result, when it holds no tensor and nothing was written, may become a constant."""
-    key = _key(target)
+    key = hashable_key(target)
     if key is not None and (kind == "call_method") == isinstance(key, str) and key in PURE_QUERIES:
         return True
     return kind == "call_function" and getattr(target, "__code__", None) in PURE_CODES
@@ -210,7 +211,7 @@ def is_pure_query(kind: str, target: Any) -> bool:
 
 def known_effect(kind: str, target: Any) -> str | None:
     """Why ``target`` must run for real (its effect is invisible on fakes), or ``None`` if it is not known to."""
-    key = _key(target)
+    key = hashable_key(target)
     if key is None or (kind == "call_method") != isinstance(key, str):
         return None
     return EFFECTS.get(key)

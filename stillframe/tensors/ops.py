@@ -195,7 +195,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     except compat.DATA_DEPENDENT_ERRORS as e:
         tx.unsupported("data_dependent", f"{_describe(kind, target)} depends on tensor data ({type(e).__name__})",
                        ("keep tensor values in tensors; Python control flow on them breaks the graph",))
-    except (RuntimeError, TypeError, ValueError, IndexError) as e:
+    except (RuntimeError, TypeError, ValueError, IndexError, AssertionError, NotImplementedError) as e:
+        # (torch's meta functions raise AssertionError for some argument errors: t_ on a 3-d tensor)
         if "data-dependent" in str(e) or "DataDependent" in type(e).__name__:
             tx.unsupported("data_dependent", f"{_describe(kind, target)} depends on tensor data")
         tx.user_error(e, traceable=False)  # a fake tensor's error: the real op decides (see UserError)

@@ -36,8 +36,8 @@ def test_inplace_views_and_sliced_assignment(backend):
     def f(m, v, rows, cols):
         m = m.clone()
         m[:, rows, cols] = v  # the seed article's sliced assignment: requires_grad must follow eager
-        m.t_()
-        return m.squeeze_(0) * 2
+        m.squeeze_(0)
+        return m.t_() * 2
 
     def args():
         return (torch.randn(1, 5, 5, device="cuda"), torch.randn(3, device="cuda", requires_grad=True),
@@ -57,8 +57,8 @@ def test_a_cpu_plan_is_not_used_for_cuda_inputs():
     torch.testing.assert_close(gpu.cpu(), cpu)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_random_draws_and_reseeding_match_eager(backend):
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])  # inductor draws from its own generator, as under
+def test_random_draws_and_reseeding_match_eager(backend):     # torch.compile (unless fallback_random is set)
     def f(x):
         a = torch.rand_like(x)
         torch.manual_seed(7)

@@ -13,6 +13,7 @@ tensors' data-dependence errors, ``torch._utils.is_compiling``, torch.fx's traci
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import inspect
 import types
@@ -94,6 +95,23 @@ def autograd_function_of(value: Any) -> type | None:
         # bound C methods are equal when they bind the same C function to the same object
         return owner if value == AUTOGRAD_FUNCTION_APPLY.__get__(None, owner) else None
     return None
+
+
+@functools.cache
+def autograd_function_apply_takes_kwargs() -> bool:
+    """Whether ``MyFunction.apply(x, k=1)`` passes ``k`` on to ``forward``: torch 2.13 and 2.14 do; torch 2.11's C
+    ``apply`` raises ``TypeError: apply() takes no keyword arguments`` (asked once, of a Function that returns
+    its argument)."""
+
+    class _Probe(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, k):
+            return k
+
+    try:
+        return _Probe.apply(k=1) == 1
+    except TypeError:
+        return False
 
 
 def _same(value: Any) -> Any:

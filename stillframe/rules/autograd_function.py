@@ -111,6 +111,8 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     if setup is not None and (kwargs or not isinstance(setup, types.FunctionType) or
                               len(args) != forward.__code__.co_argcount):
         return _break(tx, cls, "setup_context with keyword or default arguments")
+    if kwargs and not compat.autograd_function_apply_takes_kwargs():
+        tx.user_error(TypeError("apply() takes no keyword arguments"))  # torch 2.11's C apply, as eager raises
     setup_var = wrap(tx, setup, None) if setup is not None else ConstantVariable(None)
     args = [wrap(tx, a.value, a.source) if isinstance(a, LazyArgument) else a for a in args]
     grad = tx.state.grad_enabled

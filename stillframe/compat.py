@@ -5,8 +5,9 @@ torch.compile's ``backend=`` argument (``torch._TorchCompileWrapper``,
 ``torch._TorchCompileInductorWrapper``), ``torch._dynamo.reset``, TorchDynamo's C++ tensor check
 (``torch._C._dynamo.guards.TensorGuards``, optional: see :func:`tensor_guards`), the raw grad-mode
 switch a graph records (``torch._C._set_grad_enabled``), the C++ base of ``torch.Tensor``, fake
-tensors' data-dependence errors, ``torch._utils.is_compiling``, torch.fx's tracing flag, ``torch._ops.HigherOrderOperator``, ``torch._C._FunctionBase.apply`` and
-``torch._higher_order_ops.while_loop``. A test
+tensors' data-dependence errors, ``torch._utils.is_compiling``, torch.fx's tracing flag,
+``torch._ops.HigherOrderOperator``, ``torch._C._FunctionBase.apply``, the Python dispatcher
+(``torch._dispatch.python``) and ``torch._higher_order_ops.while_loop``. A test
 (``tests/architecture/test_layers.py``) checks no other module names a private torch API.
 """
 
@@ -402,6 +403,16 @@ def shape_guard_exprs(mode: FakeTensorMode, fakes: list) -> list[str]:
     if env is None or not fakes:
         return []
     return list(env.produce_guards(fakes, [_NamedSource(f"___t{i}") for i in range(len(fakes))]))
+
+
+def python_dispatcher() -> Any:
+    """A context in which ops dispatch through torch's Python dispatcher (``torch._dispatch.python``), as
+    torch.compile propagates every op of a trace. With symbolic sizes it matters: a C++ kernel that reads a
+    tensor's sizes (torch 2.11's vmap batching rule for ``torch.dot`` ...) gets them symbolically instead of
+    as ints, which would specialize each symbol to the example's size (a guard ``size()[0] == 5``)."""
+    from torch._dispatch.python import enable_python_dispatcher
+
+    return enable_python_dispatcher()
 
 
 def backend_context(mode: FakeTensorMode) -> Any:

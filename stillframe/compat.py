@@ -5,15 +5,18 @@ torch.compile's ``backend=`` argument (``torch._TorchCompileWrapper``,
 ``torch._TorchCompileInductorWrapper``), ``torch._dynamo.reset``, TorchDynamo's C++ tensor check
 (``torch._C._dynamo.guards.TensorGuards``, optional: see :func:`tensor_guards`), the raw grad-mode
 switch a graph records (``torch._C._set_grad_enabled``), the C++ base of ``torch.Tensor``, fake
-tensors' data-dependence errors, ``torch._utils.is_compiling``, ``torch._ops.HigherOrderOperator`` and
-``torch._higher_order_ops.while_loop``. A test
+tensors' data-dependence errors, ``torch._utils.is_compiling``, torch.fx's tracing flag,
+``torch._ops.HigherOrderOperator``, ``torch._C._FunctionBase.apply``, the Python dispatcher
+(``torch._dispatch.python``) and ``torch._higher_order_ops.while_loop``. A test
 (``tests/architecture/test_layers.py``) checks no other module names a private torch API.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
+import inspect
 import types
 from typing import Any, Callable, Iterator
 
@@ -70,6 +73,48 @@ pure_private_helpers: dict[Callable, str] = {
 }
 #: The code shared by ``_pair``, ``_single`` ... (the functions ``_ntuple(n)`` makes): pure on Python values.
 ntuple_code = getattr(getattr(torch.nn.modules.utils, "_pair", None), "__code__", None)
+
+
+def _autograd_function_apply() -> Any:
+    raw = inspect.getattr_static(torch.autograd.Function, "apply")
+    return raw.__func__ if isinstance(raw, classmethod) else raw
+
+
+#: ``torch.autograd.Function.apply`` as stillframe's rule table keys it: the Python function of the classmethod
+#: (up to torch 2.13), or the C classmethod of ``torch._C._FunctionBase`` (torch 2.14, where ``MyFunction.apply``
+#: is a builtin method bound to the class).
+AUTOGRAD_FUNCTION_APPLY: Any = _autograd_function_apply()
+
+
+def autograd_function_of(value: Any) -> type | None:
+    """The ``torch.autograd.Function`` subclass ``cls`` when ``value`` is ``cls.apply`` (on any torch here: a
+    bound classmethod, or from torch 2.14 a builtin method whose ``__self__`` is the class), else ``None``."""
+    owner = getattr(value, "__self__", None)
+    if not isinstance(owner, type) or not issubclass(owner, torch.autograd.Function):
+        return None
+    if isinstance(value, types.MethodType):
+        return owner if value.__func__ is AUTOGRAD_FUNCTION_APPLY else None
+    if isinstance(value, types.BuiltinMethodType) and isinstance(AUTOGRAD_FUNCTION_APPLY, types.ClassMethodDescriptorType):
+        # bound C methods are equal when they bind the same C function to the same object
+        return owner if value == AUTOGRAD_FUNCTION_APPLY.__get__(None, owner) else None
+    return None
+
+
+@functools.cache
+def autograd_function_apply_takes_kwargs() -> bool:
+    """Whether ``MyFunction.apply(x, k=1)`` passes ``k`` on to ``forward``: torch 2.13 and 2.14 do; torch 2.11's C
+    ``apply`` raises ``TypeError: apply() takes no keyword arguments`` (asked once, of a Function that returns
+    its argument)."""
+
+    class _Probe(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, k):
+            return k
+
+    try:
+        return _Probe.apply(k=1) == 1
+    except TypeError:
+        return False
 
 
 def _same(value: Any) -> Any:
@@ -183,18 +228,35 @@ def compile_lock() -> Any:
     return importlib.import_module("torch._dynamo.convert_frame").compile_lock
 
 
+def fx_tracing_flag() -> bool:
+    """torch.fx's "an FX trace is running" flag (what ``torch.fx._symbolic_trace.is_fx_tracing`` reads): a module
+    global up to torch 2.13, per thread from torch 2.14 (``_get_is_fx_tracing``)."""
+    fx = importlib.import_module("torch.fx._symbolic_trace")
+    getter = getattr(fx, "_get_is_fx_tracing", None)
+    return getter() if getter is not None else fx._is_fx_tracing_flag
+
+
+def set_fx_tracing_flag(value: bool) -> None:
+    """Set the flag :func:`fx_tracing_flag` reads (this thread's, from torch 2.14)."""
+    fx = importlib.import_module("torch.fx._symbolic_trace")
+    setter = getattr(fx, "_set_is_fx_tracing", None)
+    if setter is not None:
+        setter(value)
+    else:
+        fx._is_fx_tracing_flag = value
+
+
 @contextlib.contextmanager
 def global_state_kept() -> Iterator[None]:
     """Leave the process's global torch state as it was found, however the block ends: torch.fx's global
     tracing flag (a backend's FX trace interrupted by an exception, or raced by another thread, leaves it
     set, and every later ``torch.compile`` call raises), grad mode, the default dtype and CPU autocast."""
-    fx = importlib.import_module("torch.fx._symbolic_trace")
-    saved = (fx._is_fx_tracing_flag, torch.is_grad_enabled(), torch.get_default_dtype(),
+    saved = (fx_tracing_flag(), torch.is_grad_enabled(), torch.get_default_dtype(),
              torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"))
     try:
         yield
     finally:
-        fx._is_fx_tracing_flag = saved[0]
+        set_fx_tracing_flag(saved[0])
         if torch.is_grad_enabled() != saved[1]:
             set_grad_enabled(saved[1])
         if torch.get_default_dtype() != saved[2]:
@@ -343,6 +405,16 @@ def shape_guard_exprs(mode: FakeTensorMode, fakes: list) -> list[str]:
     if env is None or not fakes:
         return []
     return list(env.produce_guards(fakes, [_NamedSource(f"___t{i}") for i in range(len(fakes))]))
+
+
+def python_dispatcher() -> Any:
+    """A context in which ops dispatch through torch's Python dispatcher (``torch._dispatch.python``), as
+    torch.compile propagates every op of a trace. With symbolic sizes it matters: a C++ kernel that reads a
+    tensor's sizes (torch 2.11's vmap batching rule for ``torch.dot`` ...) gets them symbolically instead of
+    as ints, which would specialize each symbol to the example's size (a guard ``size()[0] == 5``)."""
+    from torch._dispatch.python import enable_python_dispatcher
+
+    return enable_python_dispatcher()
 
 
 def backend_context(mode: FakeTensorMode) -> Any:

@@ -295,13 +295,13 @@ def _unless_rejected(op: str, rule: Callable) -> Callable:
 
 
 #: The higher-order callables with a rule: ``rule(tx, fn, args, kwargs)`` pushes the result (``fn``: the callee's
-#: VT; ``autograd.Function.apply`` is keyed by its function and finds the class in the bound method).
+#: VT; ``autograd.Function.apply`` is keyed by :data:`compat.AUTOGRAD_FUNCTION_APPLY` and finds the class in the bound
+#: method).
 HIGHER_ORDER: dict[Any, Callable] = {
     torch.cond: _unless_rejected("cond", cond),
     checkpoint_api.checkpoint: _unless_rejected("tag_activation_checkpoint", checkpoint),
 }
-if autograd_function.APPLY is not None:
-    HIGHER_ORDER[autograd_function.APPLY] = _unless_rejected("autograd_function_apply", autograd_function.apply)
+HIGHER_ORDER[compat.AUTOGRAD_FUNCTION_APPLY] = _unless_rejected("autograd_function_apply", autograd_function.apply)
 if compat.while_loop is not None:
     HIGHER_ORDER[compat.while_loop] = _unless_rejected("while_loop", while_loop)
 HIGHER_ORDER.update({transform: func_transforms.make_transform for transform in func_transforms.TRANSFORMS})
@@ -313,6 +313,8 @@ def higher_order_rule(target: Any) -> Callable | None:
     """The rule for calling ``target``, if it is a higher-order operator stillframe captures."""
     key = hashable_key(target)
     rule = HIGHER_ORDER.get(key) if key is not None else None
+    if rule is None and compat.autograd_function_of(target) is not None:  # torch 2.14: a builtin bound to the class
+        rule = HIGHER_ORDER[compat.AUTOGRAD_FUNCTION_APPLY]
     if rule is None and func_transforms.is_functorch_internal(target):
         return func_transforms.run_functorch_for_real
     return rule

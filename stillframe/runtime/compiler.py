@@ -239,8 +239,11 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
                            f"{codegen.gen.const(tracer.graph_break)}"
                            + (f", dynamic={codegen.gen.const(hints)})" if hints else ")"))
         codegen.side_effects()
-        if tracer.state.grad_enabled != torch.is_grad_enabled():
-            # leave the grad mode as the traced code left it (as eager does), whatever the backend did
+        if tracer.state.grad_enabled != torch.is_grad_enabled() or any(
+                n.target is compat.set_grad_enabled for n in tracer.graph.graph.nodes):
+            # leave the grad mode as the traced code left it (as eager does), whatever the backend did: torch
+            # 2.11's AOTAutograd loses a switch the graph ends with (a no_grad block left in the graph, whose entry
+            # is hoisted out of it below)
             codegen.gen.lines.append(f"{codegen.gen.const(compat.set_grad_enabled)}({tracer.state.grad_enabled!r})")
     except Exception as e:
         e.tracer = tracer  # the guards collected so far describe the path that failed

@@ -323,12 +323,12 @@ def fake_symbolic(mode: FakeTensorMode, value: torch.Tensor, dynamic: tuple, nam
 
 
 def symbolic_int(mode: FakeTensorMode, value: int, name: str) -> Any:
-    """A SymInt of ``mode``'s ShapeEnv standing for the Python int argument ``value`` (0 and 1 specialized, as
-    torch.compile does: then the plain int comes back)."""
+    """A SymInt of ``mode``'s ShapeEnv standing for the Python int argument ``value``: of any sign, and symbolic
+    at 0 and 1 too, as torch.compile's unspecialized ints (``ShapeEnv.create_unspecified_symbol``; sizes are
+    0/1-specialized, ints are not, so a loop counter that was 0 on the first trace is symbolic from 1 on)."""
     env = mode.shape_env
     source = _NamedSource(name)
-    # any sign (create_symbol's default assumes a size, >= 0): as torch.compile's unspecialized ints
-    symbol = env.create_symbol(value, source, dynamic_dim=DimDynamic.DYNAMIC, positive=None)
+    symbol = env.create_unspecified_symbol(value, source, dynamic_dim=DimDynamic.DYNAMIC)
     return env.create_symintnode(symbol, hint=value, source=source)
 
 

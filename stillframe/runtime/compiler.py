@@ -37,7 +37,8 @@ from ..guards.source import (
 )
 from ..trace.state import make_frame
 from ..tensors import symbolic as symbolic_values
-from ..variables.base import AutocastExitVariable, LazyArgument, SymNodeVariable, TensorVariable
+from ..rules.known import live_iterator_index
+from ..variables.base import AutocastExitVariable, LazyArgument, LiveIteratorVariable, SymNodeVariable, TensorVariable
 from ..variables.builder import is_lazy_scalar, wrap
 from ..rules.attrs import EMPTY_CELLS
 from ..rules.generators import refuse_unclosed
@@ -235,6 +236,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
                     if isinstance(value, AutocastExitVariable) and value.node is not None:
                         tracer.graph.call_function(torch.amp.autocast_mode._exit_autocast, (value.node,), {}, None)
             hints = _dynamic_hints(tracer) if tracer.fake_mode.shape_env is not None else {}
+            hints.update(_loop_counter_hint(tracer))
             result_expr = (f"{codegen.gen.const(live.Continuation)}({codegen.frames()}, "
                            f"{codegen.gen.const(tracer.graph_break)}"
                            + (f", dynamic={codegen.gen.const(hints)})" if hints else ")"))
@@ -333,6 +335,26 @@ def _dynamic_hints(tracer: Tracer) -> dict:
         for j, var in enumerate(frame.stack):
             hint(f"{i}:s{j}", var)
     return hints
+
+
+def _loop_counter_hint(tracer: Tracer) -> dict:
+    """At a loop whose body broke the graph, the next item is taken for real (a ``loop_iteration`` break) and
+    pushed where the resumed trace reads it (``L['0:s1']``). Where the items still to come are ints (a counter:
+    ``for i in range(n)``), the item is an int that changed at that point of the code since this trace saw the
+    previous one, so automatic dynamic makes it symbolic from the resumed code's first trace
+    (``"loop"``; ``dynamic=False`` keeps it static) instead of tracing the body once more for the second value,
+    as torch.compile unspecializes an int that changed."""
+    if tracer.graph_break is None or tracer.graph_break.kind is not GraphBreakKind.LOOP_ITERATION:
+        return {}
+    frames = tracer.state.frames
+    top = frames[-1]
+    it = top.stack[-1] if top.stack else None
+    if not isinstance(it, LiveIteratorVariable):
+        return {}
+    rest = it.values[live_iterator_index(tracer, it):]
+    if not rest or any(type(v) is not int for v in rest):
+        return {}
+    return {LocalSource(f"{len(frames) - 1}:s{len(top.stack)}").name: "loop"}
 
 
 def _shape_guards(tracer: Tracer) -> list[Guard]:

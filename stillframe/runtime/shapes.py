@@ -33,7 +33,7 @@ import torch
 
 from ..diagnostics import log
 from ..guards.guard import source_values
-from ..guards.source import ModuleMemberSource, Source, is_user_argument
+from ..guards.source import ModuleMemberSource, Source
 
 #: The markings torch.compile's mark_dynamic, maybe_mark_dynamic and mark_static leave on a tensor.
 _ABSENT = object()
@@ -89,12 +89,14 @@ class ShapePolicy:
                 self.symbolic |= any(old is None or old != new for old, new in zip(before, value.shape))
         return changes
 
-    def int_dynamic(self, source: Source, value: int) -> bool:
-        """Whether the int argument at ``source`` is a symbolic graph input in this trace (arguments only, not
-        module attributes or globals: as torch.compile, which keeps those static)."""
-        if self.hints.get(source.name) == "int":
+    def int_dynamic(self, source: Source, value: int, unspecializable: bool) -> bool:
+        """Whether the int at ``source`` is a symbolic graph input in this trace. ``unspecializable``: it is
+        reached from the frame's locals, not through a module, a global or a default (those stay static, as
+        torch.compile keeps them)."""
+        hint = self.hints.get(source.name)
+        if hint == "int" or (hint == "loop" and self.dynamic is not False):
             return True
-        if self.dynamic is False or not is_user_argument(source):
+        if self.dynamic is False or not unspecializable:
             return False
         if self.dynamic is True:
             return True

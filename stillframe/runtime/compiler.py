@@ -178,6 +178,11 @@ def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any
                 raise InternalError(f"a symbolic trace asked to be traced symbolically again: {e}") from None
             log.event("dynamic", "tracing again with symbolic shapes: %s", e)
             shapes.symbolic = True
+        except BackendSpecializedFloats as e:
+            if shapes is None or not e.sources or e.sources <= shapes.static:
+                raise InternalError(f"{e}, and tracing them static did not help") from None
+            log.event("dynamic", "tracing again: %s", e)
+            shapes.static |= e.sources
         except BackendRejectedOps as e:  # e.g. AOTAutograd's fake while_loop needs a ShapeEnv: break at it instead
             if e.ops <= rejected:
                 raise e.__cause__ from None
@@ -190,6 +195,22 @@ def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any
     tracer.lazy_generators = False
     tracer.uncaptured_ops = frozenset(rejected)
     return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
+
+
+class BackendSpecializedFloats(Exception):
+    """The backend could not turn some float inputs' uses into tensor ops (AOTAutograd's tensorify pass raised
+    ``TensorifyScalarRestartAnalysis``): the frame is traced again with those floats (source names in
+    ``sources``) static, as torch.compile restarts its analysis with them specialized."""
+
+    def __init__(self, sources: set) -> None:
+        super().__init__(f"the backend specialized the floats {', '.join(sorted(sources))}")
+        self.sources = sources
+
+
+def _float_sources(tracer: Tracer, symbols: set[str]) -> set[str]:
+    """The names of the float inputs of ``tracer`` whose symbols (``zf0``) are among ``symbols``."""
+    return {src.name for src, sym, _ in tracer.entry_fakes if isinstance(sym, torch.SymFloat)
+            and str(getattr(sym.node, "_expr", sym.node.expr)) in symbols}
 
 
 class BackendRejectedOps(Exception):
@@ -301,6 +322,8 @@ def _call_backend(backend: Callable, gm: torch.fx.GraphModule, example_inputs: l
         error_tb = None
     except compat.BACKEND_FALLBACK_ERRORS:
         raise
+    except compat.TensorifyScalarRestartAnalysis:
+        raise BackendSpecializedFloats(_float_sources(tracer, compat.take_float_specializations())) from None
     except Exception as e:
         error, error_tb = e, e.__traceback__
     failed = compat.backend_compiler_failed(backend, error)
@@ -312,6 +335,8 @@ def _symbolic_example(tracer: Tracer, tid: int, value: Any) -> Any:
     node = tracer.tensor_node_of_input(tid)
     if type(value) is int and node is not None and isinstance(node.meta.get("val"), torch.SymInt):
         return node.meta["val"]
+    if node is not None and getattr(node.meta.get("val"), "item_memo", None) is not None:
+        return tracer.input_values.get(tid, value)  # a float's tensor: the one faked (its fake knows its .item())
     return value
 
 

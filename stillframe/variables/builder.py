@@ -30,8 +30,8 @@ import torch
 from .. import compat
 from ..errors import RetraceSymbolic
 from ..guards.guard import Guard, tensor_signature
-from ..guards.source import (AttrSource, GetItemSource, GlobalSource, LocalSource, ScalarOutputSource, SizeSource,
-                             Source)
+from ..guards.source import (AttrSource, FloatTensorSource, GetItemSource, GlobalSource, LocalSource,
+                             ScalarOutputSource, SizeSource, Source)
 from ..tensors.meta import TensorEntry
 from . import standins
 from .base import (
@@ -139,8 +139,11 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
         _guard(tx, source, "IS", value)
         return ConstantVariable(value, source)
     if type(value) is int and source is not None and tx.shapes is not None and \
-            tx.shapes.int_dynamic(source, value, _unspecializable(tx, source)):
+            tx.shapes.scalar_dynamic(source, value, _unspecializable(tx, source)):
         return _symbolic_int(tx, value, source)
+    if type(value) is float and source is not None and tx.shapes is not None and \
+            tx.shapes.scalar_dynamic(source, value, True):
+        return _symbolic_float(tx, value, source)
     if is_constant(value):
         _guard(tx, source, "EQUALS", value)
         return ConstantVariable(value, source)
@@ -394,6 +397,24 @@ def _symbolic_int(tx: Any, value: int, source: Source) -> VariableTracker:
     tx.input_nodes[oid] = node
     tx.entry_fakes.append((source, sym, None))
     return SymNodeVariable(sym, node)
+
+
+def _symbolic_float(tx: Any, value: float, source: Source) -> VariableTracker:
+    """A float the shape policy makes symbolic (it changed between calls), as torch.compile passes one: a float64
+    0-dim tensor graph input (``FloatTensorSource``) read back by ``.item()`` as a SymFloat, whose guards come
+    from the ShapeEnv (``L['lr'] > 0.5`` where a branch read it) instead of an EQUALS guard on its value. A
+    backend (AOTAutograd's tensorify pass) turns its uses into tensor ops, or asks for it static again."""
+    if tx.fake_mode.shape_env is None:
+        raise RetraceSymbolic(f"{source.name} is a symbolic float")
+    tensor, fake, sym = compat.symbolic_float(tx.fake_mode, value, source.name)
+    _guard(tx, source, "TYPE", float)
+    node = tx.graph.placeholder(source.name, fake)
+    oid = tx.new_id()
+    tx.state = tx.state.replace(inputs=tx.state.inputs.append((FloatTensorSource(source), oid)))
+    tx.input_nodes[oid] = node
+    tx.input_values[oid] = tensor
+    tx.entry_fakes.append((source, sym, None))
+    return SymNodeVariable(sym, tx.graph.call_method("item", (node,), {}, sym))
 
 
 def _fake_input(tx: Any, value: torch.Tensor, source: Source) -> Any:

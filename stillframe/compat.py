@@ -387,13 +387,52 @@ def fake_symbolic(mode: FakeTensorMode, value: torch.Tensor, dynamic: tuple, nam
 
 
 def symbolic_int(mode: FakeTensorMode, value: int, name: str) -> Any:
-    """A SymInt of ``mode``'s ShapeEnv standing for the Python int argument ``value`` (0 and 1 specialized, as
-    torch.compile does: then the plain int comes back)."""
+    """A SymInt of ``mode``'s ShapeEnv standing for the Python int argument ``value``: of any sign, and symbolic
+    at 0 and 1 too, as torch.compile's unspecialized ints (``ShapeEnv.create_unspecified_symbol``; sizes are
+    0/1-specialized, ints are not, so a loop counter that was 0 on the first trace is symbolic from 1 on)."""
     env = mode.shape_env
     source = _NamedSource(name)
-    # any sign (create_symbol's default assumes a size, >= 0): as torch.compile's unspecialized ints
-    symbol = env.create_symbol(value, source, dynamic_dim=DimDynamic.DYNAMIC, positive=None)
+    symbol = env.create_unspecified_symbol(value, source, dynamic_dim=DimDynamic.DYNAMIC)
     return env.create_symintnode(symbol, hint=value, source=source)
+
+
+def symbolic_float(mode: FakeTensorMode, value: float, name: str) -> tuple[torch.Tensor, Any, Any]:
+    """``(tensor, fake, symfloat)`` for the Python float ``value`` made a graph input as torch.compile passes
+    one: a float64 0-dim tensor (the backend's example input), its fake under ``mode``, whose ``.item()`` is a
+    SymFloat of ``mode``'s ShapeEnv standing for ``value`` (guards on it are guards on the float, named
+    ``name``)."""
+    env = mode.shape_env
+    source = _NamedSource(name)
+    tensor = float_tensor(value)
+    fake = mode.from_tensor(tensor)
+    symbol = env.create_unspecified_symbol(value, source, dynamic_dim=DimDynamic.DYNAMIC)
+    sym = env.create_symfloatnode(symbol, hint=value, source=source)
+    fake.item_memo = sym
+    return tensor, fake, sym
+
+
+def float_tensor(value: float) -> torch.Tensor:
+    """What a float graph input is passed as (``FloatTensorSource``): a float64 0-dim tensor, as torch.compile
+    passes an unspecialized float."""
+    return torch.tensor(value, dtype=torch.float64)
+
+
+#: What a backend raises when its pass that turns float inputs back into tensor ops (AOTAutograd's
+#: tensorify_python_scalars) had to specialize some of them: the frame is traced again with those floats static.
+try:
+    from torch._dynamo.exc import TensorifyScalarRestartAnalysis
+except ImportError:  # pragma: no cover - older torch
+    TensorifyScalarRestartAnalysis = ()
+
+
+def take_float_specializations() -> set[str]:
+    """The names of the float symbols (``zf0``) the tensorify pass asked to specialize, and forget them (the
+    request is torch's global state: read once, by the frame that is traced again)."""
+    from torch._dynamo.symbolic_convert import TensorifyState
+
+    names = set(TensorifyState.force_specializations)
+    TensorifyState.clear()
+    return names
 
 
 def shape_guard_exprs(mode: FakeTensorMode, fakes: list) -> list[str]:

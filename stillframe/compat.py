@@ -14,6 +14,7 @@ tensors' data-dependence errors, ``torch._utils.is_compiling``, torch.fx's traci
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import importlib
 import inspect
@@ -28,7 +29,8 @@ from torch._subclasses.fake_tensor import (
     UnsupportedFakeTensorException,
     UnsupportedOperatorException,
 )
-from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+from torch._guards import TracingContext, tracing
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatefulSymbolicContext, StatelessSymbolicContext
 
 #: ``torch.set_grad_enabled`` without the context-manager object: what graphs record and plans call.
 set_grad_enabled: Callable[[bool], None] = torch._C._set_grad_enabled
@@ -456,9 +458,44 @@ def python_dispatcher() -> Any:
     return enable_python_dispatcher()
 
 
+def unbacked_bindings(mode: FakeTensorMode, value: Any) -> dict | None:
+    """The unbacked symbols ``value`` (a fake op result) brought into ``mode``'s ShapeEnv, by where they sit in it,
+    marked as bound (as TorchDynamo does when it records the node), for the node's ``meta['unbacked_bindings']``:
+    else they stay pending and the backend's own trace of the graph stops at them."""
+    from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
+
+    return compute_unbacked_bindings(mode.shape_env, value) if mode.shape_env is not None else None
+
+
 def backend_context(mode: FakeTensorMode) -> Any:
     """What a backend reads the fake mode (and ShapeEnv) of symbolic example inputs from, as under
-    torch.compile: a ``TracingContext`` on ``mode``."""
-    from torch._guards import TracingContext, tracing
+    torch.compile: a ``TracingContext`` on ``mode``. Scalar outputs are allowed while the backend runs (what
+    AOTAutograd derives for a ``while_loop``'s backward reads its trip count), as under torch.compile with
+    ``capture_scalar_outputs=True``: the graph handed over holds no ``.item()`` of the user's."""
+    return _scalar_outputs_allowed(mode, tracing(TracingContext(mode)))
 
-    return tracing(TracingContext(mode))
+
+def static_backend_context(examples: list) -> Any:
+    """A ``TracingContext`` for a graph of static shapes whose ops want a ShapeEnv in the backend (AOTAutograd's
+    fake ``while_loop`` asks the mode's ShapeEnv for fresh unbacked symbols), as torch.compile always gives one:
+    a fake mode with its own ShapeEnv, in which each example tensor is made with every size static (the
+    guards of the trace pin them), so the backend compiles the same static graph it would without it."""
+    mode = FakeTensorMode(shape_env=ShapeEnv(allow_dynamic_output_shape_ops=False, allow_scalar_outputs=True))
+    context = TracingContext(mode)
+    for i, example in enumerate(examples):
+        if isinstance(example, torch.Tensor):
+            context.tensor_to_context[example] = StatefulSymbolicContext(
+                dynamic_sizes=[DimDynamic.STATIC] * example.dim(), tensor_source=_NamedSource(f"___t{i}"))
+    return tracing(context)  # scalar outputs allowed, as in backend_context
+
+
+@contextlib.contextmanager
+def _scalar_outputs_allowed(mode: FakeTensorMode, inner: Any) -> Iterator[None]:
+    env = mode.shape_env
+    before = env.settings  # a frozen record (fake tensors' dispatch cache keys include it)
+    env.settings = dataclasses.replace(before, allow_scalar_outputs=True)
+    try:
+        with inner:
+            yield
+    finally:
+        env.settings = before

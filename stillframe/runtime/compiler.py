@@ -290,7 +290,11 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         if symbolic:  # a symbol's example is its SymInt, as torch.compile hands it to the backend
             inputs = list(tracer.state.inputs)
             examples = [_symbolic_example(tracer, inputs[i][1], e) for i, e in zip(used_inputs, examples)]
-        with compat.backend_context(tracer.fake_mode) if symbolic else contextlib.nullcontext():
+        if symbolic:
+            context = compat.backend_context(tracer.fake_mode)
+        else:  # higher-order ops: a ShapeEnv, as torch.compile gives (AOTAutograd's fake while_loop needs one)
+            context = compat.static_backend_context(examples) if _higher_order_ops(gm) else contextlib.nullcontext()
+        with context:
             try:
                 compiled = _call_backend(backend, gm, examples, tracer)
             except Exception as e:

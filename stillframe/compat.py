@@ -349,3 +349,33 @@ def backend_context(mode: FakeTensorMode) -> Any:
     from torch._guards import TracingContext, tracing
 
     return tracing(TracingContext(mode))
+
+
+# --- torch.optim (stillframe.compile(opt.step): rules/optimizers.py, runtime/optimizer_step.py) ---------------
+
+def optimizer_init_group(opt: Any, group: dict, *lists: list) -> Any:
+    """``opt._init_group(group, *lists)``: torch.optim's own collection of one param group's tensors (params
+    with a grad, their grads and state), creating the state lazily on the first step as ``opt.step()`` does."""
+    return opt._init_group(group, *lists)
+
+
+def optimizer_hooks(opt: Any) -> tuple:
+    """The step hooks a call of ``opt.step()`` runs: the global and the optimizer's own pre and post hooks."""
+    module = importlib.import_module("torch.optim.optimizer")
+    return (*module._global_optimizer_pre_hooks.values(), *module._global_optimizer_post_hooks.values(),
+            *opt._optimizer_step_pre_hooks.values(), *opt._optimizer_step_post_hooks.values())
+
+
+def default_foreach(params: list) -> bool:
+    """Whether torch.optim takes its foreach implementation for these (real) tensors when ``foreach=None``."""
+    module = importlib.import_module("torch.optim.optimizer")
+    return bool(module._default_to_fused_or_foreach(params, False, use_fused=False)[1])
+
+
+def trace_aten(fn: Callable, examples: list) -> torch.fx.GraphModule:
+    """``fn(*examples)`` traced on fake tensors into an ATen-level FX graph (``make_fx``), with grad off and
+    ``torch.compiler.is_compiling()`` True (torch's own code takes the paths it takes under torch.compile)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    with torch.no_grad(), torch.compiler._compile_session_context():
+        return make_fx(fn, tracing_mode="fake")(*examples)

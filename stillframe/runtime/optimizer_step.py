@@ -1,0 +1,203 @@
+"""``stillframe.compile(opt.step)``: the parameter update of a captured optimizer class in one graph.
+
+:func:`optimizer_outcome` is the miss path of a compiled ``opt.step`` for the
+classes of :data:`stillframe.rules.optimizers.OPTIMIZER_RULES` (SGD, Adam,
+AdamW), as torch.compile captures them::
+
+    _init_group per param group, for real   (lazy state creation, as eager)
+      -> params, grads, state tensors        (the graph's inputs, read afresh on every call)
+      -> torch's functional update traced on fake tensors (ATen FX graph, in-place on its inputs)
+      -> backend(gm, example_inputs), called with grad off as opt.step() runs
+
+A cache entry holds for one optimizer (compared by identity through a weak
+reference) and one *key*: per group, how many tensors each list has, the
+implementation (foreach or not) and every hyperparameter by value (``lr``
+included: a scheduler that changes it makes a new entry, never a stale
+graph); per tensor, shape, stride, dtype, device and ``requires_grad``. A
+param whose grad is ``None`` is not collected (``_init_group`` skips it, as
+eager does), so it changes the key. Tensors that share storage are not
+captured. A call the rule refuses (a closure, step hooks, SGD's first step
+before its momentum buffers exist, ``fused``/``capturable``/
+``differentiable``, sparse or complex tensors) gets an *eager* entry: it runs
+``opt.step()`` for real, whole.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import types
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from .. import compat
+from ..rules.optimizers import OPTIMIZER_RULES, OptimizerRule, collect, resolve_foreach
+from .entry import CacheEntry
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One call's view of an optimizer: the graph inputs and the key they match, or why it is refused."""
+
+    inputs: list
+    key: tuple
+    refused: str | None
+
+
+def optimizer_of(fn: types.FunctionType, L: dict) -> tuple[Any, OptimizerRule, bool] | None:
+    """``(opt, rule, sets_called)`` when ``fn`` called with ``L`` is ``opt.step`` of a captured class: the
+    class's own step (``L['args'][0]`` is ``opt``), or the wrapper an LR scheduler puts on ``opt.step``
+    (``sets_called``: it records ``opt._opt_called = True`` before stepping). ``None`` otherwise."""
+    if getattr(fn, "_wrapped_by_lr_sched", False) and "opt_ref" in fn.__code__.co_freevars:
+        ref = fn.__closure__[fn.__code__.co_freevars.index("opt_ref")].cell_contents
+        opt = ref() if isinstance(ref, weakref.ref) else None
+        target, sets_called = getattr(fn, "__wrapped__", None), True
+    else:
+        args = L.get("args")
+        opt = args[0] if isinstance(args, tuple) and args else None
+        target, sets_called = fn, False
+    rule = OPTIMIZER_RULES.get(type(opt))
+    if rule is None or getattr(type(opt), "step", None) is not target:
+        return None
+    return opt, rule, sets_called
+
+
+_memo = threading.local()  # the snapshot of the call in progress: every entry's check of one call shares it
+
+
+def snapshot(opt: Any, rule: OptimizerRule, L: dict) -> Snapshot:
+    """The inputs and key of this call (``L``: its bound arguments), computed once per call."""
+    memo = getattr(_memo, "last", None)
+    if memo is not None and memo[0] is L and memo[1] is opt:
+        return memo[2]
+    snap = _snapshot(opt, rule, L)
+    _memo.last = (L, opt, snap)
+    return snap
+
+
+def _snapshot(opt: Any, rule: OptimizerRule, L: dict) -> Snapshot:
+    args, kwargs = L.get("args", ()), L.get("kwargs", {})
+    if len(args) > 1 or any(v is not None for v in kwargs.values()):
+        return Snapshot([], (), "a closure is passed")
+    if compat.optimizer_hooks(opt):
+        return Snapshot([], (), "step hooks are registered")
+    inputs: list = []
+    key: list = []
+    for group in opt.param_groups:
+        try:
+            lists = collect(opt, group, rule)
+        except Exception as e:  # eager raises it too (a sparse grad): the real step runs and raises it again
+            return Snapshot([], (), f"_init_group raised {type(e).__name__}")
+        refused = rule.refuse(opt, group, lists)
+        if refused is not None:
+            return Snapshot([], (), refused)
+        key.append((tuple(len(tensors) for tensors in lists), resolve_foreach(group, lists[0]),
+                    tuple((k, v) for k, v in group.items() if k != "params")))
+        inputs.extend(t for tensors in lists for t in tensors)
+    key.append(tuple((t.shape, t.stride(), t.dtype, t.device, t.requires_grad) for t in inputs))
+    if len({t.untyped_storage().data_ptr() for t in inputs}) != len(inputs):
+        return Snapshot([], (), "two of its tensors share storage")
+    return Snapshot(inputs, tuple(key), None)
+
+
+def describe_change(old: tuple, new: tuple) -> str:
+    """The first difference between two keys, in the user's terms."""
+    for i, (a, b) in enumerate(zip(old[:-1], new[:-1])):
+        if a[0] != b[0]:
+            return f"param_groups[{i}]: the number of params with a grad (or of state tensors) changed"
+        if a[1] != b[1]:
+            return f"param_groups[{i}]: foreach resolved to {b[1]} (was {a[1]})"
+        for (k, v), (k2, v2) in zip(a[2], b[2]):
+            if (k, v) != (k2, v2):
+                return f"param_groups[{i}][{k!r}] == {v!r} expected, got {v2!r}"
+    if len(old) != len(new):
+        return "the number of param groups changed"
+    return "a tensor's shape, stride, dtype, device or requires_grad changed"
+
+
+class OptimizerStepEntry(CacheEntry):
+    """A cache entry for one optimizer and one key (captured), or for calls its rule refuses (``eager``)."""
+
+    def failing_guard(self, L: dict, G: dict, F: Any) -> str | None:
+        found = optimizer_of(F, L) if isinstance(F, types.FunctionType) else None
+        if found is None or found[0] is not self.opt_ref():
+            return "another optimizer"
+        snap = snapshot(found[0], found[1], L)
+        if snap.refused is not None:
+            return f"not captured: {snap.refused}" if not self.eager else None
+        return describe_change(self.key, snap.key) if not self.eager else "the call can be captured now"
+
+
+def _entry(opt: Any, rule: OptimizerRule, key: tuple | None, **fields: Any) -> OptimizerStepEntry:
+    """An entry for ``opt`` whose check holds where this call's snapshot has ``key`` (``None``: is refused)."""
+    opt_ref = weakref.ref(opt)
+
+    def check(L: dict, G: dict, F: Any) -> bool:
+        found = optimizer_of(F, L)
+        if found is None or found[0] is not opt_ref():
+            return False
+        snap = snapshot(found[0], rule, L)
+        return snap.refused is not None if key is None else snap.refused is None and snap.key == key
+
+    def fetch(L: dict, G: dict, F: Any) -> list:
+        return snapshot(opt_ref(), rule, L).inputs
+
+    what = "refuses to capture" if key is None else f"captures with these {len(key[-1])} tensors"
+    entry = OptimizerStepEntry(check=check, guard_source=f"# a call {rule.name}.step of this optimizer {what}",
+                               fetch=fetch, **fields)
+    entry.opt_ref, entry.key = opt_ref, key
+    return entry
+
+
+def optimizer_outcome(fn: types.FunctionType, L: dict, backend: Callable) -> tuple | None:
+    """``(entry, trace_seconds, compile_seconds)`` for a call of a captured ``opt.step``, or ``None`` when
+    ``fn`` is not one. A refused call gets an eager entry (it runs ``opt.step()`` for real)."""
+    found = optimizer_of(fn, L)
+    if found is None:
+        return None
+    opt, rule, sets_called = found
+    t0 = time.perf_counter()
+    snap = snapshot(opt, rule, L)
+    if snap.refused is not None:
+        return _entry(opt, rule, None, eager=True, reason=f"{rule.name}.step is not captured: {snap.refused}"), \
+            time.perf_counter() - t0, 0.0
+    layout = [(lengths, foreach) for lengths, foreach, _ in snap.key[:-1]]
+    groups = list(opt.param_groups)
+
+    def update(*flat: torch.Tensor) -> tuple:
+        at = 0
+        for group, (lengths, foreach) in zip(groups, layout):
+            lists = []
+            for n in lengths:
+                lists.append(list(flat[at:at + n]))
+                at += n
+            rule.update(tuple(lists), group, foreach)
+        return ()
+
+    gm = compat.trace_aten(update, snap.inputs)
+    t1 = time.perf_counter()
+    with compat.global_state_kept():
+        compat.set_grad_enabled(False)  # the graph runs with grad off, as opt.step() does
+        compiled = backend(gm, list(snap.inputs))
+    t2 = time.perf_counter()
+
+    def run(*inputs: torch.Tensor) -> Any:
+        mode = torch.is_grad_enabled()
+        compat.set_grad_enabled(False)
+        try:
+            return compiled(*inputs)
+        finally:
+            compat.set_grad_enabled(mode)
+
+    def rebuild(outputs: Any, inputs: list, L: dict, G: dict, F: Any) -> None:
+        if sets_called:
+            opt_ref = entry.opt_ref()
+            if opt_ref is not None:
+                opt_ref._opt_called = True
+        return None  # opt.step() without a closure returns None
+
+    entry = _entry(opt, rule, snap.key, compiled=run, rebuild=rebuild, graph_module=gm)
+    return entry, t1 - t0, t2 - t1

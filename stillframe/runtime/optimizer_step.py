@@ -91,31 +91,34 @@ def _snapshot(opt: Any, rule: OptimizerRule, L: dict) -> Snapshot:
             lists = collect(opt, group, rule)
         except Exception as e:  # eager raises it too (a sparse grad): the real step runs and raises it again
             return Snapshot([], (), f"_init_group raised {type(e).__name__}")
-        refused = rule.refuse(opt, group, lists)
-        if refused is not None:
-            return Snapshot([], (), refused)
-        key.append((tuple(len(tensors) for tensors in lists), resolve_foreach(group, lists[0]),
-                    tuple((k, v) for k, v in group.items() if k != "params")))
-        inputs.extend(t for tensors in lists for t in tensors)
-    key.append(tuple((t.shape, t.stride(), t.dtype, t.device, t.requires_grad) for t in inputs))
-    if len({t.untyped_storage().data_ptr() for t in inputs}) != len(inputs):
+        hyper = tuple((k, v) for k, v in group.items() if k != "params")
+        if not all(type(v) in _PLAIN or type(v) is tuple and all(type(b) in _PLAIN for b in v) for _, v in hyper):
+            return Snapshot([], (), "a hyperparameter is not a Python number, bool, string or None")
+        tensors = [t for ts in lists for t in ts]
+        key.append((tuple(len(ts) for ts in lists), hyper,
+                    tuple(i for i, t in enumerate(tensors) if t is None)))  # SGD's first step: buffers are None
+        inputs.extend(tensors)
+    if all(t is not None for t in inputs) and len({t.untyped_storage().data_ptr() for t in inputs}) != len(inputs):
         return Snapshot([], (), "two of its tensors share storage")
     return Snapshot(inputs, tuple(key), None)
 
 
+_PLAIN = (int, float, bool, str, type(None))
+
+
 def describe_change(old: tuple, new: tuple) -> str:
     """The first difference between two keys, in the user's terms."""
-    for i, (a, b) in enumerate(zip(old[:-1], new[:-1])):
-        if a[0] != b[0]:
-            return f"param_groups[{i}]: the number of params with a grad (or of state tensors) changed"
-        if a[1] != b[1]:
-            return f"param_groups[{i}]: foreach resolved to {b[1]} (was {a[1]})"
-        for (k, v), (k2, v2) in zip(a[2], b[2]):
-            if (k, v) != (k2, v2):
-                return f"param_groups[{i}][{k!r}] == {v!r} expected, got {v2!r}"
     if len(old) != len(new):
         return "the number of param groups changed"
-    return "a tensor's shape, stride, dtype, device or requires_grad changed"
+    for i, (a, b) in enumerate(zip(old, new)):
+        if a[0] != b[0]:
+            return f"param_groups[{i}]: the number of params with a grad (or of state tensors) changed"
+        for (k, v), (k2, v2) in zip(a[1], b[1]):
+            if (k, v) != (k2, v2):
+                return f"param_groups[{i}][{k!r}] == {v!r} expected, got {v2!r}"
+        if a[2] != b[2]:
+            return f"param_groups[{i}]: a momentum buffer was created"
+    return "nothing"
 
 
 class OptimizerStepEntry(CacheEntry):
@@ -126,27 +129,48 @@ class OptimizerStepEntry(CacheEntry):
         if found is None or found[0] is not self.opt_ref():
             return "another optimizer"
         snap = snapshot(found[0], found[1], L)
+        if self.key is None:
+            return None if snap.refused is not None else "the call is no longer refused"
         if snap.refused is not None:
-            return f"not captured: {snap.refused}" if not self.eager else None
-        return describe_change(self.key, snap.key) if not self.eager else "the call can be captured now"
+            return f"not captured: {snap.refused}"
+        if snap.key != self.key:
+            return describe_change(self.key, snap.key)
+        return "a tensor's type, shape, stride, dtype, device or requires_grad changed"
 
 
-def _entry(opt: Any, rule: OptimizerRule, key: tuple | None, **fields: Any) -> OptimizerStepEntry:
-    """An entry for ``opt`` whose check holds where this call's snapshot has ``key`` (``None``: is refused)."""
+def _tensor_check(inputs: list) -> Callable[[list], bool]:
+    """A check that tensors match ``inputs`` in type, dispatch keys, dtype, device, requires_grad, shape and
+    strides (torch's C++ tensor check where this torch has it)."""
+    tensors = [t for t in inputs if t is not None]
+    guards = compat.tensor_guards(tensors)
+    if guards is not None:
+        return lambda live: guards.check(*[t for t in live if t is not None])
+    meta = [(type(t), t.shape, t.stride(), t.dtype, t.device, t.requires_grad) for t in tensors]
+    return lambda live: [(type(t), t.shape, t.stride(), t.dtype, t.device, t.requires_grad)
+                         for t in live if t is not None] == meta
+
+
+def _entry(opt: Any, rule: OptimizerRule, snap: Snapshot, **fields: Any) -> OptimizerStepEntry:
+    """An entry for ``opt`` whose check holds for calls like ``snap``: refused for the same reason kind
+    (``snap.refused``), or with the same key and tensors like its inputs."""
     opt_ref = weakref.ref(opt)
+    key = snap.key if snap.refused is None else None
+    tensors_match = _tensor_check(snap.inputs) if key is not None else None
 
     def check(L: dict, G: dict, F: Any) -> bool:
         found = optimizer_of(F, L)
         if found is None or found[0] is not opt_ref():
             return False
-        snap = snapshot(found[0], rule, L)
-        return snap.refused is not None if key is None else snap.refused is None and snap.key == key
+        live = snapshot(found[0], rule, L)
+        if key is None:
+            return live.refused is not None
+        return live.refused is None and live.key == key and tensors_match(live.inputs)
 
     def fetch(L: dict, G: dict, F: Any) -> list:
         return snapshot(opt_ref(), rule, L).inputs
 
-    what = "refuses to capture" if key is None else f"captures with these {len(key[-1])} tensors"
-    entry = OptimizerStepEntry(check=check, guard_source=f"# a call {rule.name}.step of this optimizer {what}",
+    what = f"refused: {snap.refused}" if key is None else f"{len(snap.inputs)} tensors"
+    entry = OptimizerStepEntry(check=check, guard_source=f"# {rule.name}.step of one optimizer, {what}",
                                fetch=fetch, **fields)
     entry.opt_ref, entry.key = opt_ref, key
     return entry
@@ -161,11 +185,18 @@ def optimizer_outcome(fn: types.FunctionType, L: dict, backend: Callable) -> tup
     opt, rule, sets_called = found
     t0 = time.perf_counter()
     snap = snapshot(opt, rule, L)
-    if snap.refused is not None:
-        return _entry(opt, rule, None, eager=True, reason=f"{rule.name}.step is not captured: {snap.refused}"), \
+    groups, layout, at = list(opt.param_groups), [], 0
+    refused = snap.refused
+    for group, (lengths, _, _) in zip(groups, snap.key if refused is None else ()):
+        lists = []
+        for n in lengths:
+            lists.append(snap.inputs[at:at + n])
+            at += n
+        refused = refused or rule.refuse(opt, group, tuple(lists))
+        layout.append((lengths, resolve_foreach(group, lists[0])))
+    if refused is not None:
+        return _entry(opt, rule, snap, eager=True, reason=f"{rule.name}.step is not captured: {refused}"), \
             time.perf_counter() - t0, 0.0
-    layout = [(lengths, foreach) for lengths, foreach, _ in snap.key[:-1]]
-    groups = list(opt.param_groups)
 
     def update(*flat: torch.Tensor) -> tuple:
         at = 0
@@ -194,10 +225,10 @@ def optimizer_outcome(fn: types.FunctionType, L: dict, backend: Callable) -> tup
 
     def rebuild(outputs: Any, inputs: list, L: dict, G: dict, F: Any) -> None:
         if sets_called:
-            opt_ref = entry.opt_ref()
-            if opt_ref is not None:
-                opt_ref._opt_called = True
+            live = entry.opt_ref()
+            if live is not None:
+                live._opt_called = True
         return None  # opt.step() without a closure returns None
 
-    entry = _entry(opt, rule, snap.key, compiled=run, rebuild=rebuild, graph_module=gm)
+    entry = _entry(opt, rule, snap, compiled=run, rebuild=rebuild, graph_module=gm)
     return entry, t1 - t0, t2 - t1

@@ -243,6 +243,9 @@ class CompiledFunction:
                 return self._internal_error_entry(fn.__code__, entries, e, L, G, fn)
             self._add_entry(fn.__code__, entries, outcome.entry, L, G, fn)
             counters["graphs"] += outcome.entry.compiled is not None
+            if getattr(outcome.entry, "warn", False):  # an optimizer step that runs for real (not captured)
+                self._warn_once(outcome.entry.reason, f"stillframe: running {fn.__qualname__} eagerly: "
+                                f"{outcome.entry.reason}")
             return outcome.entry
 
     def _cache_limit_hit(self, key: Any, where: str, then: str) -> None:

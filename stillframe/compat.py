@@ -25,6 +25,7 @@ from torch._subclasses.fake_tensor import (
     UnsupportedFakeTensorException,
     UnsupportedOperatorException,
 )
+from torch.fx.experimental.proxy_tensor import make_fx
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
 #: ``torch.set_grad_enabled`` without the context-manager object: what graphs record and plans call.
@@ -375,7 +376,21 @@ def default_foreach(params: list) -> bool:
 def trace_aten(fn: Callable, examples: list) -> torch.fx.GraphModule:
     """``fn(*examples)`` traced on fake tensors into an ATen-level FX graph (``make_fx``), with grad off and
     ``torch.compiler.is_compiling()`` True (torch's own code takes the paths it takes under torch.compile)."""
-    from torch.fx.experimental.proxy_tensor import make_fx
-
-    with torch.no_grad(), torch.compiler._compile_session_context():
+    with torch.no_grad(), _compiling():
         return make_fx(fn, tracing_mode="fake")(*examples)
+
+
+@contextlib.contextmanager
+def _compiling() -> Iterator[None]:
+    """``torch.compiler.is_compiling()`` answers True inside the block (torch's own compile-session flag)."""
+    session = getattr(torch.compiler, "_compile_session_context", None)
+    if session is not None:
+        with session():
+            yield
+        return
+    saved = torch.compiler._is_compiling_flag
+    torch.compiler._is_compiling_flag = True
+    try:
+        yield
+    finally:
+        torch.compiler._is_compiling_flag = saved

@@ -74,6 +74,10 @@ def _tensors_refusal(tensors: list) -> str | None:
     return None
 
 
+#: SGD's refusal of its first step with momentum: the step creates the buffers (it runs for real, silently).
+FIRST_STEP = "a momentum buffer is not created yet (the first step creates it)"
+
+
 def _sgd_update(lists: tuple, group: dict, foreach: bool) -> None:
     params, grads, buffers = lists
     _functional("sgd", "sgd")(params, grads, buffers if group["momentum"] != 0 else [], has_sparse_grad=False,
@@ -85,7 +89,7 @@ def _sgd_update(lists: tuple, group: dict, foreach: bool) -> None:
 def _sgd_refusal(opt: Any, group: dict, lists: tuple) -> str | None:
     params, grads, buffers = lists
     if group["momentum"] != 0 and any(b is None for b in buffers):
-        return "a momentum buffer is not created yet (the first step creates it)"
+        return FIRST_STEP
     return _common_refusal(opt, group) or _tensors_refusal([*params, *grads, *buffers])
 
 

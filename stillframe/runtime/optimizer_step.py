@@ -34,7 +34,7 @@ from typing import Any, Callable
 import torch
 
 from .. import compat
-from ..rules.optimizers import OPTIMIZER_RULES, OptimizerRule, collect, resolve_foreach
+from ..rules.optimizers import FIRST_STEP, OPTIMIZER_RULES, OptimizerRule, collect, resolve_foreach
 from .entry import CacheEntry
 
 
@@ -172,13 +172,22 @@ def _entry(opt: Any, rule: OptimizerRule, snap: Snapshot, **fields: Any) -> Opti
     what = f"refused: {snap.refused}" if key is None else f"{len(snap.inputs)} tensors"
     entry = OptimizerStepEntry(check=check, guard_source=f"# {rule.name}.step of one optimizer, {what}",
                                fetch=fetch, **fields)
-    entry.opt_ref, entry.key = opt_ref, key
+    entry.opt_ref, entry.key, entry.warn = opt_ref, key, False
     return entry
 
 
-def optimizer_outcome(fn: types.FunctionType, L: dict, backend: Callable) -> tuple | None:
+def _refused(opt: Any, rule: OptimizerRule, snap: Snapshot, reason: str) -> OptimizerStepEntry:
+    """An eager entry for calls like ``snap``: ``opt.step()`` runs for real, whole. It asks for a warning
+    (``warn``) unless the refusal passes by itself (SGD's first step creates the momentum buffers)."""
+    entry = _entry(opt, rule, snap, eager=True, reason=f"{rule.name}.step is not captured: {reason}")
+    entry.warn = reason != FIRST_STEP
+    return entry
+
+
+def optimizer_outcome(fn: types.FunctionType, L: dict, call_backend: Callable) -> tuple | None:
     """``(entry, trace_seconds, compile_seconds)`` for a call of a captured ``opt.step``, or ``None`` when
-    ``fn`` is not one. A refused call gets an eager entry (it runs ``opt.step()`` for real)."""
+    ``fn`` is not one. A refused call gets an eager entry (it runs ``opt.step()`` for real).
+    ``call_backend(gm, example_inputs)`` compiles the graph (raising as torch.compile does when it fails)."""
     found = optimizer_of(fn, L)
     if found is None:
         return None
@@ -195,8 +204,7 @@ def optimizer_outcome(fn: types.FunctionType, L: dict, backend: Callable) -> tup
         refused = refused or rule.refuse(opt, group, tuple(lists))
         layout.append((lengths, resolve_foreach(group, lists[0])))
     if refused is not None:
-        return _entry(opt, rule, snap, eager=True, reason=f"{rule.name}.step is not captured: {refused}"), \
-            time.perf_counter() - t0, 0.0
+        return _refused(opt, rule, snap, refused), time.perf_counter() - t0, 0.0
 
     def update(*flat: torch.Tensor) -> tuple:
         at = 0
@@ -208,11 +216,15 @@ def optimizer_outcome(fn: types.FunctionType, L: dict, backend: Callable) -> tup
             rule.update(tuple(lists), group, foreach)
         return ()
 
-    gm = compat.trace_aten(update, snap.inputs)
+    try:
+        gm = compat.trace_aten(update, snap.inputs)
+    except Exception as e:  # ours, or torch's functional on fakes: this key runs for real from now on
+        return _refused(opt, rule, snap, f"tracing the update failed ({type(e).__name__}: {e})"), \
+            time.perf_counter() - t0, 0.0
     t1 = time.perf_counter()
     with compat.global_state_kept():
         compat.set_grad_enabled(False)  # the graph runs with grad off, as opt.step() does
-        compiled = backend(gm, list(snap.inputs))
+        compiled = call_backend(gm, list(snap.inputs))
     t2 = time.perf_counter()
 
     def run(*inputs: torch.Tensor) -> Any:

@@ -49,6 +49,7 @@ class OptimizerRule:
     lists: int  # the tensor lists _init_group fills
     update: Callable[[tuple, dict, bool], None]
     refuse: Callable[[Any, dict, tuple], str | None]
+    exact: bool  # the captured update computes eager's values bit for bit (SGD: eager's own code path)
 
 
 def _common_refusal(opt: Any, group: dict) -> str | None:
@@ -122,9 +123,9 @@ _INIT_GROUP = {
 
 
 def _rules() -> dict[type, OptimizerRule]:
-    made = {torch.optim.SGD: OptimizerRule("SGD", 3, _sgd_update, _sgd_refusal),
-            torch.optim.Adam: OptimizerRule("Adam", 6, _adam_update, _adam_refusal),
-            torch.optim.AdamW: OptimizerRule("AdamW", 6, _adam_update, _adam_refusal)}
+    made = {torch.optim.SGD: OptimizerRule("SGD", 3, _sgd_update, _sgd_refusal, True),
+            torch.optim.Adam: OptimizerRule("Adam", 6, _adam_update, _adam_refusal, False),
+            torch.optim.AdamW: OptimizerRule("AdamW", 6, _adam_update, _adam_refusal, False)}
     rules = {}
     for cls, rule in made.items():
         base = torch.optim.Adam if cls is torch.optim.AdamW else cls

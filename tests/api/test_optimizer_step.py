@@ -216,3 +216,41 @@ def test_an_update_that_cannot_be_traced_runs_for_real(monkeypatch):
     with pytest.warns(stillframe.StillframeWarning, match="tracing the update failed .RuntimeError: cannot trace"):
         eager, comp = run_both("adam", "eager", steps=4)
     assert stillframe.counters["graphs"] == 0 and stillframe.counters["traces"] == 1
+
+
+def _training_step(model, opt):
+    def step(x, y):
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss.detach()
+    return step
+
+
+@pytest.mark.parametrize("name", ["sgd_momentum", "sgd_nesterov", "adamw"])
+def test_in_a_compiled_training_step_the_sgd_update_is_its_own_graph(name):
+    """After the backward's break, ``opt.step()`` runs a compiled step: SGD's update is one graph (its values
+    are eager's bit for bit); Adam's and AdamW's keep running for real there (so the training step's values
+    stay exactly eager's)."""
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    eager, comp = Side(OPTIMIZERS[name], lambda s: s), Side(OPTIMIZERS[name], lambda s: s)
+    eager_step = _training_step(eager.model, eager.opt)
+    comp_step = stillframe.compile(_training_step(comp.model, comp.opt), backend=backend)
+    with NoWarning():
+        for i in range(8):
+            x, y = torch.randn(4, 8), torch.randn(4, 2)
+            torch.testing.assert_close(comp_step(x, y), eager_step(x, y), rtol=0, atol=0)
+            assert_same(eager, comp, True, f"after step {i}")
+    update_graphs = [gm for gm in graphs if any(isinstance(n.target, torch._ops.OpOverload) and
+                                                n.target.overloadpacket.__name__.endswith("_") for n in gm.graph.nodes)]
+    if name.startswith("sgd"):
+        assert len(update_graphs) == 1
+        assert len([n for n in update_graphs[0].graph.nodes if n.op == "placeholder"]) == 3 * 4
+    else:
+        assert update_graphs == []

@@ -129,7 +129,8 @@ TORCH_DENY = {torch.manual_seed, torch.seed, torch.save, torch.load, torch.compi
 # on fake tensors as one op (that runs the step's Python for real at trace time: ``Adam.step`` on fakes
 # writes a fake ``state["step"]`` into the real optimizer) or traced through (its reads of ``.grad`` and
 # its state break the graph at every parameter): ``opt.step()``, ``opt.zero_grad()``, ``sched.step()``
-# break the graph and run for real, whole.
+# break the graph and run for real, whole. ``opt.step`` of SGD, Adam and AdamW is captured by its own rule
+# instead (``rules/optimizers.py``): compiled directly, and as the real step a compiled training step takes.
 RUNS_FOR_REAL_PACKAGES = ("torch.optim",)
 
 

@@ -74,7 +74,8 @@ def run_both(name: str, backend: str, steps: int = 20, **kwargs) -> tuple[Side, 
         for side in (eager, comp):
             side.backward(i)
             side.step()
-        assert_same(eager, comp, name in EXACT, f"after step {i}")
+        # inductor fuses SGD's update too (its rounding differs from eager's kernels)
+        assert_same(eager, comp, name in EXACT and backend != "inductor", f"after step {i}")
         for side in (eager, comp):
             side.opt.zero_grad(set_to_none=i % 3 != 1)  # mostly None, sometimes zeros
             if side.sched is not None:

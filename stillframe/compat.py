@@ -30,7 +30,9 @@ from torch._subclasses.fake_tensor import (
     UnsupportedOperatorException,
 )
 from torch._guards import TracingContext, tracing
-from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatefulSymbolicContext, StatelessSymbolicContext
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.fx.experimental.symbolic_shapes import (DimDynamic, ShapeEnv, StatefulSymbolicContext,
+                                                   StatelessSymbolicContext)
 
 #: ``torch.set_grad_enabled`` without the context-manager object: what graphs record and plans call.
 set_grad_enabled: Callable[[bool], None] = torch._C._set_grad_enabled
@@ -499,3 +501,47 @@ def _scalar_outputs_allowed(mode: FakeTensorMode, inner: Any) -> Iterator[None]:
             yield
     finally:
         env.settings = before
+
+
+# --- torch.optim (stillframe.compile(opt.step): rules/optimizers.py, runtime/optimizer_step.py) ---------------
+
+def optimizer_init_group(opt: Any, group: dict, *lists: list) -> Any:
+    """``opt._init_group(group, *lists)``: torch.optim's own collection of one param group's tensors (params
+    with a grad, their grads and state), creating the state lazily on the first step as ``opt.step()`` does."""
+    return opt._init_group(group, *lists)
+
+
+def optimizer_hooks(opt: Any) -> tuple:
+    """The step hooks a call of ``opt.step()`` runs: the global and the optimizer's own pre and post hooks."""
+    module = importlib.import_module("torch.optim.optimizer")
+    return (*module._global_optimizer_pre_hooks.values(), *module._global_optimizer_post_hooks.values(),
+            *opt._optimizer_step_pre_hooks.values(), *opt._optimizer_step_post_hooks.values())
+
+
+def default_foreach(params: list) -> bool:
+    """Whether torch.optim takes its foreach implementation for these (real) tensors when ``foreach=None``."""
+    module = importlib.import_module("torch.optim.optimizer")
+    return bool(module._default_to_fused_or_foreach(params, False, use_fused=False)[1])
+
+
+def trace_aten(fn: Callable, examples: list) -> torch.fx.GraphModule:
+    """``fn(*examples)`` traced on fake tensors into an ATen-level FX graph (``make_fx``), with grad off and
+    ``torch.compiler.is_compiling()`` True (torch's own code takes the paths it takes under torch.compile)."""
+    with torch.no_grad(), _compiling():
+        return make_fx(fn, tracing_mode="fake")(*examples)
+
+
+@contextlib.contextmanager
+def _compiling() -> Iterator[None]:
+    """``torch.compiler.is_compiling()`` answers True inside the block (torch's own compile-session flag)."""
+    session = getattr(torch.compiler, "_compile_session_context", None)
+    if session is not None:
+        with session():
+            yield
+        return
+    saved = torch.compiler._is_compiling_flag
+    torch.compiler._is_compiling_flag = True
+    try:
+        yield
+    finally:
+        torch.compiler._is_compiling_flag = saved

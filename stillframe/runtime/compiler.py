@@ -46,6 +46,7 @@ from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace.interpreter import Tracer
 from . import live
 from .executors import EXECUTORS
+from .optimizer_step import optimizer_outcome
 from .entry import CacheEntry
 from .rebuild import StateCodegen
 from .shapes import ShapePolicy
@@ -55,7 +56,7 @@ from ..diagnostics import log
 @dataclass
 class TraceOutcome:
     entry: CacheEntry
-    tracer: Tracer
+    tracer: Tracer | None  # None for an optimizer step (runtime/optimizer_step.py): no bytecode was traced
     trace_seconds: float
     compile_seconds: float
 
@@ -149,10 +150,15 @@ def compile_frame(fn: types.FunctionType, L: dict, G: dict, F: Any, backend: Cal
                   fullgraph: bool = False, shapes: ShapePolicy | None = None) -> TraceOutcome:
     """Trace one call of ``fn`` and build its cache entry (raises Unsupported / UserError from the trace).
 
-    A function whose every call must run for real (``stillframe.compile(opt.step)``: torch.optim keeps its
+    ``opt.step`` of an optimizer class with a rule (``rules/optimizers.py``) is captured by
+    :func:`~stillframe.runtime.optimizer_step.optimizer_outcome`. Any other function whose every call must run for real (``stillframe.compile(opt.step)``: torch.optim keeps its
     state in Python objects, see ``tensors/effects.py``) is not traced at all: Unsupported, so it runs
     eagerly, without the per-call guards and graph breaks of a plan that would capture nothing.
     """
+    captured = optimizer_outcome(fn, L, lambda gm, examples: _call_backend(backend, gm, examples, None))
+    if captured is not None:  # opt.step of SGD, Adam, AdamW: the update in one graph (runtime/optimizer_step.py)
+        entry, trace_seconds, compile_seconds = captured
+        return TraceOutcome(entry, None, trace_seconds, compile_seconds)
     reason = runs_for_real(fn)
     if reason is not None:
         raise Unsupported(GraphBreak(GraphBreakKind.EFFECTFUL_CALL, reason,

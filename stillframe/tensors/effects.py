@@ -26,6 +26,7 @@ there as data-dependent, before any fake runs.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
@@ -175,8 +176,36 @@ def never_traced(target: Any) -> str | None:
 # on fake tensors as one op (that runs the step's Python for real at trace time: ``Adam.step`` on fakes
 # writes a fake ``state["step"]`` into the real optimizer) or traced through (its reads of ``.grad`` and
 # its state break the graph at every parameter): ``opt.step()``, ``opt.zero_grad()``, ``sched.step()``
-# break the graph and run for real, whole.
+# break the graph and run for real, whole. ``opt.step`` of SGD, Adam and AdamW is captured by its own rule
+# instead (``rules/optimizers.py``): compiled directly, and as the real step a compiled training step takes.
 RUNS_FOR_REAL_PACKAGES = ("torch.optim",)
+
+
+# Ops whose success depends on tensor *values*: an integer index out of range raises only when the graph runs
+# (a fake tensor cannot tell), after the trace has moved past the user's ``try`` and past side effects that
+# are replayed after the graph. Keyed as PURE_QUERIES (methods by name). F.embedding is left out: models look
+# up embeddings everywhere, and its indices come from the data loader.
+RAISES_ON_VALUES: set = {operator.getitem, operator.setitem, torch.index_select, torch.gather, torch.take,
+                         torch.scatter, torch.scatter_add, torch.index_add, torch.index_copy, torch.index_fill,
+                         "__getitem__", "__setitem__", "index_select", "gather", "take", "put_", "put",
+                         "index_put_", "index_put", "index_add_", "index_add", "index_copy_", "index_copy",
+                         "index_fill_", "index_fill", "scatter_", "scatter", "scatter_add_", "scatter_add"}
+
+
+def raises_on_values(kind: str, target: Any, fake_args: tuple, fake_kwargs: dict) -> bool:
+    """Whether ``target`` (listed in :data:`RAISES_ON_VALUES`) is called with an integer index tensor, so it may
+    raise depending on the index's values (fake arguments; the first, the tensor indexed, is not an index)."""
+    key = _key(target)
+    if key is None or (kind == "call_method") != isinstance(key, str) or key not in RAISES_ON_VALUES:
+        return False
+    return any(_integer_tensor(a) for a in (*fake_args[1:], *fake_kwargs.values()))
+
+
+def _integer_tensor(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return any(_integer_tensor(v) for v in value)
+    return isinstance(value, torch.Tensor) and not value.dtype.is_floating_point and \
+        not value.dtype.is_complex and value.dtype is not torch.bool
 
 
 def runs_for_real(target: Any) -> str | None:

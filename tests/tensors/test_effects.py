@@ -273,3 +273,63 @@ def test_vector_to_parameters_inside_the_function(backend):
         torch.testing.assert_close(compiled(compiled_lin, x, vec), f(eager_lin, x, vec))
         for a, b in zip(compiled_lin.parameters(), eager_lin.parameters()):
             torch.testing.assert_close(a, b)
+
+
+# ---------------------------------------------------------------- ops that raise on index values
+OUT: list = []
+
+
+def _index_plain(x, idx):
+    return x[idx] * 2
+
+
+def _index_in_try(x, idx):
+    y = x * 2
+    try:
+        z = y[idx]
+    except IndexError as e:
+        OUT.append(str(e))
+        z = y
+    return z + 1
+
+
+def _index_after_side_effect(x, idx):
+    OUT.append(1)
+    return torch.gather(x, 0, idx)
+
+
+def _index_in_with(x, idx):
+    with torch.no_grad():
+        return x[idx] + 1
+
+
+@pytest.mark.parametrize("fn", [_index_plain, _index_in_with])
+def test_indexing_with_a_tensor_stays_in_the_graph_where_no_one_would_see_its_error(fn):
+    assert breaks(fn, torch.randn(4), torch.tensor([0, 3])) == []
+
+
+def _outcome(fn, x, idx):
+    OUT.clear()
+    try:
+        result = fn(x, idx)
+    except Exception as e:  # compared with eager's below
+        result = (type(e), str(e))
+    return result, list(OUT)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [_index_in_try, _index_after_side_effect])
+def test_indexing_with_a_tensor_runs_for_real_where_its_error_would_be_seen(fn, backend):
+    """Inside a try, or after a side effect (replayed after the graph), an index out of range must raise where
+    eager raises it: the op runs for real (tensors/effects.py, RAISES_ON_VALUES)."""
+    compiled = stillframe.compile(fn, backend=backend)
+    for idx in ([0, 3], [0, 9], [1, 2]):
+        x = torch.randn(4)
+        (expected, expected_out), (got, got_out) = _outcome(fn, x, torch.tensor(idx)), \
+            _outcome(compiled, x, torch.tensor(idx))
+        assert got_out == expected_out, idx
+        if isinstance(expected, torch.Tensor):
+            torch.testing.assert_close(got, expected, rtol=0, atol=0)
+        else:
+            assert got == expected, idx
+    assert [kind for kind, _ in breaks(fn, torch.randn(4), torch.tensor([0, 3]))] == ["data_dependent"]

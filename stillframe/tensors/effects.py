@@ -195,7 +195,7 @@ RAISES_ON_VALUES: set = {operator.getitem, operator.setitem, torch.index_select,
 def raises_on_values(kind: str, target: Any, fake_args: tuple, fake_kwargs: dict) -> bool:
     """Whether ``target`` (listed in :data:`RAISES_ON_VALUES`) is called with an integer index tensor, so it may
     raise depending on the index's values (fake arguments; the first, the tensor indexed, is not an index)."""
-    key = _key(target)
+    key = hashable_key(target)
     if key is None or (kind == "call_method") != isinstance(key, str) or key not in RAISES_ON_VALUES:
         return False
     return any(_integer_tensor(a) for a in (*fake_args[1:], *fake_kwargs.values()))

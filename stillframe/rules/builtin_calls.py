@@ -21,6 +21,7 @@ from typing import Any, Callable
 import torch
 from ..errors import UserError
 from ..guards.guard import Guard
+from ..guards.source import AttrSource
 from ..variables.base import (
     AutocastVariable,
     ConstantVariable,
@@ -190,6 +191,10 @@ def _isinstance(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
                 return ConstantVariable(True)
             continue
         check = getattr(type(c), "__instancecheck__", None)
+        if type(c) is _LEGACY_STORAGE_TYPE:
+            if _legacy_storage_check(tx, obj, c):
+                return ConstantVariable(True)
+            continue
         if isinstance(check, types.FunctionType) and not type(c).__module__.startswith(_FOLDED_METACLASSES):
             # a user metaclass's own __instancecheck__ decides, traced (ABCMeta and torch's own are answered by
             # the class relation below, as they answer)
@@ -207,6 +212,23 @@ def _isinstance(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 #: The metaclass of torch's legacy tensor types (``torch.FloatTensor`` ...).
 _LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
 _FOLDED_METACLASSES = ("abc", "_py_abc", "typing", "torch", "builtins", "enum")
+#: The metaclass of torch's legacy storage classes (``torch.BoolStorage`` ...).
+_LEGACY_STORAGE_TYPE = type(torch.BoolStorage)
+
+
+def _legacy_storage_check(tx: Tracer, obj: VariableTracker, cls: type) -> bool:
+    """``isinstance(s, torch.BoolStorage)``: the class itself, or a plain ``TypedStorage`` of that class's dtype and
+    device (as the metaclass's ``__instancecheck__`` answers); the storage's dtype and device are guarded."""
+    t = python_type_of(tx, obj)
+    if issubclass(t, cls):
+        return True
+    if t is not torch.TypedStorage or not isinstance(obj, PythonObjectVariable):
+        return False
+    storage = obj.value
+    if obj.source is not None:
+        tx.add_guard(Guard(AttrSource(obj.source, "dtype"), "EQUALS", storage.dtype))
+        tx.add_guard(Guard(AttrSource(AttrSource(obj.source, "device"), "type"), "EQUALS", storage.device.type))
+    return isinstance(storage, cls)
 
 
 def _flat_classes(cls: Any) -> list:

@@ -25,6 +25,7 @@ from ..variables.base import (
     ConstantVariable,
     DictEntry,
     DictVariable,
+    DictViewVariable,
     GeneratorVariable,
     IteratorVariable,
     LazyArgument,
@@ -105,6 +106,9 @@ def _live_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
     if isinstance(getattribute, types.FunctionType) and not isinstance(obj.value, (type, types.ModuleType)):
         return calls.call_sync(tx, UserFunctionVariable(getattribute), [obj, ConstantVariable(name)], {})
     return object_attr(tx, obj, obj.value, name)
+
+
+GETATTR.refuse("the methods of a dict view (isdisjoint, mapping) are not modelled", DictViewVariable)
 
 
 @GETATTR.rule(ObjectVariable)

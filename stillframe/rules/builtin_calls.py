@@ -27,6 +27,7 @@ from ..variables.base import (
     ConstantVariable,
     DictEntry,
     DictVariable,
+    DictViewVariable,
     GeneratorEntry,
     GeneratorVariable,
     LiveIteratorVariable,
@@ -149,6 +150,8 @@ def _len(tx: Tracer, var: VariableTracker) -> int:
         return len(tx.list_items(var))
     if isinstance(var, DictVariable):
         return len(tx.dict_entry(var).items)
+    if isinstance(var, DictViewVariable):
+        return len(tx.dict_entry(var.mapping).items)
     if isinstance(var, SetVariable):
         return len(tx.heap(var.oid).values)
     if isinstance(var, TensorVariable):

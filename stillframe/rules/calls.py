@@ -36,6 +36,7 @@ from ..variables.base import (
     ConstantVariable,
     ContextExitVariable,
     DictVariable,
+    DictViewVariable,
     GeneratorVariable,
     GradModeVariable,
     IteratorVariable,
@@ -269,7 +270,7 @@ def _call_context_exit(tx: Tracer, fn: ContextExitVariable, args: list, kwargs: 
 
 CALL.refuse("a constant, container or range is not callable (the real call raises TypeError)",
             ConstantVariable, ListVariable, DictVariable, TupleVariable, RangeVariable, SliceVariable, SetVariable,
-            DequeVariable)
+            DequeVariable, DictViewVariable)
 CALL.refuse("a tensor's __call__ is not modelled", TensorVariable)
 CALL.refuse("iterators and generators are not callable", IteratorVariable, LiveIteratorVariable, GeneratorVariable)
 CALL.refuse("a grad-mode or autocast object made in the trace is called for real (as a decorator)",

@@ -8,6 +8,7 @@ from ..variables.kinds import CALLABLES, CONTEXT_VALUES, INTERNAL
 from ..variables.base import (
     ConstantVariable,
     DictVariable,
+    DictViewVariable,
     GeneratorVariable,
     IteratorVariable,
     LazyArgument,
@@ -44,7 +45,7 @@ def _constant(tx, var):
     return bool(var.value)
 
 
-@truthiness.rule(TupleVariable, ListVariable, DictVariable, SetVariable, DequeVariable)
+@truthiness.rule(TupleVariable, ListVariable, DictVariable, SetVariable, DequeVariable, DictViewVariable)
 def _sized(tx, var):
     return builtin_calls._len(tx, var) > 0
 

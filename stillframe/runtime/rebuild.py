@@ -37,6 +37,7 @@ from ..variables.base import (
     ConstantVariable,
     ContextExitVariable,
     DictVariable,
+    DictViewVariable,
     GeneratorVariable,
     GradModeVariable,
     IteratorVariable,
@@ -323,6 +324,11 @@ def _rebuild_dict(cg: StateCodegen, var: DictVariable) -> str:
     if entry.live is not None:
         return cg.gen.const(entry.live)
     return cg._once(("heap", var.oid), "{}", lambda name: f"{name}.update({cg._dict(entry.items)})")
+
+
+@REBUILD.rule(DictViewVariable)
+def _rebuild_dict_view(cg: StateCodegen, var: DictViewVariable) -> str:
+    return f"{cg.expr(var.mapping)}.{var.kind}()"
 
 
 @REBUILD.rule(DequeVariable)

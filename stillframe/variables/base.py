@@ -168,6 +168,18 @@ class DictVariable(VariableTracker):
 
 
 @dataclass(frozen=True, slots=True)
+class DictViewVariable(VariableTracker):
+    """``d.keys()``, ``d.values()`` or ``d.items()`` of a heap dict: a live view, so it sees every later write to
+    ``d`` and can be iterated again, as in eager (``kind`` is ``"keys"``, ``"values"`` or ``"items"``)."""
+
+    mapping: DictVariable
+    kind: str
+
+    def python_type(self) -> type:
+        return type(getattr({}, self.kind)())
+
+
+@dataclass(frozen=True, slots=True)
 class RangeVariable(VariableTracker):
     """``range(start, stop, step)`` over constants."""
 

@@ -389,6 +389,10 @@ GLOBAL_STATES: dict[str, GuardKind] = {
                                 lambda name, value: f"torch.is_inference_mode_enabled() == {value}"),
     "global_hooks": GuardKind(lambda gen, v, value: "___global_hooks_empty()",
                               lambda name, value: "no global module hooks"),
+    # a query of process-wide state folded into the trace (effects.GUARDED_QUERIES): (checker, its constant
+    # arguments, the value it returned)
+    "query": GuardKind(lambda gen, v, value: f"{gen.const(value[0])}(*{gen.const(value[1])}) == {gen.const(value[2])}",
+                       lambda name, value: f"{getattr(value[0], '__qualname__', value[0])}{value[1]!r} == {value[2]!r}"),
     # a resumed segment: which locals of the call stack are bound (an ``if`` may have bound one only sometimes)
     "live_names": GuardKind(lambda gen, v, value: f"L.keys() == {gen.const(value)}",
                             lambda name, value: f"the live names are {sorted(_user_local(n) for n in value)}"),

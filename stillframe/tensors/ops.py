@@ -23,8 +23,9 @@ import torch
 from .. import compat
 import torch.nn.functional as F
 from ..errors import InternalError
+from ..guards.guard import Guard
 from ..guards.source import AttrSource, LiftedSource
-from .effects import is_pure_query, known_effect, no_rule
+from .effects import is_pure_query, known_effect, no_rule, query_checker
 from .meta import fresh_base, fresh_view
 from .symbolic import has_symbols, plain, wrap_symbolic
 from ..variables.base import (
@@ -203,6 +204,10 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         if t._version != v and not any(t is f for f in fresh.values()):
             raise InternalError(f"{_describe(kind, target)} mutated a tensor stillframe did not know it writes")
     if not mutated and not _contains_tensor(result):
+        checker = query_checker(kind, target, bool(tx.state.autocast))
+        if checker is not None and not kwargs and all(type(a) is ConstantVariable for a in args):
+            tx.add_guard(Guard(None, "GLOBAL", ("query", (checker, tuple(a.value for a in args), result))))
+            return wrap_constant_result(tx, result, kind, target)
         if not is_pure_query(kind, target):  # default deny: a fake's result shows shapes, never effects
             tx.unsupported("effectful_call", no_rule(_describe(kind, target), result), RUNS_FOR_REAL)
         if has_symbols(result):  # x.size(), x.numel() with dynamic shapes: computed in the graph

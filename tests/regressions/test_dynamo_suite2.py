@@ -93,3 +93,66 @@ def view_across_a_break(x):
 
 def test_a_dict_view_across_a_graph_break():
     assert_parity(view_across_a_break, lambda: (torch.ones(2),), calls=2)
+
+
+def export_aware(x):
+    return x + 1 if torch.onnx.is_in_onnx_export() else x - 1
+
+
+def test_a_process_wide_query_is_folded_and_guarded():
+    # is_in_onnx_export broke the graph (no rule); folding it without a guard would keep an old answer
+    from torch.onnx._internal.torchscript_exporter._globals import GLOBALS
+
+    compiled = stillframe.compile(export_aware, backend="eager", fullgraph=True)
+    x = torch.ones(2)
+    assert torch.equal(compiled(x), export_aware(x))
+    GLOBALS.in_onnx_export = True
+    try:
+        assert torch.equal(compiled(x), x + 1) and torch.equal(export_aware(x), x + 1)
+    finally:
+        GLOBALS.in_onnx_export = False
+    assert torch.equal(compiled(x), x - 1)
+
+
+def autocast_dtype_query(x):
+    return x.to(torch.get_autocast_dtype("cpu")), x.to(torch.get_autocast_gpu_dtype())
+
+
+def process_group_query(x):
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return x * 2
+    return x + 3
+
+
+@pytest.mark.parametrize("fn", [autocast_dtype_query, process_group_query], ids=lambda f: f.__name__)
+def test_queries_of_process_wide_state_are_captured(fn):
+    assert_parity(fn, lambda: (torch.ones(2),), calls=2, fullgraph=True)
+
+
+def test_a_changed_cuda_autocast_dtype_is_seen():
+    compiled = stillframe.compile(autocast_dtype_query, backend="eager", fullgraph=True)
+    before = torch.get_autocast_dtype("cuda")
+    x = torch.ones(2)
+    assert compiled(x)[1].dtype == before
+    torch.set_autocast_dtype("cuda", torch.bfloat16 if before != torch.bfloat16 else torch.float16)
+    try:
+        assert compiled(x)[1].dtype == torch.get_autocast_dtype("cuda") != before
+    finally:
+        torch.set_autocast_dtype("cuda", before)
+
+
+def cuda_autocast_flag(x):
+    return x + 1 if torch.is_autocast_enabled() else x - 1  # no argument: the CUDA autocast state
+
+
+def test_the_cuda_autocast_flag_is_guarded():
+    # it was folded as a pure query with no guard: a plan made with it off kept answering False
+    compiled = stillframe.compile(cuda_autocast_flag, backend="eager", fullgraph=True)
+    x = torch.ones(2)
+    assert torch.equal(compiled(x), cuda_autocast_flag(x))
+    torch.set_autocast_enabled("cuda", True)
+    try:
+        assert torch.equal(compiled(x), x + 1) and torch.equal(cuda_autocast_flag(x), x + 1)
+    finally:
+        torch.set_autocast_enabled("cuda", False)
+    assert torch.equal(compiled(x), x - 1)

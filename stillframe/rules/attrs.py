@@ -130,9 +130,28 @@ def _container_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTrac
         class_attr = getattr(obj.cls, name, MISSING)
         if class_attr is not MISSING and not callable(class_attr):
             return wrap(tx, class_attr, None)  # _fields, _field_defaults ...
+        method = _python_method_of(obj.cls, name)
+        if isinstance(method, staticmethod):  # a method written in a NamedTuple subclass: traced
+            return wrap(tx, method.__func__, None)
+        if isinstance(method, classmethod):
+            return UserMethodVariable(method.__func__, wrap(tx, obj.cls, None))
+        if isinstance(method, types.FunctionType):
+            return UserMethodVariable(method, obj)
     if hasattr(obj.python_type(), name):
         return ContainerMethodVariable(obj, name)
     tx.user_error(AttributeError(f"'{obj.python_type().__name__}' object has no attribute '{name}'"))
+
+
+def _python_method_of(cls: type, name: str) -> Any:
+    """The function, staticmethod or classmethod ``name`` of a tuple subclass's own Python classes (the first
+    in its MRO that defines it, before ``tuple``), or ``None``."""
+    for klass in cls.__mro__:
+        if klass is tuple:
+            return None
+        attr = klass.__dict__.get(name, MISSING)
+        if attr is not MISSING:
+            return attr if isinstance(attr, (types.FunctionType, staticmethod, classmethod)) else None
+    return None
 
 
 @GETATTR.rule(ConstantVariable)

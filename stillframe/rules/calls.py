@@ -153,6 +153,8 @@ _TRACING_ANSWERS: dict[bool, dict] = {}  # by whether torch._dynamo was imported
 
 # Pure functions folded at trace time when every argument is a constant.
 PURE_MODULES = (math, operator)
+#: Other C functions that compute on their (constant) arguments alone: ``sys.intern`` returns an equal string.
+PURE_FUNCTIONS = {sys.intern}
 
 
 # Python modules whose functions are never traced: they only talk to the outside world (and tracing them
@@ -602,6 +604,8 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
             value.__module__ not in ("builtins",) and not value.__module__.startswith("torch"):
         return tx.push(construct(tx, value, args, kwargs))
     module = getattr(value, "__module__", "") or ""
+    if value in PURE_FUNCTIONS and all(is_const(tx, a) for a in args) and all(is_const(tx, v) for v in kwargs.values()):
+        return tx.push(fold(tx, value, args, kwargs))
     if module in ("math", "operator", "_operator") or module.startswith("math"):
         if any(isinstance(a, TensorVariable) for a in args) and module in ("operator", "_operator"):
             return tx.push(call_tensor_op(tx, "call_function", value, tuple(args), kwargs))

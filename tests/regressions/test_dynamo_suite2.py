@@ -1,5 +1,8 @@
 """More divergences found by running PyTorch's own Dynamo tests through stillframe (issue 16)."""
 
+import sys
+import typing
+
 import pytest
 import torch
 
@@ -156,3 +159,34 @@ def test_the_cuda_autocast_flag_is_guarded():
     finally:
         torch.set_autocast_enabled("cuda", False)
     assert torch.equal(compiled(x), x - 1)
+
+
+class Pair(typing.NamedTuple):
+    first: torch.Tensor
+    second: torch.Tensor
+
+    def add(self):
+        return self.first + self.second
+
+    @staticmethod
+    def one():
+        return 1
+
+    @classmethod
+    def name(cls):
+        return cls.__name__
+
+
+class Triple(Pair):
+    def add(self):
+        return super().add() * 2
+
+
+def named_tuple_methods(a, b):
+    p = Pair(a, b)
+    return p.add(), p.one(), p.name(), Pair.one(), p._fields, Triple(a, b).add(), len(sys.intern("ab" + "c"))
+
+
+def test_methods_written_in_a_named_tuple_class_are_traced():
+    # p.add() was an unsupported call (only tuple's own methods were known)
+    assert_parity(named_tuple_methods, lambda: (torch.ones(2), torch.randn(2)), calls=2, fullgraph=True)

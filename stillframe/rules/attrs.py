@@ -143,14 +143,18 @@ def _container_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTrac
 
 
 def _python_method_of(cls: type, name: str) -> Any:
-    """The function, staticmethod or classmethod ``name`` of a tuple subclass's own Python classes (the first
-    in its MRO that defines it, before ``tuple``), or ``None``."""
+    """The function, staticmethod or classmethod ``name`` written in a tuple subclass (the first class in its MRO
+    that defines it, before ``tuple``), or ``None``: the ones ``collections.namedtuple`` makes (``_replace`` ...)
+    have their own rules."""
     for klass in cls.__mro__:
         if klass is tuple:
             return None
         attr = klass.__dict__.get(name, MISSING)
         if attr is not MISSING:
-            return attr if isinstance(attr, (types.FunctionType, staticmethod, classmethod)) else None
+            fn = getattr(attr, "__func__", attr)
+            if not isinstance(fn, types.FunctionType) or fn.__module__ == "collections":
+                return None
+            return attr
     return None
 
 

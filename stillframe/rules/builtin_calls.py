@@ -262,6 +262,12 @@ def call_builtin(tx: Tracer, fn: Any, args: list, kwargs: dict) -> None:
             (not isinstance(args[0].value, type) or type(args[0].value).__repr__ is type.__repr__):
         # a class, function or module: fixed by its type/identity guards, and so is its text
         return tx.push(ConstantVariable(fn(args[0].value)))
+    if fn in (str, repr) and len(args) == 1 and not kwargs and isinstance(args[0], UserFunctionVariable) and \
+            args[0].source is not None:
+        # a function's text names it and its address: fixed once its identity is (a closure made afresh on
+        # each call is otherwise guarded by its code alone)
+        tx.add_guard(Guard(args[0].source, "ID", id(args[0].fn)))
+        return tx.push(ConstantVariable(fn(args[0].fn)))
     tx.unsupported("unsupported_builtin", f"the builtin {getattr(fn, '__name__', fn)} is not supported here")
 
 

@@ -190,3 +190,25 @@ def named_tuple_methods(a, b):
 def test_methods_written_in_a_named_tuple_class_are_traced():
     # p.add() was an unsupported call (only tuple's own methods were known)
     assert_parity(named_tuple_methods, lambda: (torch.ones(2), torch.randn(2)), calls=2, fullgraph=True)
+
+
+def make_text_of_a_closure():
+    def another_fn():
+        pass
+
+    def fn(x):
+        return x + 1, "another_fn" in str(another_fn), str(another_fn), repr(another_fn)
+
+    return fn
+
+
+def calls_its_argument(x, fn):
+    return fn(x)
+
+
+def test_str_of_a_function_names_that_function():
+    # str(fn) was an unsupported builtin; two closures of one code have different text (their addresses), so
+    # the text is guarded by the function's identity, not only by its code
+    compiled = stillframe.compile(calls_its_argument, backend="eager", fullgraph=True)
+    for fn in (make_text_of_a_closure(), make_text_of_a_closure()):
+        assert compiled(torch.ones(2), fn)[1:] == fn(torch.ones(2))[1:]

@@ -163,6 +163,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     effect = known_effect(kind, target)
     if effect is not None:
         tx.unsupported("effectful_call", effect, RUNS_FOR_REAL)
+    if kind == "call_method" and target == "type":
+        args, kwargs = _legacy_type_names(args, kwargs)
     if kind == "call_function" and "requires_grad" in kwargs:
         lifted = _lift_leaf_factory(tx, target, args, kwargs)
         if lifted is not None:
@@ -405,6 +407,19 @@ def to_fx(tx: Any, var: VariableTracker) -> Any:
     if isinstance(var, SymNodeVariable):
         return var.node
     return _convert(tx, var, lambda v: to_fx(tx, v))
+
+
+_LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
+
+
+def _legacy_type_names(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``t.type(torch.HalfTensor)`` as ``t.type("torch.HalfTensor")``: Tensor.type takes the class or its
+    name alike, and the graph's code names the string."""
+    def name(v: Any) -> Any:
+        if isinstance(v, PythonObjectVariable) and type(v.value) is _LEGACY_TENSOR_TYPE:
+            return ConstantVariable(f"{v.value.__module__}.{v.value.__name__}")
+        return v
+    return tuple(name(a) for a in args), {k: name(v) for k, v in kwargs.items()}
 
 
 def _convert(tx: Any, var: VariableTracker, rec: Any) -> Any:

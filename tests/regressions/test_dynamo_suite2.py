@@ -212,3 +212,13 @@ def test_str_of_a_function_names_that_function():
     compiled = stillframe.compile(calls_its_argument, backend="eager", fullgraph=True)
     for fn in (make_text_of_a_closure(), make_text_of_a_closure()):
         assert compiled(torch.ones(2), fn)[1:] == fn(torch.ones(2))[1:]
+
+
+def legacy_type_conversions(a, b):
+    half = a.type(torch.HalfTensor)
+    return half, b.type(half.type()), a.type(dtype=torch.DoubleTensor), a.type(torch.LongTensor).type()
+
+
+def test_tensor_type_with_a_legacy_tensor_class():
+    # a.type(torch.HalfTensor) refused the class as an argument (it is Tensor.type's, like its name)
+    assert_parity(legacy_type_conversions, lambda: (torch.randn(3), torch.randn(2)), calls=2, fullgraph=True)

@@ -611,6 +611,9 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
             return tx.push(call_tensor_op(tx, "call_function", value, tuple(args), kwargs))
         if all(is_const(tx, a) for a in args) and all(is_const(tx, v) for v in kwargs.values()):
             return tx.push(fold(tx, value, args, kwargs))
+    if getattr(value, "__name__", None) == "__subclasses__" and isinstance(getattr(value, "__self__", None), type) \
+            and not args and not kwargs:
+        return tx.push(_subclasses(tx, value.__self__))
     if isinstance(value, type) and issubclass(value, torch.nn.Module):
         tx.unsupported("unsupported_call", f"constructing the module {value.__qualname__} inside the trace",
                        ("construct the module outside the compiled function and call it inside",))
@@ -618,3 +621,15 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
                    ("stillframe captures torch functions, tensor methods and Python functions",))
 
 
+
+
+def _subclasses(tx: Tracer, cls: type) -> VariableTracker:
+    """``cls.__subclasses__()``: a new list of the classes alive now; the plan is guarded on that list (a class
+    made or collected later changes it)."""
+    found = subclasses_of(cls)
+    tx.add_guard(Guard(None, "GLOBAL", ("query", (subclasses_of, (cls,), found))))
+    return tx.new_list(tuple(wrap(tx, c, None) for c in found))
+
+
+def subclasses_of(cls: type) -> tuple:
+    return tuple(cls.__subclasses__())

@@ -222,3 +222,30 @@ def legacy_type_conversions(a, b):
 def test_tensor_type_with_a_legacy_tensor_class():
     # a.type(torch.HalfTensor) refused the class as an argument (it is Tensor.type's, like its name)
     assert_parity(legacy_type_conversions, lambda: (torch.randn(3), torch.randn(2)), calls=2, fullgraph=True)
+
+
+class Shape:
+    pass
+
+
+class Square(Shape):
+    pass
+
+
+def subclasses_called(x):
+    subs = Shape.__subclasses__()
+    return x + len(subs), subs, [c.__subclasses__() for c in subs]
+
+
+def test_subclasses_of_a_class_are_listed_and_guarded():
+    # Shape.__subclasses__() was an unsupported call; a class made later must be seen by the next call
+    compiled = stillframe.compile(subclasses_called, backend="eager", fullgraph=True)
+    assert_parity(subclasses_called, lambda: (torch.ones(2),), calls=2, fullgraph=True)
+    compiled(torch.ones(2))
+
+    class Circle(Shape):
+        pass
+
+    result = compiled(torch.ones(2))
+    assert result[1] == [Square, Circle] and torch.equal(result[0], torch.ones(2) + 2)
+    assert subclasses_called(torch.ones(2))[1:] == result[1:]

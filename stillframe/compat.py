@@ -349,3 +349,11 @@ def backend_context(mode: FakeTensorMode) -> Any:
     from torch._guards import TracingContext, tracing
 
     return tracing(TracingContext(mode))
+
+
+#: torch's NumPy on tensors (``torch._numpy``), through which NumPy code is captured; ``None`` without NumPy.
+try:
+    import numpy as _numpy_module  # noqa: F401  (torch._numpy needs it)
+    import torch._numpy as torch_numpy
+except ImportError:  # pragma: no cover
+    torch_numpy = None

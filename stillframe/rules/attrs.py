@@ -25,6 +25,7 @@ from ..variables.base import (
     ConstantVariable,
     DictEntry,
     DictVariable,
+    NumpyArrayVariable,
     DictViewVariable,
     GeneratorVariable,
     IteratorVariable,
@@ -51,7 +52,7 @@ from ..variables.builder import TRUSTED_MODULES, is_constant, wrap
 from ..variables.kinds import CONTEXT_VALUES, INTERNAL
 from ..variables.objects import (DELETED, ContainerMethodVariable, DICT_BASES, ObjectVariable, SuperVariable,
                                  storage_of)
-from . import builtin_calls, calls, known
+from . import builtin_calls, calls, known, numpy_interop
 from .protocol import Protocol
 from .disable import compiled_original
 from .objects import (MISSING, _static_lookup, _static_lookup_type, function_attr_key, pending_attr, real_object,
@@ -109,6 +110,7 @@ def _live_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
 
 
 GETATTR.refuse("the methods of a dict view (isdisjoint, mapping) are not modelled", DictViewVariable)
+GETATTR.rule(NumpyArrayVariable)(lambda tx, obj, name: numpy_interop.array_attr(tx, obj, name))
 
 
 @GETATTR.rule(ObjectVariable)

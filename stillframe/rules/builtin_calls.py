@@ -26,6 +26,7 @@ from ..variables.base import (
     AutocastVariable,
     ConstantVariable,
     DictEntry,
+    NumpyArrayVariable,
     DictVariable,
     DictViewVariable,
     GeneratorEntry,
@@ -77,7 +78,7 @@ from .operators import binary_op
 from .truthiness import truthiness
 from ..variables.builder import load_local
 
-from . import calls, polyfills
+from . import calls, numpy_interop, polyfills
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -98,6 +99,8 @@ def python_type_of(tx: Tracer, var: VariableTracker) -> type:
         return type(var.module)
     if isinstance(var, PythonObjectVariable):
         return type(var.value)
+    if isinstance(var, NumpyArrayVariable):
+        return numpy_interop.scalar_type(tx, var)
     return var.python_type()
 
 

@@ -36,6 +36,7 @@ from ..variables.base import (
     ConstantVariable,
     ContextExitVariable,
     DictVariable,
+    NumpyArrayVariable,
     DictViewVariable,
     GeneratorVariable,
     GradModeVariable,
@@ -90,6 +91,7 @@ from .context import exit_autocast, set_grad_mode
 from .deques import make_deque
 from .disable import compiled_original, is_disabled
 from .higher_order import higher_order_rule
+from . import numpy_interop
 from .protocol import Protocol
 from .generators import drain, make_generator
 from .objects import (
@@ -175,6 +177,10 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         return tx.push(deepcopy_var(tx, args[0], {}))
     if target is inspect.signature and len(args) == 1 and not kwargs:
         return tx.push(_signature(tx, args[0]))
+    if target is not None and numpy_interop.is_numpy_function(target):
+        result = numpy_interop.call_numpy(tx, target, args, kwargs)
+        if result is not None:
+            return tx.push(result)
     hop = higher_order_rule(target) if target is not None else None
     if hop is not None:  # torch.cond ...: its callables become subgraphs (rules/higher_order.py)
         return hop(tx, fn, args, kwargs)
@@ -237,11 +243,15 @@ CALL.rule(PythonObjectVariable)(lambda tx, fn, args, kwargs: call_python_object(
 
 @CALL.rule(TensorMethodVariable)
 def _call_tensor_method(tx: Tracer, fn: TensorMethodVariable, args: list, kwargs: dict) -> None:
+    if fn.name == "numpy" and numpy_interop.np is not None:
+        return tx.push(numpy_interop.tensor_numpy(tx, fn.self_var, args, kwargs))
     tx.push(call_tensor_op(tx, "call_method", fn.name, (fn.self_var, *args), kwargs))
 
 
 @CALL.rule(TorchFunctionVariable)
 def _call_torch_function(tx: Tracer, fn: TorchFunctionVariable, args: list, kwargs: dict) -> None:
+    if fn.fn is torch.from_numpy and len(args) == 1 and not kwargs and isinstance(args[0], NumpyArrayVariable):
+        return tx.push(numpy_interop.from_numpy(tx, args[0]))
     tx.push(call_torch_function(tx, fn.fn, args, kwargs))
 
 
@@ -272,7 +282,7 @@ def _call_context_exit(tx: Tracer, fn: ContextExitVariable, args: list, kwargs: 
 
 CALL.refuse("a constant, container or range is not callable (the real call raises TypeError)",
             ConstantVariable, ListVariable, DictVariable, TupleVariable, RangeVariable, SliceVariable, SetVariable,
-            DequeVariable, DictViewVariable)
+            DequeVariable, DictViewVariable, NumpyArrayVariable)
 CALL.refuse("a tensor's __call__ is not modelled", TensorVariable)
 CALL.refuse("iterators and generators are not callable", IteratorVariable, LiveIteratorVariable, GeneratorVariable)
 CALL.refuse("a grad-mode or autocast object made in the trace is called for real (as a decorator)",

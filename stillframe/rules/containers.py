@@ -15,6 +15,7 @@ from ..variables.base import (
     ConstantVariable,
     DictEntry,
     DictVariable,
+    NumpyArrayVariable,
     DictViewVariable,
     GeneratorVariable,
     IteratorVariable,
@@ -133,6 +134,7 @@ def _object(tx, container, key):
 
 
 subscript.refuse("a dict view is not subscriptable (the real subscript raises TypeError)", DictViewVariable)
+subscript.refuse("indexing an ndarray is not captured (it runs with NumPy itself)", NumpyArrayVariable)
 subscript.refuse("it is not a container the trace models", SliceVariable, IteratorVariable, LiveIteratorVariable,
                  GeneratorVariable, SuperVariable, *CALLABLES, *CONTEXT_VALUES)
 @subscript.rule(DequeVariable)

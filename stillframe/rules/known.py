@@ -18,6 +18,7 @@ from ..variables.base import (
     BuiltinVariable,
     ConstantVariable,
     DictVariable,
+    NumpyArrayVariable,
     DictViewVariable,
     GeneratorVariable,
     IteratorVariable,
@@ -165,6 +166,7 @@ def key_variable(key: Any) -> VariableTracker:
 
 const_value.refuse("its value is tensor data", TensorVariable)
 const_value.refuse("a view of a dict the trace models: it changes with the dict", DictViewVariable)
+const_value.refuse("an ndarray's value is tensor data", NumpyArrayVariable)
 const_value.refuse("it is an object the trace models, with state that can change", ObjectVariable,
                    NNModuleVariable,
                    SuperVariable, ContainerMethodVariable, GeneratorVariable, LiveIteratorVariable,
@@ -249,6 +251,7 @@ sequence_items.rule(TupleVariable)(lambda tx, var: var.items)
 sequence_items.rule(ListVariable, DequeVariable)(lambda tx, var: tx.list_items(var))
 sequence_items.rule(SetVariable)(lambda tx, var: tuple(key_variable(v) for v in tx.heap(var.oid).values))
 sequence_items.rule(DictVariable)(lambda tx, var: tuple(key_variable(k) for k, _ in tx.dict_entry(var).items))
+sequence_items.refuse("iterating an ndarray (its rows) is not captured", NumpyArrayVariable)
 sequence_items.rule(DictViewVariable)(lambda tx, var: view_items(tx, var))
 sequence_items.rule(RangeVariable)(lambda tx, var: tuple(ConstantVariable(i) for i in var.value))
 # Consumed, as list(it) / unpacking / zip(it) consume it.

@@ -14,6 +14,7 @@ from ..variables.base import (
     BuiltinVariable,
     ConstantVariable,
     DictVariable,
+    NumpyArrayVariable,
     DictViewVariable,
     GeneratorVariable,
     IteratorVariable,
@@ -38,7 +39,7 @@ from ..variables.base import (
 )
 from ..variables.kinds import CONTEXT_VALUES, INTERNAL
 from ..variables.objects import ContainerMethodVariable, ObjectVariable, SuperVariable
-from . import builtin_calls, known
+from . import builtin_calls, known, numpy_interop
 from .protocol import Protocol
 from .truthiness import truthiness
 
@@ -51,6 +52,8 @@ _DUNDERS = {"+": "__add__", "-": "__sub__", "*": "__mul__", "/": "__truediv__", 
 def binary_op(tx, symbol, a, b):
     """``a <symbol> b`` on VTs (``symbol`` as ``dis`` spells it: ``'+'``, ``'+='`` ...)."""
     fn = BINARY_OPERATORS[symbol]
+    if isinstance(a, NumpyArrayVariable) or isinstance(b, NumpyArrayVariable):
+        return numpy_interop.binary(tx, symbol, a, b)
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         if not isinstance(a, TensorVariable) and symbol.endswith("=") and symbol != "==":
             fn = BINARY_OPERATORS[symbol[:-1]]  # int += tensor falls back to int + tensor
@@ -149,6 +152,8 @@ _UNARY_DUNDERS = {"-": "__neg__", "+": "__pos__", "~": "__invert__"}
 
 def compare(tx, symbol, a, b):
     fn = COMPARE_OPERATORS[symbol]
+    if isinstance(a, NumpyArrayVariable) or isinstance(b, NumpyArrayVariable):
+        return numpy_interop.binary(tx, symbol, a, b)
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return call_tensor_op(tx, "call_function", fn, (a, b), {})
     if isinstance(a, SymNodeVariable) or isinstance(b, SymNodeVariable):  # symbolic: guarded when tested
@@ -231,6 +236,7 @@ IDENTITY.refuse("a context object, iterator over live data or super() made in th
                 *CONTEXT_VALUES, LiveIteratorVariable, SuperVariable)
 IDENTITY.refuse("not a Python value (an internal stack or cell marker)", *INTERNAL)
 IDENTITY.refuse("an argument is wrapped on its first read, before any `is`", LazyArgument)
+IDENTITY.refuse("an ndarray of the trace: its identity is not tracked", NumpyArrayVariable)
 IDENTITY.refuse("a dict view is made anew by each keys()/values()/items() call: identity not tracked",
                 DictViewVariable)
 

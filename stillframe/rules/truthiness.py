@@ -8,6 +8,7 @@ from ..variables.kinds import CALLABLES, CONTEXT_VALUES, INTERNAL
 from ..variables.base import (
     ConstantVariable,
     DictVariable,
+    NumpyArrayVariable,
     DictViewVariable,
     GeneratorVariable,
     IteratorVariable,
@@ -50,7 +51,7 @@ def _sized(tx, var):
     return builtin_calls._len(tx, var) > 0
 
 
-@truthiness.rule(TensorVariable)
+@truthiness.rule(TensorVariable, NumpyArrayVariable)
 def _tensor(tx, var):
     tx.unsupported("data_dependent", "Python control flow on the value of a tensor (`if tensor:` / bool(tensor))",
                    ("use torch.where, or move the branch out of the compiled function",))

@@ -50,7 +50,7 @@ from typing import Any, Callable
 import torch
 
 from .. import compat
-from .source import (AttrSource, BaseItemSource, DefaultSource, GetItemSource, GlobalSource, LiftedSource,
+from .source import (AttrSource, BaseItemSource, CallSource, DefaultSource, GetItemSource, GlobalSource, LiftedSource,
                      ModuleMemberSource, SizeSource, Source)
 
 
@@ -307,6 +307,8 @@ class GuardCodegen:
             expr = f"{self.const(source.factory)}(*{self.const(source.args)}{kwargs})"
         elif isinstance(source, SizeSource):
             expr = f"{self.ref(source.base)}.size()[{source.index}]"
+        elif isinstance(source, CallSource):
+            expr = f"{self.const(source.fn)}({self.ref(source.base)})"
         elif isinstance(source, ModuleMemberSource):
             expr = f"{self.ref(source.base)}.{source.registry}[{source.attr!r}]"
         elif isinstance(source, GetItemSource):

@@ -155,6 +155,8 @@ def _len(tx: Tracer, var: VariableTracker) -> int:
         return len(tx.dict_entry(var).items)
     if isinstance(var, DictViewVariable):
         return len(tx.dict_entry(var.mapping).items)
+    if isinstance(var, NumpyArrayVariable) and not var.scalar:
+        var = TensorVariable(var.tid)  # len(array): its first dimension
     if isinstance(var, SetVariable):
         return len(tx.heap(var.oid).values)
     if isinstance(var, TensorVariable):

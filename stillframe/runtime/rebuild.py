@@ -329,7 +329,10 @@ def _rebuild_dict(cg: StateCodegen, var: DictVariable) -> str:
 
 @REBUILD.rule(NumpyArrayVariable)
 def _rebuild_numpy_array(cg: StateCodegen, var: NumpyArrayVariable) -> str:
-    """A new ndarray on the graph's output tensor (a NumPy scalar where NumPy gives one)."""
+    """A new ndarray on the graph's output tensor (a NumPy scalar where NumPy gives one); an ndarray from outside
+    the trace is itself."""
+    if var.source is not None:
+        return cg.gen.ref(var.source)
     return f"{cg.expr(TensorVariable(var.tid))}.numpy()" + ("[()]" if var.scalar else "")
 
 

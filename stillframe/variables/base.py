@@ -174,6 +174,7 @@ class NumpyArrayVariable(VariableTracker):
 
     tid: int
     scalar: bool = False
+    source: Source | None = None  # an ndarray from outside the trace (its tensor is torch.from_numpy of it)
 
     def python_type(self) -> type:
         import numpy

@@ -87,3 +87,43 @@ def scalar_type_checks(x):
 
 def test_a_reduction_to_zero_dimensions_is_a_numpy_scalar():
     assert_parity(scalar_type_checks, lambda: (torch.randn(3, 2),), calls=2, fullgraph=True)
+
+
+GLOBAL_ARRAY = np.arange(10)
+
+
+def with_a_global_array(y):
+    return y + GLOBAL_ARRAY + GLOBAL_ARRAY
+
+
+def builtins_on_an_array(a):
+    return a.sum() / len(a), a * 2, np.mean(a, 0)
+
+
+@pytest.mark.parametrize("fn, make_args", [
+    (with_a_global_array, lambda: (np.arange(10),)),
+    (builtins_on_an_array, lambda: (np.ones((2, 3)),)),
+    (builtins_on_an_array, lambda: (np.arange(6, dtype=np.float32).reshape(3, 2),)),
+], ids=["global", "float64", "float32"])
+def test_ndarray_arguments_and_globals_are_captured(fn, make_args):
+    # an ndarray from outside was an opaque object: `+` on two of them was an unsupported operator
+    assert_parity(fn, make_args, calls=2, fullgraph=True)
+
+
+def writes_through_from_numpy(a, t):
+    torch.from_numpy(a).add_(1)  # writes the array's memory
+    return a, a.sum(), t + 1
+
+
+def test_an_ndarray_argument_is_returned_as_itself_and_writes_reach_it():
+    assert_parity(writes_through_from_numpy, lambda: (np.ones(3), torch.ones(2)), calls=2, fullgraph=True)
+    compiled = stillframe.compile(writes_through_from_numpy, backend="eager", fullgraph=True)
+    a = np.zeros(2)
+    assert compiled(a, torch.ones(1))[0] is a and a.tolist() == [1.0, 1.0]
+
+
+def test_an_array_of_another_dtype_or_shape_is_traced_again():
+    compiled = stillframe.compile(lambda a: a * 2, backend="eager", fullgraph=True)
+    for a in (np.ones(3), np.ones((2, 2), dtype=np.float32), np.arange(3), np.ones(3)):
+        got = compiled(a)
+        assert got.dtype == (a * 2).dtype and np.array_equal(got, a * 2)

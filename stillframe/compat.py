@@ -545,3 +545,11 @@ def _compiling() -> Iterator[None]:
         yield
     finally:
         torch.compiler._is_compiling_flag = saved
+
+
+#: torch's NumPy on tensors (``torch._numpy``), through which NumPy code is captured; ``None`` without NumPy.
+try:
+    import numpy as _numpy_module  # noqa: F401  (torch._numpy needs it)
+    import torch._numpy as torch_numpy
+except ImportError:  # pragma: no cover
+    torch_numpy = None

@@ -90,6 +90,27 @@ PURE_QUERIES.update({fn: f"{name}: metadata of its argument, or None for None"
                      for name, fn in compat.nn_metadata_helpers.items()})
 
 
+
+def _cuda_autocast_dtype() -> torch.dtype:
+    return torch.get_autocast_dtype("cuda")
+
+
+# Calls (with constant arguments, if any) that only read process-wide state which can change between calls (an
+# export in progress, a process group made, an autocast dtype set): folded like a pure query, and the plan is
+# guarded on the value, read again by the checker given here (a non-deprecated spelling of the same read).
+GUARDED_QUERIES: dict[Any, Any] = {
+    torch.onnx.is_in_onnx_export: torch.onnx.is_in_onnx_export,
+    torch.get_autocast_gpu_dtype: _cuda_autocast_dtype,
+    torch.get_autocast_dtype: torch.get_autocast_dtype,
+    torch.is_autocast_enabled: torch.is_autocast_enabled,
+}
+# Of those, the ones reading autocast state: inside an autocast region the trace entered, the answer is the
+# region's, not the state the guard sees at entry, so there they are not guarded (only a pure query folds).
+AUTOCAST_QUERIES = {torch.get_autocast_gpu_dtype, torch.get_autocast_dtype, torch.is_autocast_enabled}
+if torch.distributed.is_available():
+    GUARDED_QUERIES[torch.distributed.is_initialized] = torch.distributed.is_initialized
+
+
 # Calls known to act beyond their arguments' fake tensors: they break the graph before running on fakes,
 # with this explanation. (Any other call with no rule breaks too, after its fake result shows no tensor.)
 EFFECTS: dict[Any, str] = {
@@ -236,6 +257,14 @@ def is_pure_query(kind: str, target: Any) -> bool:
     if key is not None and (kind == "call_method") == isinstance(key, str) and key in PURE_QUERIES:
         return True
     return kind == "call_function" and getattr(target, "__code__", None) in PURE_CODES
+
+
+def query_checker(kind: str, target: Any, in_autocast_region: bool) -> Any:
+    """For a call in :data:`GUARDED_QUERIES`, the function its plan's guard calls again; else ``None``."""
+    key = _key(target)
+    if kind != "call_function" or key is None or (in_autocast_region and key in AUTOCAST_QUERIES):
+        return None
+    return GUARDED_QUERIES.get(key)
 
 
 def known_effect(kind: str, target: Any) -> str | None:

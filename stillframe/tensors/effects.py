@@ -261,7 +261,7 @@ def is_pure_query(kind: str, target: Any) -> bool:
 
 def query_checker(kind: str, target: Any, in_autocast_region: bool) -> Any:
     """For a call in :data:`GUARDED_QUERIES`, the function its plan's guard calls again; else ``None``."""
-    key = _key(target)
+    key = hashable_key(target)
     if kind != "call_function" or key is None or (in_autocast_region and key in AUTOCAST_QUERIES):
         return None
     return GUARDED_QUERIES.get(key)

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 import torch
 import torch.fx
+from .. import compat
 from ..variables.base import (
     ConstantVariable,
     LazyArgument,
@@ -96,9 +97,6 @@ def run_forward(forward, setup_context, needs_input_grad, *args, **kwargs):
     return output, ctx
 
 
-# torch 2.13: a classmethod (keyed by its function); torch 2.14 makes it a C method, not captured yet (None:
-# Function.apply then runs for real, with eager's gradients)
-APPLY = getattr(torch.autograd.Function.apply, "__func__", None)
 HOP = torch.ops.higher_order.autograd_function_apply
 
 
@@ -108,9 +106,12 @@ def _break(tx: Tracer, cls: type, why: str) -> None:
 
 
 def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
-    """``cls.apply(*args)`` (``fn`` is the bound classmethod): see the module docstring."""
+    """``cls.apply(*args)`` (``fn``: the bound classmethod, or from torch 2.14 the live builtin method bound to the
+    class, :func:`compat.autograd_function_of`): see the module docstring."""
     owner = fn.self_var if isinstance(fn, UserMethodVariable) else None
     cls = owner.value if isinstance(owner, PythonObjectVariable) else None
+    if cls is None and isinstance(fn, PythonObjectVariable):
+        cls = compat.autograd_function_of(fn.value)
     if not isinstance(cls, type) or not issubclass(cls, torch.autograd.Function):
         return tx.unsupported("higher_order", "autograd.Function.apply called on something that is not a "
                               "Function subclass")
@@ -122,6 +123,8 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     if setup is not None and (kwargs or not isinstance(setup, types.FunctionType) or
                               len(args) != forward.__code__.co_argcount):
         return _break(tx, cls, "setup_context with keyword or default arguments")
+    if kwargs and not compat.autograd_function_apply_takes_kwargs():
+        tx.user_error(TypeError("apply() takes no keyword arguments"))  # torch 2.11's C apply, as eager raises
     setup_var = wrap(tx, setup, None) if setup is not None else ConstantVariable(None)
     args = [wrap(tx, a.value, a.source) if isinstance(a, LazyArgument) else a for a in args]
     grad = tx.state.grad_enabled

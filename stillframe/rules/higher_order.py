@@ -39,9 +39,11 @@ from ..variables.base import (
 )
 from ..variables.builder import wrap
 from ..errors import RetraceSymbolic
+from ..tensors.effects import hashable_key
 from ..tensors.ops import to_fake, to_fx, wrap_result
 from . import autograd_function, calls, func_linearized, func_transforms
-from .speculation import Leaf, diff, draws_random_numbers, fake_of_nodes, flatten, output_tensors, result_fakes, speculate, unflatten
+from .speculation import (Leaf, diff, draws_random_numbers, fake_of_nodes, flatten, output_tensors, result_fakes,
+                          speculate, unflatten)
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -297,14 +299,6 @@ def _unaliased(tx: Tracer, nodes: list) -> list:
     return out
 
 
-def _target_key(target: Any) -> Any:
-    try:
-        hash(target)
-    except TypeError:
-        return None
-    return target
-
-
 def _unless_rejected(op: str, rule: Callable) -> Callable:
     """``rule``, or a graph break where the backend failed on ``torch.ops.higher_order.<op>`` (the runtime
     then traced the frame again with ``tx.uncaptured_ops``)."""
@@ -319,13 +313,13 @@ def _unless_rejected(op: str, rule: Callable) -> Callable:
 
 
 #: The higher-order callables with a rule: ``rule(tx, fn, args, kwargs)`` pushes the result (``fn``: the callee's
-#: VT; ``autograd.Function.apply`` is keyed by its function and finds the class in the bound method).
+#: VT; ``autograd.Function.apply`` is keyed by :data:`compat.AUTOGRAD_FUNCTION_APPLY` and finds the class in the bound
+#: method).
 HIGHER_ORDER: dict[Any, Callable] = {
     torch.cond: _unless_rejected("cond", cond),
     checkpoint_api.checkpoint: _unless_rejected("tag_activation_checkpoint", checkpoint),
 }
-if autograd_function.APPLY is not None:
-    HIGHER_ORDER[autograd_function.APPLY] = _unless_rejected("autograd_function_apply", autograd_function.apply)
+HIGHER_ORDER[compat.AUTOGRAD_FUNCTION_APPLY] = _unless_rejected("autograd_function_apply", autograd_function.apply)
 if compat.while_loop is not None:
     HIGHER_ORDER[compat.while_loop] = _unless_rejected("while_loop", while_loop)
 HIGHER_ORDER.update({transform: func_transforms.make_transform for transform in func_transforms.TRANSFORMS})
@@ -336,8 +330,10 @@ HIGHER_ORDER.update(func_linearized.RULES)
 
 def higher_order_rule(target: Any) -> Callable | None:
     """The rule for calling ``target``, if it is a higher-order operator stillframe captures."""
-    key = _target_key(target)
+    key = hashable_key(target)
     rule = HIGHER_ORDER.get(key) if key is not None else None
+    if rule is None and compat.autograd_function_of(target) is not None:  # torch 2.14: a builtin bound to the class
+        rule = HIGHER_ORDER[compat.AUTOGRAD_FUNCTION_APPLY]
     if rule is None and func_transforms.is_functorch_internal(target):
         return func_transforms.run_functorch_for_real
     return rule

@@ -354,18 +354,14 @@ class Tracer:
         raise Unsupported(GraphBreak(GraphBreakKind(kind), explanation, tuple(hints), self.location()))
 
     def raise_observer(self) -> str | None:
-        """What would see an exception the current instruction raises before the call returns, or ``None``: a
-        side effect recorded so far (replayed after the graph, so a graph that raises would lose it; a deferred
-        logging call is not counted), or an enclosing ``try`` of the user's in any frame (a ``with`` block's
-        exit handler alone is not: the exception passes through it)."""
-        if any(key[0] != "call" for key in self.state.side_effects.keys()):
-            return "a side effect recorded before it would be lost"
+        """What would see an exception the current instruction raises before the call returns, or ``None``: an
+        enclosing ``try`` whose ``except`` clause may catch it, in any frame (a ``with`` block's exit and a
+        ``finally`` clause let it pass on). Side effects recorded before it are not counted, though a graph that
+        raises loses them (they are replayed after it, as torch.compile's are): models record some before
+        indexing with tensors (transformers' masks), and breaking there would split their graphs."""
         for frame in self.state.frames:
             entry = frame.code.exception_handler(frame.ip - 1)
-            if entry is None:
-                continue
-            after = frame.code.instructions[entry.target + 1:entry.target + 2]
-            if not after or after[0].opname != "WITH_EXCEPT_START":
+            if entry is not None and _catches(frame.code.instructions[entry.target + 1:entry.target + 12]):
                 return "the user's try block around it would not see its error"
         return None
 
@@ -515,3 +511,18 @@ def _as_break(e: Exception, location: UserLocation) -> GraphBreak:
                       "(if it happens) is eager's own", (), location)
 
 
+def _catches(handler: list) -> bool:
+    """Whether the instructions after an exception handler's PUSH_EXC_INFO begin an ``except`` clause (a
+    bare one pops the exception; ``except E`` matches it within a few instructions), not a ``with`` block's
+    exit nor a ``finally`` clause (which re-raise)."""
+    if not handler or handler[0].opname == "WITH_EXCEPT_START":
+        return False
+    if handler[0].opname == "POP_TOP":
+        return True
+    for inst in handler:
+        if inst.opname == "CHECK_EXC_MATCH":
+            return True
+        if inst.opname in ("RERAISE", "WITH_EXCEPT_START") or inst.opname.startswith(("STORE_", "CALL", "POP_JUMP",
+                                                                                       "JUMP", "RETURN")):
+            return False
+    return False

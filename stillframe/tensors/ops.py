@@ -23,8 +23,9 @@ import torch
 from .. import compat
 import torch.nn.functional as F
 from ..errors import InternalError
+from ..guards.guard import Guard
 from ..guards.source import AttrSource, LiftedSource
-from .effects import is_pure_query, known_effect, no_rule, raises_on_values
+from .effects import is_pure_query, known_effect, no_rule, query_checker, raises_on_values
 from .meta import fresh_base, fresh_view
 from .symbolic import has_symbols, plain, wrap_symbolic
 from ..variables.base import (
@@ -162,6 +163,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     effect = known_effect(kind, target)
     if effect is not None:
         tx.unsupported("effectful_call", effect, RUNS_FOR_REAL)
+    if kind == "call_method" and target == "type":
+        args, kwargs = _legacy_type_names(args, kwargs)
     if kind == "call_function" and "requires_grad" in kwargs:
         lifted = _lift_leaf_factory(tx, target, args, kwargs)
         if lifted is not None:
@@ -200,7 +203,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     except compat.DATA_DEPENDENT_ERRORS as e:
         tx.unsupported("data_dependent", f"{_describe(kind, target)} depends on tensor data ({type(e).__name__})",
                        ("keep tensor values in tensors; Python control flow on them breaks the graph",))
-    except (RuntimeError, TypeError, ValueError, IndexError) as e:
+    except (RuntimeError, TypeError, ValueError, IndexError, AssertionError, NotImplementedError) as e:
+        # (torch's meta functions raise AssertionError for some argument errors: t_ on a 3-d tensor)
         if "data-dependent" in str(e) or "DataDependent" in type(e).__name__:
             tx.unsupported("data_dependent", f"{_describe(kind, target)} depends on tensor data")
         tx.user_error(e, traceable=False)  # a fake tensor's error: the real op decides (see UserError)
@@ -208,6 +212,10 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         if t._version != v and not any(t is f for f in fresh.values()):
             raise InternalError(f"{_describe(kind, target)} mutated a tensor stillframe did not know it writes")
     if not mutated and not _contains_tensor(result):
+        checker = query_checker(kind, target, bool(tx.state.autocast))
+        if checker is not None and not kwargs and all(type(a) is ConstantVariable for a in args):
+            tx.add_guard(Guard(None, "GLOBAL", ("query", (checker, tuple(a.value for a in args), result))))
+            return wrap_constant_result(tx, result, kind, target)
         if not is_pure_query(kind, target):  # default deny: a fake's result shows shapes, never effects
             tx.unsupported("effectful_call", no_rule(_describe(kind, target), result), RUNS_FOR_REAL)
         if has_symbols(result):  # x.size(), x.numel() with dynamic shapes: computed in the graph
@@ -405,6 +413,19 @@ def to_fx(tx: Any, var: VariableTracker) -> Any:
     if isinstance(var, SymNodeVariable):
         return var.node
     return _convert(tx, var, lambda v: to_fx(tx, v))
+
+
+_LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
+
+
+def _legacy_type_names(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``t.type(torch.HalfTensor)`` as ``t.type("torch.HalfTensor")``: Tensor.type takes the class or its
+    name alike, and the graph's code names the string."""
+    def name(v: Any) -> Any:
+        if isinstance(v, PythonObjectVariable) and type(v.value) is _LEGACY_TENSOR_TYPE:
+            return ConstantVariable(f"{v.value.__module__}.{v.value.__name__}")
+        return v
+    return tuple(name(a) for a in args), {k: name(v) for k, v in kwargs.items()}
 
 
 def _convert(tx: Any, var: VariableTracker, rec: Any) -> Any:

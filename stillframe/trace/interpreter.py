@@ -308,6 +308,8 @@ class Tracer:
         with contextlib.ExitStack() as stack:
             stack.enter_context(_quiet_fake_tensor_log())
             stack.enter_context(self.fake_mode)
+            if self.fake_mode.shape_env is not None:  # symbolic sizes stay symbolic, as under torch.compile
+                stack.enter_context(compat.python_dispatcher())
             stack.enter_context(compat.user_saved_tensors_hooks_shadowed())
             stack.enter_context(torch.set_grad_enabled(self.state.grad_enabled))
             for device_type, dtype, enabled, cache_enabled in self.state.autocast:

@@ -223,7 +223,8 @@ def test_side_by_side_with_torch_compile():
     theirs = {fn.__name__: torch_compile_counts(fn, grad_arg(), "eager", HOP) for fn in CAPTURED + RUN_FOR_REAL}
     for fn in CAPTURED:
         assert ours[fn.__name__].ops == theirs[fn.__name__].ops == 1, (fn.__name__, theirs[fn.__name__])
-    assert theirs["dirty_leaf"].raised is not None  # torch 2.13: InternalTorchDynamoError
+    if torch.__version__ >= "2.13":  # torch 2.13 and 2.14: InternalTorchDynamoError; 2.11's torch.compile captures it
+        assert theirs["dirty_leaf"].raised is not None
 
 
 def test_torch_compile_traces_a_backward_that_branches_on_none_with_tensors():

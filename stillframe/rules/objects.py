@@ -36,6 +36,7 @@ from ..variables.base import (
     NestedFunctionVariable,
     PythonObjectVariable,
     RangeVariable,
+    SymNodeVariable,
     TensorVariable,
     TupleVariable,
     UserFunctionVariable,
@@ -474,7 +475,7 @@ def deepcopy_var(tx: Any, var: VariableTracker, memo: dict) -> VariableTracker:
         # read now: the copy must hold today's value even if the trace later writes to the original
         var = wrap(tx, var.value, var.source)
     if isinstance(var, (ConstantVariable, RangeVariable, UserFunctionVariable, NestedFunctionVariable,
-                        BuiltinVariable)):
+                        BuiltinVariable, SymNodeVariable)):  # a symbolic int or float is immutable: itself
         return var
     if isinstance(var, TupleVariable):
         return TupleVariable(tuple(deepcopy_var(tx, v, memo) for v in var.items), var.cls)

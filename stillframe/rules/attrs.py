@@ -506,6 +506,8 @@ def module_attr(tx: Any, var: NNModuleVariable, name: str) -> VariableTracker:
         return PythonObjectVariable(functools.partial(module_iterator, var, name))
     if found is MISSING:
         if type(m).__getattr__ is not torch.nn.Module.__getattr__:
+            if isinstance(type(m).__getattr__, types.FunctionType):  # the class's own, traced (as Python calls it)
+                return _class_getattr(tx, var, type(m), name)
             tx.unsupported("unsupported_attribute", f"{type(m).__name__} defines __getattr__")
         guard_not_shadowed(tx, var, m, name)
         tx.user_error(AttributeError(f"'{type(m).__name__}' object has no attribute '{name}'"))

@@ -275,3 +275,31 @@ def test_a_module_with_its_own_getattr():
     # "Foo defines __getattr__" was unsupported; and looking for a compiled wrapper's original function ran the
     # class's __getattr__ for real, which answers every name (the module was then called as `7`)
     assert_parity(AliasingModule(), lambda: (torch.randn(4),), calls=2, fullgraph=True)
+
+
+SUPPORTED_FUNCTIONS = frozenset([torch.add, torch.sub, "name", 3])
+
+
+def membership_in_a_frozenset(x, func):
+    if func in SUPPORTED_FUNCTIONS:
+        x = func(x, 1.0)
+    return torch.mul(x, 2.0), "name" in SUPPORTED_FUNCTIONS, len(SUPPORTED_FUNCTIONS)
+
+
+@pytest.mark.parametrize("func", [torch.add, torch.mul], ids=["member", "not-member"])
+def test_membership_in_a_global_frozenset_of_functions(func):
+    # the frozenset was needed as a constant but only its type was known (not_constant)
+    assert_parity(membership_in_a_frozenset, lambda: (torch.randn(2), func), calls=2, fullgraph=True)
+
+
+def test_a_changed_global_frozenset_is_seen():
+    global SUPPORTED_FUNCTIONS
+    compiled = stillframe.compile(membership_in_a_frozenset, backend="eager", fullgraph=True)
+    saved = SUPPORTED_FUNCTIONS
+    x = torch.ones(2)
+    assert torch.equal(compiled(x, torch.mul)[0], x * 2)
+    SUPPORTED_FUNCTIONS = frozenset([torch.mul])
+    try:
+        assert torch.equal(compiled(x, torch.mul)[0], x * 2) and compiled(x, torch.mul)[1:] == (False, 1)
+    finally:
+        SUPPORTED_FUNCTIONS = saved

@@ -226,6 +226,9 @@ def _dunder_items(tx: Tracer, var: VariableTracker) -> tuple | None:
 def _object_items(tx: Tracer, var: VariableTracker) -> tuple:
     if isinstance(var, PythonObjectVariable) and isinstance(var.value, enum.EnumMeta):
         return tuple(ConstantVariable(m) for m in var.value)
+    if isinstance(var, PythonObjectVariable) and var.source is None and isinstance(var.value, types.MappingProxyType) \
+            and all(isinstance(k, str) for k in var.value):
+        return tuple(ConstantVariable(k) for k in var.value)  # inspect.signature(f).parameters: its names
     items = _dunder_items(tx, var)
     return items if items is not None else _not_iterable(tx, var, "its __iter__ is not Python code")
 

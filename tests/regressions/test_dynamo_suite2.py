@@ -303,3 +303,24 @@ def test_a_changed_global_frozenset_is_seen():
         assert torch.equal(compiled(x, torch.mul)[0], x * 2) and compiled(x, torch.mul)[1:] == (False, 1)
     finally:
         SUPPORTED_FUNCTIONS = saved
+
+
+def two_inputs(a, b):
+    return torch.sin(a) + torch.cos(b)
+
+
+def checks_keyword_names(**kwargs):
+    import inspect
+
+    accepted = set(inspect.signature(two_inputs).parameters)
+    unused = [k for k, v in kwargs.items() if v is not None and k not in accepted]
+    if unused:
+        raise ValueError(f"unused: {unused}")
+    return two_inputs(**kwargs), sorted(accepted), list(inspect.signature(two_inputs).parameters)
+
+
+def test_the_parameter_names_of_a_signature_are_iterated():
+    # iterating inspect.signature(f).parameters (a mappingproxy) was unsupported
+    assert_parity(lambda a, b: checks_keyword_names(a=a, b=b), lambda: (torch.randn(3), torch.randn(3)), calls=2,
+                  fullgraph=True)
+    assert_parity(lambda a, b: checks_keyword_names(a=a, c=b), lambda: (torch.randn(3), torch.randn(3)), calls=2)

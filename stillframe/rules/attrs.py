@@ -12,6 +12,7 @@ guarded. ``nn.Module`` parameters, buffers and submodules come from
 from __future__ import annotations
 
 import functools
+import operator
 import types
 from typing import Any
 
@@ -532,6 +533,12 @@ def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> Va
         if isinstance(found, classmethod):
             return UserMethodVariable(found.__func__, var)
         return wrap(tx, getattr(value, name), src, trusted=value.__module__.startswith("torch"))
+    if name == "__get__" and isinstance(value, (types.GetSetDescriptorType, types.MemberDescriptorType)) and \
+            issubclass(torch.Tensor, value.__objclass__):
+        # torch.Tensor.shape.__get__(t) reads t.shape; which descriptor it is, is guarded by identity
+        if var.source is not None:
+            tx.add_guard(Guard(var.source, "ID", id(value)))
+        return PythonObjectVariable(operator.attrgetter(value.__name__))
     found = _static_lookup(value, name)
     if src is not None and found is not MISSING and found[0] == "instance" and \
             isinstance(type(value).__getattribute__, types.FunctionType):

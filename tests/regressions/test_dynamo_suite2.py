@@ -324,3 +324,21 @@ def test_the_parameter_names_of_a_signature_are_iterated():
     assert_parity(lambda a, b: checks_keyword_names(a=a, b=b), lambda: (torch.randn(3), torch.randn(3)), calls=2,
                   fullgraph=True)
     assert_parity(lambda a, b: checks_keyword_names(a=a, c=b), lambda: (torch.randn(3), torch.randn(3)), calls=2)
+
+
+def descriptor_get(g, x):
+    return g.__get__(x), x + 1
+
+
+@pytest.mark.parametrize("descriptor", [torch.Tensor.shape, torch.Tensor.requires_grad, torch.Tensor.T],
+                         ids=["shape", "requires_grad", "T"])
+def test_a_tensor_attribute_descriptor_called_directly(descriptor):
+    # torch.Tensor.shape.__get__(x) was an unsupported descriptor
+    assert_parity(descriptor_get, lambda: (descriptor, torch.randn(2, 3)), calls=2, fullgraph=True)
+
+
+def test_another_descriptor_is_traced_again():
+    compiled = stillframe.compile(descriptor_get, backend="eager", fullgraph=True)
+    x = torch.randn(2, 3)
+    assert compiled(torch.Tensor.shape, x)[0] == (2, 3)
+    assert compiled(torch.Tensor.T, x)[0].shape == (3, 2)

@@ -342,3 +342,10 @@ def test_another_descriptor_is_traced_again():
     x = torch.randn(2, 3)
     assert compiled(torch.Tensor.shape, x)[0] == (2, 3)
     assert compiled(torch.Tensor.T, x)[0].shape == (3, 2)
+
+
+@pytest.mark.parametrize("fn", [torch.sin, torch.Tensor.add, torch.nn.functional.relu], ids=["sin", "add", "relu"])
+def test_compiling_a_torch_function_itself(fn):
+    # stillframe.compile(torch.sin) raised TypeError (torch.compile accepts it and captures one op)
+    make_args = (lambda: (torch.randn(3), torch.randn(3))) if fn is torch.Tensor.add else (lambda: (torch.randn(3),))
+    assert_parity(fn, make_args, calls=2, compiled=stillframe.compile(fn, backend="eager", fullgraph=True))

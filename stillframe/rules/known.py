@@ -131,8 +131,8 @@ def _function_value(tx: Tracer, var: VariableTracker) -> Any:
 
 @const_value.rule(PythonObjectVariable)
 def _object_value(tx: Tracer, var: PythonObjectVariable) -> Any:
-    if callable(var.value) or isinstance(var.value, types.ModuleType):
-        return var.value  # identity-guarded (or trusted) objects: classes, functions, modules
+    if callable(var.value) or isinstance(var.value, types.ModuleType) or type(var.value).__module__ == "typing":
+        return var.value  # identity-guarded (or trusted) objects: classes, functions, modules, typing forms
     return _not_constant(tx, var, "only classes, functions and modules are used by identity")
 
 

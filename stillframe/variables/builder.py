@@ -182,7 +182,8 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
         return TorchFunctionVariable(value, source)
     if isinstance(value, types.FunctionType):
         return _function(tx, value, source)
-    if isinstance(value, (types.ModuleType, type, types.BuiltinFunctionType, types.MethodType, functools.partial)):
+    if isinstance(value, (types.ModuleType, type, types.BuiltinFunctionType, types.MethodType, functools.partial)) or \
+            type(value).__module__ == "typing":  # a TypeVar, typing.List[int] ...: used by identity
         if not trusted:
             _guard(tx, source, "ID", id(value))
         tx.keepalive.append(value)

@@ -349,3 +349,21 @@ def test_compiling_a_torch_function_itself(fn):
     # stillframe.compile(torch.sin) raised TypeError (torch.compile accepts it and captures one op)
     make_args = (lambda: (torch.randn(3), torch.randn(3))) if fn is torch.Tensor.add else (lambda: (torch.randn(3),))
     assert_parity(fn, make_args, calls=2, compiled=stillframe.compile(fn, backend="eager", fullgraph=True))
+
+
+T = typing.TypeVar("T")
+
+
+def annotated_with_a_type_variable(x):
+    def total(y: torch.Tensor) -> torch.Tensor:
+        return torch.sum(y)
+
+    def apply(c: typing.Callable[[T], T], y: T) -> T:
+        return c(y)
+
+    return apply(total, x), typing.List[T]
+
+
+def test_a_type_variable_in_an_annotation():
+    # typing.Callable[[T], T] needed the TypeVar as a constant, and it was only type-guarded
+    assert_parity(annotated_with_a_type_variable, lambda: (torch.randn(3),), calls=2, fullgraph=True)

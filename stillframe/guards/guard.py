@@ -42,6 +42,7 @@ Kinds (:data:`GUARD_KINDS` holds each one's check code and readable text):
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from dataclasses import dataclass, field
@@ -50,8 +51,8 @@ from typing import Any, Callable
 import torch
 
 from .. import compat
-from .source import (AttrSource, BaseItemSource, CallSource, DefaultSource, GetItemSource, GlobalSource, LiftedSource,
-                     ModuleMemberSource, SizeSource, Source)
+from .source import (AttrSource, BaseItemSource, CallSource, DefaultSource, FloatTensorSource, GetItemSource,
+                     GlobalSource, LiftedSource, ModuleMemberSource, SizeSource, Source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,6 +308,8 @@ class GuardCodegen:
             expr = f"{self.const(source.factory)}(*{self.const(source.args)}{kwargs})"
         elif isinstance(source, SizeSource):
             expr = f"{self.ref(source.base)}.size()[{source.index}]"
+        elif isinstance(source, FloatTensorSource):
+            expr = f"{self.const(compat.float_tensor)}({self.ref(source.base)})"
         elif isinstance(source, CallSource):
             expr = f"{self.const(source.fn)}({self.ref(source.base)})"
         elif isinstance(source, ModuleMemberSource):
@@ -353,6 +356,7 @@ class GuardCodegen:
             "___global_hooks_empty": _global_hooks_empty,
             "___module_globals": _module_globals,
             "torch": torch,
+            "math": math,  # the ShapeEnv's guards on a float say math.isnan(...)
         }
 
 
@@ -366,6 +370,14 @@ def _condition(gen: GuardCodegen, guard: Guard) -> str:
 def _literal(gen: GuardCodegen, value: Any) -> str:
     """``value`` as Python source when its repr is exact, else a reference to it as a constant."""
     return repr(value) if type(value) in (int, str, bool, bytes) else gen.const(value)
+
+
+def _equals(gen: GuardCodegen, v: str, value: Any) -> str:
+    """``v == value``, where a NaN float equals a NaN (as torch.compile guards a specialized NaN: the plan traced
+    for it serves the next NaN, which ``==`` never would)."""
+    if type(value) is float and math.isnan(value):
+        return f"math.isnan({v})"
+    return f"{v} == {_literal(gen, value)}"
 
 
 @dataclass(frozen=True)
@@ -436,7 +448,7 @@ GUARD_KINDS: dict[str, GuardKind] = {
                       lambda name, exp: f"type({name}) is {getattr(exp, '__qualname__', exp)}"),
     "ID": GuardKind(lambda gen, v, exp: f"id({v}) == {exp}",
                     lambda name, exp: f"{name} is the object seen when tracing (id {exp})"),
-    "EQUALS": GuardKind(lambda gen, v, exp: f"type({v}) is {gen.const(type(exp))} and {v} == {_literal(gen, exp)}",
+    "EQUALS": GuardKind(lambda gen, v, exp: f"type({v}) is {gen.const(type(exp))} and {_equals(gen, v, exp)}",
                         lambda name, exp: f"{name} == {exp!r}"),
     "IS": GuardKind(lambda gen, v, exp: f"{v} is {exp!r}", lambda name, exp: f"{name} is {exp!r}"),
     "LEN": GuardKind(lambda gen, v, exp: f"len({v}) == {exp}", lambda name, exp: f"len({name}) == {exp}"),

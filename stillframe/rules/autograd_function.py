@@ -21,8 +21,11 @@ that records ``save_for_backward``, ``mark_non_differentiable`` and the attribut
 ``backward`` reads from ``forward`` (saved ones, or stashed on ctx) become outputs of the forward
 subgraph and inputs of the backward one. When no input needs a gradient, ``forward`` is simply
 inlined (eager runs it and records nothing). A ``setup_context`` staticmethod is run after ``forward``
-as autograd does. Anything else (``mark_dirty``, setup_context with keyword or default arguments, side effects, a backward with the wrong number of gradients) is a graph break:
-``apply`` runs for real, with eager's gradients.
+as autograd does. A ``@once_differentiable`` backward returns its gradients detached (it runs under
+``no_grad``: a double backward sees gradients that require no grad, as in eager). Anything else
+(``mark_dirty``, ``set_materialize_grads(False)`` -- which gradients are None is known only when backward
+runs --, setup_context with keyword or default arguments, side effects, a backward with the wrong number of
+gradients) is a graph break: ``apply`` runs for real, with eager's gradients.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import TYPE_CHECKING
 
 import torch
 import torch.fx
+from .. import compat
 from ..variables.base import (
     ConstantVariable,
     LazyArgument,
@@ -84,9 +88,6 @@ def run_forward(forward, setup_context, needs_input_grad, *args, **kwargs):
     return output, ctx
 
 
-# torch 2.13: a classmethod (keyed by its function); torch 2.14 makes it a C method, not captured yet (None:
-# Function.apply then runs for real, with eager's gradients)
-APPLY = getattr(torch.autograd.Function.apply, "__func__", None)
 HOP = torch.ops.higher_order.autograd_function_apply
 
 
@@ -96,9 +97,12 @@ def _break(tx: Tracer, cls: type, why: str) -> None:
 
 
 def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
-    """``cls.apply(*args)`` (``fn`` is the bound classmethod): see the module docstring."""
+    """``cls.apply(*args)`` (``fn``: the bound classmethod, or from torch 2.14 the live builtin method bound to the
+    class, :func:`compat.autograd_function_of`): see the module docstring."""
     owner = fn.self_var if isinstance(fn, UserMethodVariable) else None
     cls = owner.value if isinstance(owner, PythonObjectVariable) else None
+    if cls is None and isinstance(fn, PythonObjectVariable):
+        cls = compat.autograd_function_of(fn.value)
     if not isinstance(cls, type) or not issubclass(cls, torch.autograd.Function):
         return tx.unsupported("higher_order", "autograd.Function.apply called on something that is not a "
                               "Function subclass")
@@ -110,6 +114,8 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     if setup is not None and (kwargs or not isinstance(setup, types.FunctionType) or
                               len(args) != forward.__code__.co_argcount):
         return _break(tx, cls, "setup_context with keyword or default arguments")
+    if kwargs and not compat.autograd_function_apply_takes_kwargs():
+        tx.user_error(TypeError("apply() takes no keyword arguments"))  # torch 2.11's C apply, as eager raises
     setup_var = wrap(tx, setup, None) if setup is not None else ConstantVariable(None)
     args = [wrap(tx, a.value, a.source) if isinstance(a, LazyArgument) else a for a in args]
     grad = tx.state.grad_enabled
@@ -170,6 +176,8 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         if isinstance(a, TensorVariable):
             arg_grads[tx.tensor(a).node] = None if none else bwd.state.heap[g.tid].node
 
+    if getattr(backward, "__code__", None) is ONCE_DIFFERENTIABLE:
+        arg_grads = {n: _detached(tx, bwd.builder, g) for n, g in arg_grads.items()}
     fwd_graph = fwd.builder.graph
     read = bwd.builder.free_variables() + [n for n in arg_grads.values() if n is not None]  # returned as is too
     saved = [n for n in dict.fromkeys(read) if n.graph is not scratch and n.graph is not bwd.builder.graph]
@@ -189,6 +197,21 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
                                         *inputs), kwargs_for_op, fake_out)
     results = wrap_result(tx, tuple(fake_out), node)
     tx.push(results.items[0] if single else results)
+
+
+#: The code of the function ``@once_differentiable`` makes (it runs the backward under ``no_grad``).
+ONCE_DIFFERENTIABLE = torch.autograd.function.once_differentiable(lambda ctx: None).__code__
+
+
+def _detached(tx: Tracer, builder, node: torch.fx.Node | None) -> torch.fx.Node | None:
+    """``node.detach()`` in the backward subgraph: a ``@once_differentiable`` backward computes its gradients
+    under ``no_grad``, so a double backward (``create_graph=True``) sees gradients that require no grad, as in
+    eager (torch.compile's aot_eager gives them requires_grad=True)."""
+    if node is None:
+        return None
+    with tx.fake_mode:
+        val = node.meta["val"].detach()
+    return builder.call_function(torch.ops.aten.detach.default, (node,), {}, val)
 
 
 def _tensors(tx: Tracer, fwd, ctx: VariableTracker, name: str) -> list:

@@ -43,6 +43,7 @@ from ..variables.base import (
     TensorKey,
     DequeVariable,
     SliceVariable,
+    SymNodeVariable,
     TensorVariable,
     TupleVariable,
     UserFunctionVariable,
@@ -51,6 +52,7 @@ from ..variables.base import (
 )
 from ..variables.builder import wrap
 from ..variables.objects import (ContainerMethodVariable, ObjectVariable, SuperVariable, dict_base, storage_of)
+from ..tensors import symbolic
 from ..tensors.ops import call_tensor_op
 # known first: it imports the lower rules modules by name, and they reach it as a module object
 from .known import const_value, hash_key, is_const, sequence_items
@@ -378,11 +380,21 @@ def _bool_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     return ConstantVariable(truthiness(tx, args[0]) if args else False)
 
 
+#: ``int(n)`` / ``float(n)`` of a symbolic number, kept symbolic as torch.compile keeps it (``int()`` of a SymFloat
+#: truncates: ``torch.sym_int``), instead of specializing it.
+_SYMBOLIC_CONVERSIONS = {int: {torch.SymInt: None, torch.SymFloat: torch.sym_int},
+                         float: {torch.SymFloat: None, torch.SymInt: torch.sym_float}}
+
+
 def _scalar_of(kind: type) -> Callable:
     def rule(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
         if args and isinstance(args[0], TensorVariable):
             tx.unsupported("data_dependent", f"{kind.__name__}() of a tensor reads its value",
                            ("keep the value in a tensor",))
+        if len(args) == 1 and not kwargs and isinstance(args[0], SymNodeVariable) and \
+                type(args[0].value) in _SYMBOLIC_CONVERSIONS[kind]:
+            convert = _SYMBOLIC_CONVERSIONS[kind][type(args[0].value)]
+            return args[0] if convert is None else symbolic.apply(tx, convert, (args[0],))
         return fold(tx, kind, args, kwargs)
 
     return rule

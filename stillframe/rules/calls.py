@@ -63,8 +63,8 @@ from ..variables.base import (
 from ..variables.builder import is_constant, wrap, wrap as wrap_value
 from ..variables.kinds import INTERNAL
 from ..variables.objects import ContainerMethodVariable, ObjectVariable, SuperVariable
-from ..tensors.effects import TORCH_DENY, runs_for_real
-from ..tensors.ops import call_tensor_op
+from ..tensors.effects import never_traced, runs_for_real
+from ..tensors.ops import RUNS_FOR_REAL, call_tensor_op
 # builtin_calls first: it imports the lower rules modules by name, and they reach it as a module object
 from .builtin_calls import (
     BUILTIN_RULES,
@@ -221,6 +221,8 @@ def _call_function(tx: Tracer, fn: UserFunctionVariable, args: list, kwargs: dic
 
 @CALL.rule(UserMethodVariable)
 def _call_method(tx: Tracer, fn: UserMethodVariable, args: list, kwargs: dict) -> None:
+    if isinstance(fn.self_var, NNModuleVariable) and any(fn.fn is f for f in MODULE_CALL_IMPLS):
+        return call_module_impl(tx, fn.self_var, list(args), kwargs)  # super().__call__(...) in a module
     if isinstance(fn.fn, NestedFunctionVariable):
         return inline_nested(tx, fn.fn, [fn.self_var, *args], kwargs)
     inline_call(tx, fn.fn, fn.source, [fn.self_var, *args], kwargs)
@@ -355,9 +357,9 @@ def call_torch_function(tx: Tracer, target: Any, args: list, kwargs: dict) -> Va
     special = TORCH_SPECIAL.get(target)
     if special is not None:
         return special(tx, args, kwargs)
-    if target in TORCH_DENY:
-        tx.unsupported("unsupported_call", f"calling {getattr(target, '__qualname__', target)} inside a compiled "
-                       "function", ("call it outside the compiled function",))
+    denied = never_traced(target)
+    if denied is not None:
+        tx.unsupported("effectful_call", denied, RUNS_FOR_REAL)
     name = getattr(target, "__name__", "")
     objclass = getattr(target, "__objclass__", None)
     if objclass in (torch.Tensor, compat.TensorBase) and args and isinstance(args[0], TensorVariable):
@@ -388,6 +390,17 @@ def call_module(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> 
         if not isinstance(call_override, types.FunctionType):
             tx.unsupported("unsupported_call", f"{type(module).__name__}.__call__ is not a Python function")
         return inline_call(tx, call_override, None, [mod, *args], kwargs)
+    call_module_impl(tx, mod, args, kwargs)
+
+
+#: ``nn.Module.__call__`` and the functions behind it: a subclass's ``__call__`` reaches them through
+#: ``super().__call__(...)`` (transformers' GradientCheckpointingLayer); they run as :func:`call_module_impl`.
+MODULE_CALL_IMPLS = (torch.nn.Module.__call__, torch.nn.Module._wrapped_call_impl, torch.nn.Module._call_impl)
+
+
+def call_module_impl(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> None:
+    """What ``nn.Module.__call__`` itself does for ``mod``: forward pre-hooks, ``forward``, forward hooks."""
+    module = mod.module
     module_hooks_guard(tx, mod)
     replaced = "forward" in module.__dict__  # module.forward = fn: Module.__call__ finds the instance's
     if mod.source is not None:

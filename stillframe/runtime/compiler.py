@@ -37,7 +37,8 @@ from ..guards.source import (
 )
 from ..trace.state import make_frame
 from ..tensors import symbolic as symbolic_values
-from ..variables.base import AutocastExitVariable, LazyArgument, SymNodeVariable, TensorVariable
+from ..rules.known import live_iterator_index
+from ..variables.base import AutocastExitVariable, LazyArgument, LiveIteratorVariable, SymNodeVariable, TensorVariable
 from ..variables.builder import is_lazy_scalar, wrap
 from ..rules.attrs import EMPTY_CELLS
 from ..rules.generators import refuse_unclosed
@@ -45,6 +46,7 @@ from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace.interpreter import Tracer
 from . import live
 from .executors import EXECUTORS
+from .optimizer_step import optimizer_outcome
 from .entry import CacheEntry
 from .rebuild import StateCodegen
 from .shapes import ShapePolicy
@@ -54,7 +56,7 @@ from ..diagnostics import log
 @dataclass
 class TraceOutcome:
     entry: CacheEntry
-    tracer: Tracer
+    tracer: Tracer | None  # None for an optimizer step (runtime/optimizer_step.py): no bytecode was traced
     trace_seconds: float
     compile_seconds: float
 
@@ -148,10 +150,15 @@ def compile_frame(fn: types.FunctionType, L: dict, G: dict, F: Any, backend: Cal
                   fullgraph: bool = False, shapes: ShapePolicy | None = None) -> TraceOutcome:
     """Trace one call of ``fn`` and build its cache entry (raises Unsupported / UserError from the trace).
 
-    A function whose every call must run for real (``stillframe.compile(opt.step)``: torch.optim keeps its
+    ``opt.step`` of an optimizer class with a rule (``rules/optimizers.py``) is captured by
+    :func:`~stillframe.runtime.optimizer_step.optimizer_outcome`. Any other function whose every call must run for real (``stillframe.compile(opt.step)``: torch.optim keeps its
     state in Python objects, see ``tensors/effects.py``) is not traced at all: Unsupported, so it runs
     eagerly, without the per-call guards and graph breaks of a plan that would capture nothing.
     """
+    captured = optimizer_outcome(fn, L, lambda gm, examples: _call_backend(backend, gm, examples, None))
+    if captured is not None:  # opt.step of SGD, Adam, AdamW: the update in one graph (runtime/optimizer_step.py)
+        entry, trace_seconds, compile_seconds = captured
+        return TraceOutcome(entry, None, trace_seconds, compile_seconds)
     reason = runs_for_real(fn)
     if reason is not None:
         raise Unsupported(GraphBreak(GraphBreakKind.EFFECTFUL_CALL, reason,
@@ -177,6 +184,11 @@ def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any
                 raise InternalError(f"a symbolic trace asked to be traced symbolically again: {e}") from None
             log.event("dynamic", "tracing again with symbolic shapes: %s", e)
             shapes.symbolic = True
+        except BackendSpecializedFloats as e:
+            if shapes is None or not e.sources or e.sources <= shapes.static:
+                raise InternalError(f"{e}, and tracing them static did not help") from None
+            log.event("dynamic", "tracing again: %s", e)
+            shapes.static |= e.sources
         except BackendRejectedOps as e:  # e.g. AOTAutograd's fake while_loop needs a ShapeEnv: break at it instead
             if e.ops <= rejected:
                 raise e.__cause__ from None
@@ -189,6 +201,22 @@ def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any
     tracer.lazy_generators = False
     tracer.uncaptured_ops = frozenset(rejected)
     return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
+
+
+class BackendSpecializedFloats(Exception):
+    """The backend could not turn some float inputs' uses into tensor ops (AOTAutograd's tensorify pass raised
+    ``TensorifyScalarRestartAnalysis``): the frame is traced again with those floats (source names in
+    ``sources``) static, as torch.compile restarts its analysis with them specialized."""
+
+    def __init__(self, sources: set) -> None:
+        super().__init__(f"the backend specialized the floats {', '.join(sorted(sources))}")
+        self.sources = sources
+
+
+def _float_sources(tracer: Tracer, symbols: set[str]) -> set[str]:
+    """The names of the float inputs of ``tracer`` whose symbols (``zf0``) are among ``symbols``."""
+    return {src.name for src, sym, _ in tracer.entry_fakes if isinstance(sym, torch.SymFloat)
+            and str(getattr(sym.node, "_expr", sym.node.expr)) in symbols}
 
 
 class BackendRejectedOps(Exception):
@@ -235,12 +263,16 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
                     if isinstance(value, AutocastExitVariable) and value.node is not None:
                         tracer.graph.call_function(torch.amp.autocast_mode._exit_autocast, (value.node,), {}, None)
             hints = _dynamic_hints(tracer) if tracer.fake_mode.shape_env is not None else {}
+            hints.update(_loop_counter_hint(tracer))
             result_expr = (f"{codegen.gen.const(live.Continuation)}({codegen.frames()}, "
                            f"{codegen.gen.const(tracer.graph_break)}"
                            + (f", dynamic={codegen.gen.const(hints)})" if hints else ")"))
         codegen.side_effects()
-        if tracer.state.grad_enabled != torch.is_grad_enabled():
-            # leave the grad mode as the traced code left it (as eager does), whatever the backend did
+        if tracer.state.grad_enabled != torch.is_grad_enabled() or any(
+                n.target is compat.set_grad_enabled for n in tracer.graph.graph.nodes):
+            # leave the grad mode as the traced code left it (as eager does), whatever the backend did: torch
+            # 2.11's AOTAutograd loses a switch the graph ends with (a no_grad block left in the graph, whose entry
+            # is hoisted out of it below)
             codegen.gen.lines.append(f"{codegen.gen.const(compat.set_grad_enabled)}({tracer.state.grad_enabled!r})")
     except Exception as e:
         e.tracer = tracer  # the guards collected so far describe the path that failed
@@ -264,7 +296,11 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         if symbolic:  # a symbol's example is its SymInt, as torch.compile hands it to the backend
             inputs = list(tracer.state.inputs)
             examples = [_symbolic_example(tracer, inputs[i][1], e) for i, e in zip(used_inputs, examples)]
-        with compat.backend_context(tracer.fake_mode) if symbolic else contextlib.nullcontext():
+        if symbolic:
+            context = compat.backend_context(tracer.fake_mode)
+        else:  # higher-order ops: a ShapeEnv, as torch.compile gives (AOTAutograd's fake while_loop needs one)
+            context = compat.static_backend_context(examples) if _higher_order_ops(gm) else contextlib.nullcontext()
+        with context:
             try:
                 compiled = _call_backend(backend, gm, examples, tracer)
             except Exception as e:
@@ -299,6 +335,8 @@ def _call_backend(backend: Callable, gm: torch.fx.GraphModule, example_inputs: l
         error_tb = None
     except compat.BACKEND_FALLBACK_ERRORS:
         raise
+    except compat.TensorifyScalarRestartAnalysis:
+        raise BackendSpecializedFloats(_float_sources(tracer, compat.take_float_specializations())) from None
     except Exception as e:
         error, error_tb = e, e.__traceback__
     failed = compat.backend_compiler_failed(backend, error)
@@ -310,6 +348,8 @@ def _symbolic_example(tracer: Tracer, tid: int, value: Any) -> Any:
     node = tracer.tensor_node_of_input(tid)
     if type(value) is int and node is not None and isinstance(node.meta.get("val"), torch.SymInt):
         return node.meta["val"]
+    if node is not None and getattr(node.meta.get("val"), "item_memo", None) is not None:
+        return tracer.input_values.get(tid, value)  # a float's tensor: the one faked (its fake knows its .item())
     return value
 
 
@@ -333,6 +373,26 @@ def _dynamic_hints(tracer: Tracer) -> dict:
         for j, var in enumerate(frame.stack):
             hint(f"{i}:s{j}", var)
     return hints
+
+
+def _loop_counter_hint(tracer: Tracer) -> dict:
+    """At a loop whose body broke the graph, the next item is taken for real (a ``loop_iteration`` break) and
+    pushed where the resumed trace reads it (``L['0:s1']``). Where the items still to come are ints (a counter:
+    ``for i in range(n)``), the item is an int that changed at that point of the code since this trace saw the
+    previous one, so automatic dynamic makes it symbolic from the resumed code's first trace
+    (``"loop"``; ``dynamic=False`` keeps it static) instead of tracing the body once more for the second value,
+    as torch.compile unspecializes an int that changed."""
+    if tracer.graph_break is None or tracer.graph_break.kind is not GraphBreakKind.LOOP_ITERATION:
+        return {}
+    frames = tracer.state.frames
+    top = frames[-1]
+    it = top.stack[-1] if top.stack else None
+    if not isinstance(it, LiveIteratorVariable):
+        return {}
+    rest = it.values[live_iterator_index(tracer, it):]
+    if not rest or any(type(v) is not int for v in rest):
+        return {}
+    return {LocalSource(f"{len(frames) - 1}:s{len(top.stack)}").name: "loop"}
 
 
 def _shape_guards(tracer: Tracer) -> list[Guard]:

@@ -27,13 +27,14 @@ Markings torch.compile reads on a tensor are honoured in every mode:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
 
 from ..diagnostics import log
 from ..guards.guard import source_values
-from ..guards.source import ModuleMemberSource, Source, is_user_argument
+from ..guards.source import ModuleMemberSource, Source
 
 #: The markings torch.compile's mark_dynamic, maybe_mark_dynamic and mark_static leave on a tensor.
 _ABSENT = object()
@@ -54,7 +55,8 @@ class ShapePolicy:
         self.symbolic = dynamic is True
         self.seen: dict[str, tuple] = {}  # source name -> sizes at the last trace, None where already dynamic
         self.sources: dict[str, Source] = {}  # source name -> the source (to read the sizes of a new call)
-        self.ints: dict[str, int | None] = {}  # int argument -> its value at the last trace, None once dynamic
+        self.ints: dict[str, int | float | None] = {}  # int / float -> its value at the last trace, None once dynamic
+        self.static: set[str] = set()  # floats a backend's tensorify pass had to specialize: static from then on
         self.hints: dict[str, Any] = {}  # source name -> what was symbolic there before a graph break
         self.events: list[tuple] = []
 
@@ -78,9 +80,10 @@ class ShapePolicy:
         for name, value in zip(names, source_values([self.sources[n] for n in names], L, G, F)):
             if name in self.ints:
                 before = self.ints[name]
-                if type(value) is int and before is not None and before != value:
+                number = type(value) in (int, float) and name not in self.static
+                if number and before is not None and before != value:
                     changes.append(f"{name}: {before} -> {value}")
-                self.symbolic |= type(value) is int and before != value
+                self.symbolic |= number and before != value
                 continue
             before = self.seen[name]
             if isinstance(value, torch.Tensor) and value.dim() == len(before):
@@ -89,12 +92,17 @@ class ShapePolicy:
                 self.symbolic |= any(old is None or old != new for old, new in zip(before, value.shape))
         return changes
 
-    def int_dynamic(self, source: Source, value: int) -> bool:
-        """Whether the int argument at ``source`` is a symbolic graph input in this trace (arguments only, not
-        module attributes or globals: as torch.compile, which keeps those static)."""
-        if self.hints.get(source.name) == "int":
+    def scalar_dynamic(self, source: Source, value: int | float, unspecializable: bool) -> bool:
+        """Whether the int (or float) at ``source`` is a symbolic graph input in this trace. ``unspecializable``:
+        an int reached from the frame's locals, not through a module, a global or a default (those stay static,
+        as torch.compile keeps them); any float (torch.compile unspecializes floats from every source), but
+        NaN and infinities, and the floats a backend could not turn into tensor ops (``static``)."""
+        if type(value) is float and (source.name in self.static or math.isnan(value) or math.isinf(value)):
+            return False
+        hint = self.hints.get(source.name)
+        if hint in ("int", "float") or (hint == "loop" and self.dynamic is not False):
             return True
-        if self.dynamic is False or not is_user_argument(source):
+        if self.dynamic is False or not unspecializable:
             return False
         if self.dynamic is True:
             return True
@@ -106,8 +114,8 @@ class ShapePolicy:
             return False
         if before is not None and before != value:
             self.events.append((name, None, before, value))
-            log.event("dynamic", "%s is a symbolic int from now on: it was %d when last traced, now %d",
-                      name, before, value)
+            log.event("dynamic", "%s is a symbolic %s from now on: it was %r when last traced, now %r",
+                      name, type(value).__name__, before, value)
             self.ints[name] = None
         return self.ints[name] is None
 

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from ..errors import InternalError
 from ..guards.guard import Guard
 from ..guards.source import AttrSource, LiftedSource
-from .effects import is_pure_query, known_effect, no_rule, query_checker
+from .effects import is_pure_query, known_effect, no_rule, query_checker, raises_on_values
 from .meta import fresh_base, fresh_view
 from .symbolic import has_symbols, plain, wrap_symbolic
 from ..variables.base import (
@@ -188,6 +188,11 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
             tx.user_error(refused, traceable=False)  # runs for real: eager's error reaches the user's except
     fake_args = tuple(to_fake(tx, a, fresh) for a in args)
     fake_kwargs = {k: to_fake(tx, v, fresh) for k, v in kwargs.items()}
+    if raises_on_values(kind, target, fake_args, fake_kwargs):
+        observer = tx.raise_observer()
+        if observer is not None:  # run it for real: its error, if any, comes where eager raises it
+            tx.unsupported("data_dependent", f"{_describe(kind, target)} raises if an index is out of range, "
+                           f"which only the real values show; {observer}", RUNS_FOR_REAL)
     watched = [t for t in _fakes_in((fake_args, fake_kwargs)) if not t.is_inference()]  # no version counter
     versions = [t._version for t in watched]
     fn = getattr(fake_args[0], target) if kind == "call_method" else target
@@ -198,7 +203,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     except compat.DATA_DEPENDENT_ERRORS as e:
         tx.unsupported("data_dependent", f"{_describe(kind, target)} depends on tensor data ({type(e).__name__})",
                        ("keep tensor values in tensors; Python control flow on them breaks the graph",))
-    except (RuntimeError, TypeError, ValueError, IndexError) as e:
+    except (RuntimeError, TypeError, ValueError, IndexError, AssertionError, NotImplementedError) as e:
+        # (torch's meta functions raise AssertionError for some argument errors: t_ on a 3-d tensor)
         if "data-dependent" in str(e) or "DataDependent" in type(e).__name__:
             tx.unsupported("data_dependent", f"{_describe(kind, target)} depends on tensor data")
         tx.user_error(e, traceable=False)  # a fake tensor's error: the real op decides (see UserError)

@@ -30,7 +30,8 @@ import torch
 from .. import compat
 from ..errors import RetraceSymbolic
 from ..guards.guard import Guard, tensor_signature
-from ..guards.source import AttrSource, CallSource, GetItemSource, GlobalSource, ScalarOutputSource, SizeSource, Source
+from ..guards.source import (AttrSource, CallSource, FloatTensorSource, GetItemSource, GlobalSource, LocalSource,
+                             ScalarOutputSource, SizeSource, Source)
 from ..tensors.meta import TensorEntry
 from . import standins
 from .base import (
@@ -147,8 +148,12 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
     if value is None or value is True or value is False or value is Ellipsis:
         _guard(tx, source, "IS", value)
         return ConstantVariable(value, source)
-    if type(value) is int and source is not None and tx.shapes is not None and tx.shapes.int_dynamic(source, value):
+    if type(value) is int and source is not None and tx.shapes is not None and \
+            tx.shapes.scalar_dynamic(source, value, _unspecializable(tx, source)):
         return _symbolic_int(tx, value, source)
+    if type(value) is float and source is not None and tx.shapes is not None and \
+            tx.shapes.scalar_dynamic(source, value, True):
+        return _symbolic_float(tx, value, source)
     if is_constant(value):
         _guard(tx, source, "EQUALS", value)
         return ConstantVariable(value, source)
@@ -381,9 +386,21 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
     return var
 
 
+def _unspecializable(tx: Any, source: Source) -> bool:
+    """Whether an int read from ``source`` may become a symbolic graph input when it changes: one reached from a
+    local of the frame (an argument, or a live value where a graph break resumes) through items and attributes
+    of objects that are not ``nn.Module``s (``L['n']``, ``L['state'].step``, ``L['cfg']['n']``), as
+    torch.compile unspecializes ints; a global's, a module attribute's or a default's stays specialized."""
+    while isinstance(source, (AttrSource, GetItemSource)):
+        source = source.base
+        if isinstance(tx.state.memo.get(source.name), NNModuleVariable):
+            return False
+    return type(source) is LocalSource
+
+
 def _symbolic_int(tx: Any, value: int, source: Source) -> VariableTracker:
     """An int argument the shape policy makes symbolic (it changed between calls): a graph input whose guards
-    come from the ShapeEnv, instead of an EQUALS guard on its value. 0 and 1 are specialized."""
+    come from the ShapeEnv, instead of an EQUALS guard on its value (0 and 1 included, as torch.compile)."""
     if tx.fake_mode.shape_env is None:
         raise RetraceSymbolic(f"{source.name} is a symbolic int")
     sym = compat.symbolic_int(tx.fake_mode, value, source.name)
@@ -397,6 +414,24 @@ def _symbolic_int(tx: Any, value: int, source: Source) -> VariableTracker:
     tx.input_nodes[oid] = node
     tx.entry_fakes.append((source, sym, None))
     return SymNodeVariable(sym, node)
+
+
+def _symbolic_float(tx: Any, value: float, source: Source) -> VariableTracker:
+    """A float the shape policy makes symbolic (it changed between calls), as torch.compile passes one: a float64
+    0-dim tensor graph input (``FloatTensorSource``) read back by ``.item()`` as a SymFloat, whose guards come
+    from the ShapeEnv (``L['lr'] > 0.5`` where a branch read it) instead of an EQUALS guard on its value. A
+    backend (AOTAutograd's tensorify pass) turns its uses into tensor ops, or asks for it static again."""
+    if tx.fake_mode.shape_env is None:
+        raise RetraceSymbolic(f"{source.name} is a symbolic float")
+    tensor, fake, sym = compat.symbolic_float(tx.fake_mode, value, source.name)
+    _guard(tx, source, "TYPE", float)
+    node = tx.graph.placeholder(source.name, fake)
+    oid = tx.new_id()
+    tx.state = tx.state.replace(inputs=tx.state.inputs.append((FloatTensorSource(source), oid)))
+    tx.input_nodes[oid] = node
+    tx.input_values[oid] = tensor
+    tx.entry_fakes.append((source, sym, None))
+    return SymNodeVariable(sym, tx.graph.call_method("item", (node,), {}, sym))
 
 
 def _fake_input(tx: Any, value: torch.Tensor, source: Source) -> Any:

@@ -460,8 +460,9 @@ def test_break_inside_loop_over_module_list(capsys):
     report = assert_parity(Stack(), lambda: (torch.randn(2, 4),), calls=2)
     # the first layer up to its print; then each next item is taken for real and every later layer (a
     # different module, so a plan of its own) runs from the top of the body to its print: graphs for the
-    # body plans and for the after-print plans that carry tensor ops
-    assert graph_count(report.compiled) == 7, report.format()
+    # body plans and for the after-print plans that carry tensor ops; the counter i is symbolic in the
+    # after-print plan from its second trace on (automatic dynamic), so that plan is traced twice, not per i
+    assert graph_count(report.compiled) == 6, report.format()
     module = Stack()
     stillframe.compile(module, backend="eager")(torch.randn(2, 4))
     assert module.calls == [(w, i) for i in range(3) for w in ("before", "after")]

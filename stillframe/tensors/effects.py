@@ -171,12 +171,13 @@ def never_traced(target: Any) -> str | None:
     Covers :data:`TORCH_DENY`, :data:`STATEFUL_TORCH_MODULES` and :data:`STATE_SETTER_PREFIXES`, through
     ``functools.wraps`` wrappers: importing ``torch._dynamo`` replaces ``torch.manual_seed`` with a wrapper
     (``torch._disable_dynamo``) that is not the function this table holds. Pure queries
-    (:data:`PURE_QUERIES`, such as ``torch.cuda.is_available``) are not covered.
+    (:data:`PURE_QUERIES`, such as ``torch.cuda.is_available``) and guarded ones (:data:`GUARDED_QUERIES`) are
+    not covered.
     """
     fn, seen = target, 0
     while fn is not None and seen < 8:
         key = hashable_key(fn)
-        if key is not None and key in PURE_QUERIES:
+        if key is not None and (key in PURE_QUERIES or key in GUARDED_QUERIES):
             return None
         name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or ""
         if key is not None and key in TORCH_DENY:

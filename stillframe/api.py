@@ -36,7 +36,6 @@ from .config import config
 from .errors import InternalError, StillframeWarning, Unsupported, UserError
 from .guards.guard import identity_checked, user_names
 from .runtime import live, tracebacks
-from .variables.builder import is_torch_callable
 from .rules.disable import ORIGINAL, disable, is_disabled  # noqa: F401  (public: stillframe.disable)
 from .runtime.compiler import compile_frame, compile_retrying, eager_entry, start_resume
 from .runtime.entry import CacheEntry, watch
@@ -119,9 +118,9 @@ class CompiledFunction:
         self._fn = fn
         self._self = self_obj
         self._func = fn.__func__ if isinstance(fn, types.MethodType) else fn
-        if isinstance(fn, (types.BuiltinFunctionType, types.MethodDescriptorType)) or is_torch_callable(fn):
-            # torch.sin, F.relu: a function that calls it is traced, so it is one graph op (torch.compile
-            # accepts these; torch's own Python is not traced line by line)
+        if isinstance(fn, (types.BuiltinFunctionType, types.MethodDescriptorType)):
+            # torch.sin, Tensor.add: a C function; a function that calls it is traced, so it is one graph op
+            # (torch.compile accepts these)
             self._func = _calling(fn)
         if not isinstance(self._func, types.FunctionType):
             raise TypeError(f"stillframe.compile expects a Python function or an nn.Module, got {type(fn).__name__}")

@@ -56,7 +56,10 @@ def compiled_original(obj: Any) -> tuple[str, Any] | None:
     try:
         # looked up statically: a class's own __getattr__ (which answers anything) must not run, nor make any
         # object look like a wrapper
-        original = inspect.getattr_static(obj.__func__ if isinstance(obj, types.MethodType) else obj, ORIGINAL, None)
+        target = obj.__func__ if isinstance(obj, types.MethodType) else obj
+        original = inspect.getattr_static(target, ORIGINAL, None)
+        if isinstance(original, property):  # a class's own property (a compiled module's): read through it
+            original = getattr(target, ORIGINAL, None)
         if original is not None:
             return ORIGINAL, original
         if type(obj).__name__ == "OptimizedModule" and type(obj).__module__ == "torch._dynamo.eval_frame":

@@ -236,8 +236,9 @@ def fresh_tensors(tx: Tracer, like: list, name: str) -> tuple[list, list]:
 def while_loop(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     """``while_loop(cond_fn, body_fn, carried_inputs)``: both callables speculated on fresh carried tensors
     and recorded as ``torch.ops.higher_order.while_loop(cond, body, carried, additional)``, where the
-    additional inputs are the tensors they close over. Int carries, differing metadata, side effects and
-    aliasing outputs break the graph (the loop runs for real)."""
+    additional inputs are the tensors they close over (an operand sharing memory with another is passed as a
+    clone: AOTAutograd refuses aliased operands). Int carries, differing metadata, side effects and aliasing
+    outputs break the graph (the loop runs for real)."""
     cond_fn, body_fn, carried = _bind(tx, ("cond_fn", "body_fn", "carried_inputs"), args, kwargs, {}, "while_loop")
     items = _operand_items(tx, carried, "while_loop")
     fresh, fresh_nodes = fresh_tensors(tx, items, "carry")

@@ -338,10 +338,10 @@ BREAKS = {
     returns_input: lambda: (torch.randn(3, requires_grad=True),),
     side_effect_in_forward: lambda: (torch.randn(3, requires_grad=True),),
     wrong_gradient_count: lambda: (torch.randn(3, requires_grad=True),),
-    mark_dirty: lambda: (torch.randn(3, requires_grad=True),),
     no_materialize: lambda: (torch.randn(3, requires_grad=True),),
 }
 PROGRAMS.update({
+    mark_dirty: lambda: (torch.randn(3, requires_grad=True),),
     setup_context_style: lambda: (torch.randn(4, requires_grad=True),),
     clip_grad_positional: lambda: (torch.randn(5, requires_grad=True),),
     global_and_stashed: lambda: (torch.randn(4, requires_grad=True),),

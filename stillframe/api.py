@@ -95,6 +95,15 @@ def _make_binder(fn: types.FunctionType) -> Callable[..., dict]:
     return bind
 
 
+def _calling(fn: Callable) -> Callable:
+    """A Python function whose one step is ``fn(*args, **kwargs)``: what compiling a C function traces."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    functools.update_wrapper(call, fn)
+    return call
+
+
 class CompiledFunction:
     """A function compiled by :func:`compile`; calling it runs a guarded plan or traces a new one.
 
@@ -109,6 +118,10 @@ class CompiledFunction:
         self._fn = fn
         self._self = self_obj
         self._func = fn.__func__ if isinstance(fn, types.MethodType) else fn
+        if isinstance(fn, (types.BuiltinFunctionType, types.MethodDescriptorType)):
+            # torch.sin, Tensor.add: a C function; a function that calls it is traced, so it is one graph op
+            # (torch.compile accepts these)
+            self._func = _calling(fn)
         if not isinstance(self._func, types.FunctionType):
             raise TypeError(f"stillframe.compile expects a Python function or an nn.Module, got {type(fn).__name__}")
         self._backend_arg = backend

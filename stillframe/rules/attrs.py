@@ -12,6 +12,7 @@ guarded. ``nn.Module`` parameters, buffers and submodules come from
 from __future__ import annotations
 
 import functools
+import operator
 import types
 from typing import Any
 
@@ -506,6 +507,8 @@ def module_attr(tx: Any, var: NNModuleVariable, name: str) -> VariableTracker:
         return PythonObjectVariable(functools.partial(module_iterator, var, name))
     if found is MISSING:
         if type(m).__getattr__ is not torch.nn.Module.__getattr__:
+            if isinstance(type(m).__getattr__, types.FunctionType):  # the class's own, traced (as Python calls it)
+                return _class_getattr(tx, var, type(m), name)
             tx.unsupported("unsupported_attribute", f"{type(m).__name__} defines __getattr__")
         guard_not_shadowed(tx, var, m, name)
         tx.user_error(AttributeError(f"'{type(m).__name__}' object has no attribute '{name}'"))
@@ -530,6 +533,12 @@ def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> Va
         if isinstance(found, classmethod):
             return UserMethodVariable(found.__func__, var)
         return wrap(tx, getattr(value, name), src, trusted=value.__module__.startswith("torch"))
+    if name == "__get__" and isinstance(value, (types.GetSetDescriptorType, types.MemberDescriptorType)) and \
+            issubclass(torch.Tensor, value.__objclass__):
+        # torch.Tensor.shape.__get__(t) reads t.shape; which descriptor it is, is guarded by identity
+        if var.source is not None:
+            tx.add_guard(Guard(var.source, "ID", id(value)))
+        return PythonObjectVariable(operator.attrgetter(value.__name__))
     found = _static_lookup(value, name)
     if src is not None and found is not MISSING and found[0] == "instance" and \
             isinstance(type(value).__getattribute__, types.FunctionType):

@@ -19,6 +19,8 @@ compiled) runs here as ``recursive=True`` does: the whole call runs for real.
 
 from __future__ import annotations
 
+import inspect
+import types
 from typing import Any, Callable
 
 from .. import compat
@@ -52,7 +54,12 @@ def compiled_original(obj: Any) -> tuple[str, Any] | None:
     Matches torch.compile, which inlines a compiled function called from inside another compiled function rather
     than tracing its wrapper's dispatch code."""
     try:
-        original = getattr(obj, ORIGINAL, None)
+        # looked up statically: a class's own __getattr__ (which answers anything) must not run, nor make any
+        # object look like a wrapper
+        target = obj.__func__ if isinstance(obj, types.MethodType) else obj
+        original = inspect.getattr_static(target, ORIGINAL, None)
+        if isinstance(original, property):  # a class's own property (a compiled module's): read through it
+            original = getattr(target, ORIGINAL, None)
         if original is not None:
             return ORIGINAL, original
         if type(obj).__name__ == "OptimizedModule" and type(obj).__module__ == "torch._dynamo.eval_frame":

@@ -131,8 +131,8 @@ def _function_value(tx: Tracer, var: VariableTracker) -> Any:
 
 @const_value.rule(PythonObjectVariable)
 def _object_value(tx: Tracer, var: PythonObjectVariable) -> Any:
-    if callable(var.value) or isinstance(var.value, types.ModuleType):
-        return var.value  # identity-guarded (or trusted) objects: classes, functions, modules
+    if callable(var.value) or isinstance(var.value, types.ModuleType) or type(var.value).__module__ == "typing":
+        return var.value  # identity-guarded (or trusted) objects: classes, functions, modules, typing forms
     return _not_constant(tx, var, "only classes, functions and modules are used by identity")
 
 
@@ -226,6 +226,9 @@ def _dunder_items(tx: Tracer, var: VariableTracker) -> tuple | None:
 def _object_items(tx: Tracer, var: VariableTracker) -> tuple:
     if isinstance(var, PythonObjectVariable) and isinstance(var.value, enum.EnumMeta):
         return tuple(ConstantVariable(m) for m in var.value)
+    if isinstance(var, PythonObjectVariable) and var.source is None and isinstance(var.value, types.MappingProxyType) \
+            and all(isinstance(k, str) for k in var.value):
+        return tuple(ConstantVariable(k) for k in var.value)  # inspect.signature(f).parameters: its names
     items = _dunder_items(tx, var)
     return items if items is not None else _not_iterable(tx, var, "its __iter__ is not Python code")
 

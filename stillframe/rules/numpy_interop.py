@@ -23,9 +23,11 @@ from .. import compat
 from ..tensors.effects import PURE_QUERIES
 from ..tensors.ops import call_tensor_op
 from ..variables.base import (
+    BuiltinVariable,
     ConstantVariable,
     ListVariable,
     NumpyArrayVariable,
+    PartialVariable,
     PythonObjectVariable,
     TensorVariable,
     TupleVariable,
@@ -110,6 +112,9 @@ def _functions() -> dict[int, tuple[Any, str]]:
             np_fn, t_fn = getattr(np_module, name, None), getattr(t_module, name)
             if callable(np_fn) and callable(t_fn) and not isinstance(np_fn, type) and not isinstance(t_fn, type):
                 table[id(np_fn)] = (t_fn, prefix + name)
+    for name in _METHODS:  # np.ndarray.copy(a, ...): what a bound method of an array calls
+        if hasattr(np.ndarray, name) and hasattr(tnp.ndarray, name):
+            table[id(getattr(np.ndarray, name))] = (getattr(tnp.ndarray, name), name)
     return table
 
 
@@ -118,17 +123,13 @@ FUNCTIONS = _functions() if np is not None else {}
 
 def is_numpy_function(target: Any) -> bool:
     """Whether calling ``target`` is a NumPy function this module captures."""
-    return id(target) in FUNCTIONS or isinstance(target, _BoundMethod)
+    return id(target) in FUNCTIONS
 
 
 def call_numpy(tx: Tracer, target: Any, args: list, kwargs: dict) -> VariableTracker | None:
     """``np.fn(*args)`` or ``array.method(*args)``: one graph node; its tensor results are arrays. ``None`` where
     no argument is an array or tensor of the trace (the call is left to the other rules)."""
-    if isinstance(target, _BoundMethod):
-        fn, name = getattr(tnp.ndarray, target.name), target.name
-        args = [target.array, *args]
-    else:
-        fn, name = FUNCTIONS[id(target)]
+    fn, name = FUNCTIONS[id(target)]
     if "out" in kwargs:
         tx.unsupported("numpy", f"np.{name}(out=...) writes into an array")
     flat = _flat(tx, [*args, *kwargs.values()])
@@ -163,10 +164,11 @@ def _arg(tx: Tracer, var: VariableTracker) -> VariableTracker:
         return TupleVariable(tuple(_arg(tx, v) for v in var.items), var.cls)
     if isinstance(var, ListVariable):
         return tx.new_list(tuple(_arg(tx, v) for v in tx.list_items(var)))
-    value = getattr(var, "value", None)
-    if isinstance(var, (PythonObjectVariable, ConstantVariable)) and (
-            isinstance(value, np.dtype) or isinstance(value, type) and issubclass(value, np.generic)):
-        return ConstantVariable(np.dtype(value).name)
+    value = getattr(var, "value", getattr(var, "fn", None))
+    if isinstance(var, (PythonObjectVariable, ConstantVariable, BuiltinVariable)) and (
+            isinstance(value, np.dtype) or value in (bool, int, float, complex) or
+            isinstance(value, type) and issubclass(value, np.generic)):
+        return ConstantVariable(np.dtype(value).name)  # np.float64, bool, int: as NumPy reads them
     return var
 
 
@@ -206,13 +208,6 @@ def from_numpy(tx: Tracer, array: NumpyArrayVariable) -> VariableTracker:
     return call_tensor_op(tx, "call_function", torch.ops.aten.alias.default, (TensorVariable(array.tid),), {})
 
 
-class _BoundMethod:
-    """``array.method`` before it is called."""
-
-    def __init__(self, array: NumpyArrayVariable, name: str):
-        self.array, self.name = array, name
-
-
 def array_attr(tx: Tracer, array: NumpyArrayVariable, name: str) -> VariableTracker:
     """An ndarray attribute: shape facts from the tensor's metadata, views (``T``, ``real``) as graph nodes, and
     the methods in :data:`_METHODS` bound for a later call."""
@@ -231,8 +226,8 @@ def array_attr(tx: Tracer, array: NumpyArrayVariable, name: str) -> VariableTrac
     if name in _TENSOR_ATTRS:
         call = _numpy_call(("attr", name), operator.attrgetter(name), name)
         return _as_arrays(tx, call_tensor_op(tx, "call_function", call, (TensorVariable(array.tid),), {}), name)
-    if name in _METHODS:
-        return PythonObjectVariable(_BoundMethod(array, name))
+    if name in _METHODS:  # bound as functools.partial(np.ndarray.name, array): real where it must be rebuilt
+        return PartialVariable(PythonObjectVariable(getattr(np.ndarray, name)), (array,), ())
     tx.unsupported("numpy", f"ndarray.{name} is not captured")
 
 

@@ -65,6 +65,9 @@ from .objects import ContainerMethodVariable
 CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
                   torch.dtype, torch.device, torch.layout, torch.memory_format, enum.Enum)
 
+#: Members a guarded frozenset may have besides constants: compared by identity (or by name, for builtins).
+_IDENTITY_MEMBERS = (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType, type)
+
 # Modules whose attributes are stable: reading ``torch.add`` guards ``torch`` only.
 TRUSTED_MODULES = (torch, math, operator, builtins, functools, torch.nn.functional, torch.linalg, torch.fft,
                    torch.special)
@@ -154,6 +157,12 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
     if is_constant(value):
         _guard(tx, source, "EQUALS", value)
         return ConstantVariable(value, source)
+    if type(value) is frozenset and source is not None and all(
+            is_constant(m) or isinstance(m, _IDENTITY_MEMBERS) for m in value):
+        # a frozenset of constants, functions or classes (``func in SUPPORTED``): fixed by its members, guarded
+        _guard(tx, source, "EQUALS", value)
+        tx.keepalive.append(value)
+        return ConstantVariable(value, source)
     if type(value) is slice and all(is_constant(p) for p in (value.start, value.stop, value.step)):
         _guard(tx, source, "EQUALS", value)  # a slice passed in (x[s]): its parts are Python values
         return SliceVariable(ConstantVariable(value.start), ConstantVariable(value.stop), ConstantVariable(value.step))
@@ -178,7 +187,8 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
         return TorchFunctionVariable(value, source)
     if isinstance(value, types.FunctionType):
         return _function(tx, value, source)
-    if isinstance(value, (types.ModuleType, type, types.BuiltinFunctionType, types.MethodType, functools.partial)):
+    if isinstance(value, (types.ModuleType, type, types.BuiltinFunctionType, types.MethodType, functools.partial)) or \
+            type(value).__module__ == "typing":  # a TypeVar, typing.List[int] ...: used by identity
         if not trusted:
             _guard(tx, source, "ID", id(value))
         tx.keepalive.append(value)

@@ -127,3 +127,24 @@ def test_an_array_of_another_dtype_or_shape_is_traced_again():
     for a in (np.ones(3), np.ones((2, 2), dtype=np.float32), np.arange(3), np.ones(3)):
         got = compiled(a)
         assert got.dtype == (a * 2).dtype and np.array_equal(got, a * 2)
+
+
+def builtin_types_as_dtypes(x):
+    return (x * 5).astype(bool).astype(float).astype(int) + 8
+
+
+def test_python_types_as_numpy_dtypes():
+    # astype(bool) passed the class `bool` to the graph (refused); across a break the bound method was an object
+    # that could not be called for real (an internal TypeError reached the user)
+    assert_parity(builtin_types_as_dtypes, lambda: (np.linspace(0.0, 0.9, 5),), calls=2, fullgraph=True)
+
+
+def method_across_a_break(x):
+    a = x.numpy()
+    m = a.copy
+    print("graph break")
+    return m(), a.tolist(), np.sum(a).item()
+
+
+def test_array_methods_across_a_graph_break():
+    assert_parity(method_across_a_break, lambda: (torch.randn(3),), calls=2)

@@ -86,7 +86,8 @@ def k_bool(x):
 
 def k_numpy(x):
     y = x * 2
-    array = y.detach().numpy()
+    array = y.detach().numpy()  # captured (torch._numpy); the write into it runs for real
+    array[0] = 7.0
     return y * 3, torch.from_numpy(np.abs(array) + 1), array.shape
 
 

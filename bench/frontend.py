@@ -296,6 +296,32 @@ def inductor_backend() -> Callable:
 # ---------------------------------------------------------------------------
 
 
+def _synchronize() -> None:
+    """Wait for the GPU's queued work (``--device cuda``), so a timed call includes its kernels."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def _to_device(value: Any, device: str) -> Any:
+    if isinstance(value, (torch.Tensor, nn.Module)):
+        return value.to(device)
+    if isinstance(value, tuple):
+        return tuple(_to_device(v, device) for v in value)
+    if isinstance(value, list):
+        return [_to_device(v, device) for v in value]
+    if isinstance(value, dict):
+        return {k: _to_device(v, device) for k, v in value.items()}
+    return value
+
+
+def on_device(workload: Workload, device: str) -> Workload:
+    """``workload`` with its module (or function) and arguments on ``device`` (``"cpu"``: unchanged)."""
+    if device == "cpu":
+        return workload
+    return Workload(workload.name, workload.description, lambda: _to_device(workload.make_fn(), device),
+                    lambda: _to_device(workload.make_args(), device), workload.no_grad, workload.requires)
+
+
 def _fresh(template: Callable) -> Callable:
     return copy.deepcopy(template) if isinstance(template, nn.Module) else template
 
@@ -371,6 +397,7 @@ def compile_and_run(frontend: Frontend, workload: Workload, template: Callable, 
         with cache:
             start = time.perf_counter()
             first = compiled(*args, **kwargs)
+            _synchronize()
             elapsed = time.perf_counter() - start
         after_first = frontend.snapshot()
         if frontend.recording is not None:
@@ -437,6 +464,7 @@ def calls_per_sample(call: Callable, args: Args, target_s: float) -> int:
         start = time.perf_counter()
         for _ in range(number):
             call(*pos, **kw)
+        _synchronize()
         if time.perf_counter() - start >= target_s or number >= 1 << 20:
             return number
         number *= 2
@@ -460,6 +488,7 @@ def per_call_us(callables: dict[str, tuple[Callable, Args]], repeat: int, target
                 start = time.perf_counter_ns()
                 for _ in range(number):
                     call(*pos, **kw)
+                _synchronize()
                 samples[name].append((time.perf_counter_ns() - start) / number / 1e3)
     finally:
         if gc_was_enabled:
@@ -744,6 +773,7 @@ def environment(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
         "git_commit": _git("rev-parse", "--short", "HEAD"),
         "git_uncommitted_changes": changed,
         "backend": args.backend,
+        "device": args.device + (f" ({torch.cuda.get_device_name()})" if args.device.startswith("cuda") else ""),
         "quick": args.quick,
         "traces": args.traces,
         "dropped_traces": 0 if args.backend == "inductor" else 1,
@@ -781,7 +811,7 @@ def format_environment(env: dict[str, Any]) -> str:
         (f"Python {env['python']}, torch {env['torch']}, transformers {env['transformers'] or 'not installed'}, "
          f"stillframe {env.get('stillframe', '?')}, {env['torch_threads']} torch thread(s)"),
         f"Commit: {commit}",
-        (f"Backend: {env['backend']}; {env['traces']} fresh trace(s) per workload and frontend "
+        (f"Backend: {env['backend']} on {env['device']}; {env['traces']} fresh trace(s) per workload and frontend "
          f"(+{env['dropped_traces']} dropped), {env['calls']} calls in the sequence, {env['repeat']} warm samples "
          f"of at least {env['sample_s']} s"),
     ]
@@ -840,6 +870,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, help="timing samples of warm calls (default 41, quick 5)")
     parser.add_argument("--sample-s", type=float,
                         help="seconds one timing sample lasts at least (default 0.05, quick 0.01)")
+    parser.add_argument("--device", default="cpu",
+                        help="where the workloads' modules and inputs live: cpu (default) or cuda; on cuda every "
+                             "timed call waits for the GPU (torch.cuda.synchronize)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch intra-op threads (default 1, for steadier numbers)")
     args = parser.parse_args(argv)
@@ -880,7 +913,7 @@ def main(argv: list[str] | None = None) -> int:
             result["skipped"]["inductor"] = reason
             return finish(f"{format_environment(env)}\n\nSKIPPED: inductor cannot compile on this machine: {reason}", 0)
 
-    workloads = [w for w in WORKLOADS if args.only is None or w.name in args.only]
+    workloads = [on_device(w, args.device) for w in WORKLOADS if args.only is None or w.name in args.only]
     rows: list[Row] = []
     for workload in workloads:
         if workload.requires is not None:

@@ -15,10 +15,7 @@ backend (``eager`` by default: the numbers are the frontends', not code generati
 from __future__ import annotations
 
 import argparse
-import collections
-import logging
 import platform
-import random
 import statistics
 import time
 import warnings
@@ -28,52 +25,9 @@ import torch._dynamo
 from torch import nn
 
 import stillframe
+from stillframe.check import steady_programs
 
-HOOKS = collections.OrderedDict(a=1, b=2)
-QUEUE: collections.deque = collections.deque()
-LOG = logging.getLogger("stillframe.bench")
-
-
-def ordered_dict_values(x):
-    y = x + 1
-    HOOKS.values()
-    return y * 2
-
-
-def deque_append_pop(x):
-    y = x + 1
-    QUEUE.append(1)
-    QUEUE.pop()
-    return y * 2
-
-
-def record_function(x):
-    with torch.autograd.profiler.record_function("block"):
-        y = x + 1
-    return y * 2
-
-
-def logging_call(x):
-    y = x + 1
-    LOG.debug("shape %s", tuple(y.shape))
-    return y * 2
-
-
-def print_call(x):
-    y = x + 1
-    print("", end="")
-    return y * 2
-
-
-def random_scale(x):
-    return x * random.random()
-
-
-def clock(x):
-    return x * (time.time() % 1.0)
-
-
-PROGRAMS = [ordered_dict_values, deque_append_pop, record_function, logging_call, print_call, random_scale, clock]
+PROGRAMS = [*steady_programs.PROGRAMS, steady_programs.clock]
 OPTIMIZERS = {
     "SGD": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
     "Adam": lambda p: torch.optim.Adam(p, lr=1e-3),

@@ -39,6 +39,7 @@ from .runtime import live, tracebacks
 from .rules.disable import ORIGINAL, disable, is_disabled  # noqa: F401  (public: stillframe.disable)
 from .runtime.compiler import compile_frame, compile_retrying, eager_entry, start_resume
 from .runtime.entry import CacheEntry, watch
+from .runtime.optimizer_step import StepRouter
 from .runtime.shapes import ShapePolicy
 from .diagnostics import log
 
@@ -126,6 +127,9 @@ class CompiledFunction:
         self.traces = 0  # traces of this object (a first trace, a recompile, or code after a new graph break)
         self._bind = _make_binder(self._func)
         self._method_self = fn.__self__ if isinstance(fn, types.MethodType) else None
+        # a real step calling opt.step() calls a compiled opt.step (runtime/optimizer_step.py)
+        self._router = StepRouter(functools.partial(CompiledFunction, **{**self._compile_kwargs, "fullgraph": False}),
+                                  config.cache_size_limit)
         functools.update_wrapper(self, self._func)
         if not disable:  # compiled code calling this wrapper inlines the function instead (rules/disable.py)
             setattr(self, ORIGINAL, fn)
@@ -243,6 +247,9 @@ class CompiledFunction:
                 return self._internal_error_entry(fn.__code__, entries, e, L, G, fn)
             self._add_entry(fn.__code__, entries, outcome.entry, L, G, fn)
             counters["graphs"] += outcome.entry.compiled is not None
+            if getattr(outcome.entry, "warn", False):  # an optimizer step that runs for real (not captured)
+                self._warn_once(outcome.entry.reason, f"stillframe: running {fn.__qualname__} eagerly: "
+                                f"{outcome.entry.reason}")
             return outcome.entry
 
     def _cache_limit_hit(self, key: Any, where: str, then: str) -> None:
@@ -295,6 +302,7 @@ class CompiledFunction:
         """
         if not cont.concrete:
             counters["graph_breaks"] += 1
+        cont.reroute = self._router
         if cont.step():
             return cont.returned
         key = cont.key()

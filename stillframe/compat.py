@@ -5,15 +5,19 @@ torch.compile's ``backend=`` argument (``torch._TorchCompileWrapper``,
 ``torch._TorchCompileInductorWrapper``), ``torch._dynamo.reset``, TorchDynamo's C++ tensor check
 (``torch._C._dynamo.guards.TensorGuards``, optional: see :func:`tensor_guards`), the raw grad-mode
 switch a graph records (``torch._C._set_grad_enabled``), the C++ base of ``torch.Tensor``, fake
-tensors' data-dependence errors, ``torch._utils.is_compiling``, ``torch._ops.HigherOrderOperator`` and
-``torch._higher_order_ops.while_loop``. A test
+tensors' data-dependence errors, ``torch._utils.is_compiling``, torch.fx's tracing flag,
+``torch._ops.HigherOrderOperator``, ``torch._C._FunctionBase.apply``, the Python dispatcher
+(``torch._dispatch.python``) and ``torch._higher_order_ops.while_loop``. A test
 (``tests/architecture/test_layers.py``) checks no other module names a private torch API.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import importlib
+import inspect
 import types
 from typing import Any, Callable, Iterator
 
@@ -25,10 +29,15 @@ from torch._subclasses.fake_tensor import (
     UnsupportedFakeTensorException,
     UnsupportedOperatorException,
 )
-from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+from torch._guards import TracingContext, tracing
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.fx.experimental.symbolic_shapes import (DimDynamic, ShapeEnv, StatefulSymbolicContext,
+                                                   StatelessSymbolicContext)
 
 #: ``torch.set_grad_enabled`` without the context-manager object: what graphs record and plans call.
 set_grad_enabled: Callable[[bool], None] = torch._C._set_grad_enabled
+#: Bumps a tensor's version counter as an in-place write would (``torch.autograd.graph.increment_version``).
+increment_version: Callable[[Any], None] = torch._C._increment_version
 #: The C++ class ``torch.Tensor`` derives from (methods' ``__objclass__`` may be either).
 TensorBase: type = torch._C.TensorBase
 #: What a fake tensor raises for an op whose output depends on tensor data.
@@ -68,6 +77,48 @@ pure_private_helpers: dict[Callable, str] = {
 }
 #: The code shared by ``_pair``, ``_single`` ... (the functions ``_ntuple(n)`` makes): pure on Python values.
 ntuple_code = getattr(getattr(torch.nn.modules.utils, "_pair", None), "__code__", None)
+
+
+def _autograd_function_apply() -> Any:
+    raw = inspect.getattr_static(torch.autograd.Function, "apply")
+    return raw.__func__ if isinstance(raw, classmethod) else raw
+
+
+#: ``torch.autograd.Function.apply`` as stillframe's rule table keys it: the Python function of the classmethod
+#: (up to torch 2.13), or the C classmethod of ``torch._C._FunctionBase`` (torch 2.14, where ``MyFunction.apply``
+#: is a builtin method bound to the class).
+AUTOGRAD_FUNCTION_APPLY: Any = _autograd_function_apply()
+
+
+def autograd_function_of(value: Any) -> type | None:
+    """The ``torch.autograd.Function`` subclass ``cls`` when ``value`` is ``cls.apply`` (on any torch here: a
+    bound classmethod, or from torch 2.14 a builtin method whose ``__self__`` is the class), else ``None``."""
+    owner = getattr(value, "__self__", None)
+    if not isinstance(owner, type) or not issubclass(owner, torch.autograd.Function):
+        return None
+    if isinstance(value, types.MethodType):
+        return owner if value.__func__ is AUTOGRAD_FUNCTION_APPLY else None
+    if isinstance(value, types.BuiltinMethodType) and isinstance(AUTOGRAD_FUNCTION_APPLY, types.ClassMethodDescriptorType):
+        # bound C methods are equal when they bind the same C function to the same object
+        return owner if value == AUTOGRAD_FUNCTION_APPLY.__get__(None, owner) else None
+    return None
+
+
+@functools.cache
+def autograd_function_apply_takes_kwargs() -> bool:
+    """Whether ``MyFunction.apply(x, k=1)`` passes ``k`` on to ``forward``: torch 2.13 and 2.14 do; torch 2.11's C
+    ``apply`` raises ``TypeError: apply() takes no keyword arguments`` (asked once, of a Function that returns
+    its argument)."""
+
+    class _Probe(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, k):
+            return k
+
+    try:
+        return _Probe.apply(k=1) == 1
+    except TypeError:
+        return False
 
 
 def _same(value: Any) -> Any:
@@ -184,18 +235,35 @@ def compile_lock() -> Any:
     return importlib.import_module("torch._dynamo.convert_frame").compile_lock
 
 
+def fx_tracing_flag() -> bool:
+    """torch.fx's "an FX trace is running" flag (what ``torch.fx._symbolic_trace.is_fx_tracing`` reads): a module
+    global up to torch 2.13, per thread from torch 2.14 (``_get_is_fx_tracing``)."""
+    fx = importlib.import_module("torch.fx._symbolic_trace")
+    getter = getattr(fx, "_get_is_fx_tracing", None)
+    return getter() if getter is not None else fx._is_fx_tracing_flag
+
+
+def set_fx_tracing_flag(value: bool) -> None:
+    """Set the flag :func:`fx_tracing_flag` reads (this thread's, from torch 2.14)."""
+    fx = importlib.import_module("torch.fx._symbolic_trace")
+    setter = getattr(fx, "_set_is_fx_tracing", None)
+    if setter is not None:
+        setter(value)
+    else:
+        fx._is_fx_tracing_flag = value
+
+
 @contextlib.contextmanager
 def global_state_kept() -> Iterator[None]:
     """Leave the process's global torch state as it was found, however the block ends: torch.fx's global
     tracing flag (a backend's FX trace interrupted by an exception, or raced by another thread, leaves it
     set, and every later ``torch.compile`` call raises), grad mode, the default dtype and CPU autocast."""
-    fx = importlib.import_module("torch.fx._symbolic_trace")
-    saved = (fx._is_fx_tracing_flag, torch.is_grad_enabled(), torch.get_default_dtype(),
+    saved = (fx_tracing_flag(), torch.is_grad_enabled(), torch.get_default_dtype(),
              torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"))
     try:
         yield
     finally:
-        fx._is_fx_tracing_flag = saved[0]
+        set_fx_tracing_flag(saved[0])
         if torch.is_grad_enabled() != saved[1]:
             set_grad_enabled(saved[1])
         if torch.get_default_dtype() != saved[2]:
@@ -411,9 +479,106 @@ def shape_guard_exprs(mode: FakeTensorMode, fakes: list) -> list[str]:
     return list(env.produce_guards(fakes, [_NamedSource(f"___t{i}") for i in range(len(fakes))]))
 
 
+def python_dispatcher() -> Any:
+    """A context in which ops dispatch through torch's Python dispatcher (``torch._dispatch.python``), as
+    torch.compile propagates every op of a trace. With symbolic sizes it matters: a C++ kernel that reads a
+    tensor's sizes (torch 2.11's vmap batching rule for ``torch.dot`` ...) gets them symbolically instead of
+    as ints, which would specialize each symbol to the example's size (a guard ``size()[0] == 5``)."""
+    from torch._dispatch.python import enable_python_dispatcher
+
+    return enable_python_dispatcher()
+
+
+def unbacked_bindings(mode: FakeTensorMode, value: Any) -> dict | None:
+    """The unbacked symbols ``value`` (a fake op result) brought into ``mode``'s ShapeEnv, by where they sit in it,
+    marked as bound (as TorchDynamo does when it records the node), for the node's ``meta['unbacked_bindings']``:
+    else they stay pending and the backend's own trace of the graph stops at them."""
+    from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
+
+    return compute_unbacked_bindings(mode.shape_env, value) if mode.shape_env is not None else None
+
+
 def backend_context(mode: FakeTensorMode) -> Any:
     """What a backend reads the fake mode (and ShapeEnv) of symbolic example inputs from, as under
-    torch.compile: a ``TracingContext`` on ``mode``."""
-    from torch._guards import TracingContext, tracing
+    torch.compile: a ``TracingContext`` on ``mode``. Scalar outputs are allowed while the backend runs (what
+    AOTAutograd derives for a ``while_loop``'s backward reads its trip count), as under torch.compile with
+    ``capture_scalar_outputs=True``: the graph handed over holds no ``.item()`` of the user's."""
+    return _scalar_outputs_allowed(mode, tracing(TracingContext(mode)))
 
-    return tracing(TracingContext(mode))
+
+def static_backend_context(examples: list) -> Any:
+    """A ``TracingContext`` for a graph of static shapes whose ops want a ShapeEnv in the backend (AOTAutograd's
+    fake ``while_loop`` asks the mode's ShapeEnv for fresh unbacked symbols), as torch.compile always gives one:
+    a fake mode with its own ShapeEnv, in which each example tensor is made with every size static (the
+    guards of the trace pin them), so the backend compiles the same static graph it would without it."""
+    mode = FakeTensorMode(shape_env=ShapeEnv(allow_dynamic_output_shape_ops=False, allow_scalar_outputs=True))
+    context = TracingContext(mode)
+    for i, example in enumerate(examples):
+        if isinstance(example, torch.Tensor):
+            context.tensor_to_context[example] = StatefulSymbolicContext(
+                dynamic_sizes=[DimDynamic.STATIC] * example.dim(), tensor_source=_NamedSource(f"___t{i}"))
+    return tracing(context)  # scalar outputs allowed, as in backend_context
+
+
+@contextlib.contextmanager
+def _scalar_outputs_allowed(mode: FakeTensorMode, inner: Any) -> Iterator[None]:
+    env = mode.shape_env
+    before = env.settings  # a frozen record (fake tensors' dispatch cache keys include it)
+    env.settings = dataclasses.replace(before, allow_scalar_outputs=True)
+    try:
+        with inner:
+            yield
+    finally:
+        env.settings = before
+
+
+# --- torch.optim (stillframe.compile(opt.step): rules/optimizers.py, runtime/optimizer_step.py) ---------------
+
+def optimizer_init_group(opt: Any, group: dict, *lists: list) -> Any:
+    """``opt._init_group(group, *lists)``: torch.optim's own collection of one param group's tensors (params
+    with a grad, their grads and state), creating the state lazily on the first step as ``opt.step()`` does."""
+    return opt._init_group(group, *lists)
+
+
+def optimizer_hooks(opt: Any) -> tuple:
+    """The step hooks a call of ``opt.step()`` runs: the global and the optimizer's own pre and post hooks."""
+    module = importlib.import_module("torch.optim.optimizer")
+    return (*module._global_optimizer_pre_hooks.values(), *module._global_optimizer_post_hooks.values(),
+            *opt._optimizer_step_pre_hooks.values(), *opt._optimizer_step_post_hooks.values())
+
+
+def default_foreach(params: list) -> bool:
+    """Whether torch.optim takes its foreach implementation for these (real) tensors when ``foreach=None``."""
+    module = importlib.import_module("torch.optim.optimizer")
+    return bool(module._default_to_fused_or_foreach(params, False, use_fused=False)[1])
+
+
+def trace_aten(fn: Callable, examples: list) -> torch.fx.GraphModule:
+    """``fn(*examples)`` traced on fake tensors into an ATen-level FX graph (``make_fx``), with grad off and
+    ``torch.compiler.is_compiling()`` True (torch's own code takes the paths it takes under torch.compile)."""
+    with torch.no_grad(), _compiling():
+        return make_fx(fn, tracing_mode="fake")(*examples)
+
+
+@contextlib.contextmanager
+def _compiling() -> Iterator[None]:
+    """``torch.compiler.is_compiling()`` answers True inside the block (torch's own compile-session flag)."""
+    session = getattr(torch.compiler, "_compile_session_context", None)
+    if session is not None:
+        with session():
+            yield
+        return
+    saved = torch.compiler._is_compiling_flag
+    torch.compiler._is_compiling_flag = True
+    try:
+        yield
+    finally:
+        torch.compiler._is_compiling_flag = saved
+
+
+#: torch's NumPy on tensors (``torch._numpy``), through which NumPy code is captured; ``None`` without NumPy.
+try:
+    import numpy as _numpy_module  # noqa: F401  (torch._numpy needs it)
+    import torch._numpy as torch_numpy
+except ImportError:  # pragma: no cover
+    torch_numpy = None

@@ -63,6 +63,13 @@ class Walker:
             self.mismatch(path, f"type differs: eager {qualname(type(e))} {short(e)}, "
                                 f"compiled {qualname(type(c))} {short(c)}")
             return
+        if type(e).__module__ == "numpy" and hasattr(e, "dtype") and hasattr(e, "shape"):
+            # an ndarray or NumPy scalar: its dtype and shape, then its values as a (contiguous) tensor's
+            if (e.dtype, e.shape) != (c.dtype, c.shape):
+                self.mismatch(path, f"eager {e.dtype} {e.shape}, compiled {c.dtype} {c.shape}")
+            else:
+                self._tensor(torch.as_tensor(e.copy()), torch.as_tensor(c.copy()), path)
+            return
         if isinstance(e, torch.Size) or isinstance(e, SCALARS):
             if not _scalar_equal(e, c):
                 self.mismatch(path, f"eager {e!r}, compiled {c!r}")

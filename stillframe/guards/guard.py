@@ -51,8 +51,8 @@ from typing import Any, Callable
 import torch
 
 from .. import compat
-from .source import (AttrSource, BaseItemSource, DefaultSource, FloatTensorSource, GetItemSource, GlobalSource,
-                     LiftedSource, ModuleMemberSource, SizeSource, Source)
+from .source import (AttrSource, BaseItemSource, CallSource, DefaultSource, FloatTensorSource, GetItemSource,
+                     GlobalSource, LiftedSource, ModuleMemberSource, SizeSource, Source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,6 +310,8 @@ class GuardCodegen:
             expr = f"{self.ref(source.base)}.size()[{source.index}]"
         elif isinstance(source, FloatTensorSource):
             expr = f"{self.const(compat.float_tensor)}({self.ref(source.base)})"
+        elif isinstance(source, CallSource):
+            expr = f"{self.const(source.fn)}({self.ref(source.base)})"
         elif isinstance(source, ModuleMemberSource):
             expr = f"{self.ref(source.base)}.{source.registry}[{source.attr!r}]"
         elif isinstance(source, GetItemSource):
@@ -401,6 +403,10 @@ GLOBAL_STATES: dict[str, GuardKind] = {
                                 lambda name, value: f"torch.is_inference_mode_enabled() == {value}"),
     "global_hooks": GuardKind(lambda gen, v, value: "___global_hooks_empty()",
                               lambda name, value: "no global module hooks"),
+    # a query of process-wide state folded into the trace (effects.GUARDED_QUERIES): (checker, its constant
+    # arguments, the value it returned)
+    "query": GuardKind(lambda gen, v, value: f"{gen.const(value[0])}(*{gen.const(value[1])}) == {gen.const(value[2])}",
+                       lambda name, value: f"{getattr(value[0], '__qualname__', value[0])}{value[1]!r} == {value[2]!r}"),
     # a resumed segment: which locals of the call stack are bound (an ``if`` may have bound one only sometimes)
     "live_names": GuardKind(lambda gen, v, value: f"L.keys() == {gen.const(value)}",
                             lambda name, value: f"the live names are {sorted(_user_local(n) for n in value)}"),

@@ -173,6 +173,19 @@ class LiftedSource(Source):
 
 
 @dataclass(frozen=True, slots=True)
+class CallSource(Source):
+    """The value ``fn(base)``, made afresh from the live ``base`` on each call: an ndarray argument's data as a
+    tensor, ``torch.from_numpy(L['a'])`` (it shares the array's memory)."""
+
+    base: Source
+    fn: object
+
+    @property
+    def name(self) -> str:
+        return f"{getattr(self.fn, '__name__', self.fn)}({self.base.name})"
+
+
+@dataclass(frozen=True, slots=True)
 class SizeSource(Source):
     """One size of a tensor: ``L['x'].size()[0]`` (a symbolic size passed to the graph as an input of its own,
     as torch.compile passes it)."""

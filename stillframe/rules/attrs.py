@@ -25,6 +25,8 @@ from ..variables.base import (
     ConstantVariable,
     DictEntry,
     DictVariable,
+    NumpyArrayVariable,
+    DictViewVariable,
     GeneratorVariable,
     IteratorVariable,
     LazyArgument,
@@ -50,7 +52,7 @@ from ..variables.builder import TRUSTED_MODULES, is_constant, wrap
 from ..variables.kinds import CONTEXT_VALUES, INTERNAL
 from ..variables.objects import (DELETED, ContainerMethodVariable, DICT_BASES, ObjectVariable, SuperVariable,
                                  storage_of)
-from . import builtin_calls, calls, known
+from . import builtin_calls, calls, known, numpy_interop
 from .protocol import Protocol
 from .disable import compiled_original
 from .objects import (MISSING, _static_lookup, _static_lookup_type, function_attr_key, pending_attr, real_object,
@@ -107,6 +109,10 @@ def _live_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
     return object_attr(tx, obj, obj.value, name)
 
 
+GETATTR.refuse("the methods of a dict view (isdisjoint, mapping) are not modelled", DictViewVariable)
+GETATTR.rule(NumpyArrayVariable)(lambda tx, obj, name: numpy_interop.array_attr(tx, obj, name))
+
+
 @GETATTR.rule(ObjectVariable)
 def _object_getattr(tx: Any, obj: ObjectVariable, name: str) -> VariableTracker:
     getattribute = obj.cls.__getattribute__
@@ -126,9 +132,32 @@ def _container_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTrac
         class_attr = getattr(obj.cls, name, MISSING)
         if class_attr is not MISSING and not callable(class_attr):
             return wrap(tx, class_attr, None)  # _fields, _field_defaults ...
+        method = _python_method_of(obj.cls, name)
+        if isinstance(method, staticmethod):  # a method written in a NamedTuple subclass: traced
+            return wrap(tx, method.__func__, None)
+        if isinstance(method, classmethod):
+            return UserMethodVariable(method.__func__, wrap(tx, obj.cls, None))
+        if isinstance(method, types.FunctionType):
+            return UserMethodVariable(method, obj)
     if hasattr(obj.python_type(), name):
         return ContainerMethodVariable(obj, name)
     tx.user_error(AttributeError(f"'{obj.python_type().__name__}' object has no attribute '{name}'"))
+
+
+def _python_method_of(cls: type, name: str) -> Any:
+    """The function, staticmethod or classmethod ``name`` written in a tuple subclass (the first class in its MRO
+    that defines it, before ``tuple``), or ``None``: the ones ``collections.namedtuple`` makes (``_replace`` ...)
+    have their own rules."""
+    for klass in cls.__mro__:
+        if klass is tuple:
+            return None
+        attr = klass.__dict__.get(name, MISSING)
+        if attr is not MISSING:
+            fn = getattr(attr, "__func__", attr)
+            if not isinstance(fn, types.FunctionType) or fn.__module__ == "collections":
+                return None
+            return attr
+    return None
 
 
 @GETATTR.rule(ConstantVariable)

@@ -21,17 +21,25 @@ that records ``save_for_backward``, ``mark_non_differentiable`` and the attribut
 ``backward`` reads from ``forward`` (saved ones, or stashed on ctx) become outputs of the forward
 subgraph and inputs of the backward one. When no input needs a gradient, ``forward`` is simply
 inlined (eager runs it and records nothing). A ``setup_context`` staticmethod is run after ``forward``
-as autograd does. Anything else (``mark_dirty``, setup_context with keyword or default arguments, side effects, a backward with the wrong number of gradients) is a graph break:
-``apply`` runs for real, with eager's gradients.
+as autograd does. A ``@once_differentiable`` backward returns its gradients detached (it runs under
+``no_grad``: a double backward sees gradients that require no grad, as in eager). ``ctx.mark_dirty(x)``
+on an input that forward changes in place and returns is the op's ``dirty_idx``, as torch.compile records
+it: after the op that input has a new version (its history rebased on the Function) and the output is the
+input itself. Anything else (dirty leaves that require grad, dirty tensors with views or not returned, a
+tensor changed in place but not marked, ``set_materialize_grads(False)`` -- which gradients are None is
+known only when backward runs --, setup_context with keyword or default arguments, side effects, a backward
+with the wrong number of gradients) is a graph break: ``apply`` runs for real, with eager's gradients.
 """
 
 from __future__ import annotations
 
+import operator
 import types
 from typing import TYPE_CHECKING
 
 import torch
 import torch.fx
+from .. import compat
 from ..variables.base import (
     ConstantVariable,
     LazyArgument,
@@ -42,6 +50,7 @@ from ..variables.base import (
     VariableTracker,
 )
 from ..variables.builder import wrap
+from ..tensors.meta import TensorEntry, fresh_base
 from ..tensors.ops import wrap_result
 from .context import set_grad_mode
 from . import calls
@@ -59,6 +68,7 @@ class TracedCtx:
         self.needs_input_grad = needs_input_grad
         self.to_save = ()
         self.non_differentiable = ()
+        self.dirty = ()
         self.materialize_grads = True
 
     def save_for_backward(self, *tensors):
@@ -66,6 +76,9 @@ class TracedCtx:
 
     def mark_non_differentiable(self, *tensors):
         self.non_differentiable = self.non_differentiable + tensors
+
+    def mark_dirty(self, *tensors):
+        self.dirty = self.dirty + tensors
 
     def set_materialize_grads(self, value):
         self.materialize_grads = value
@@ -84,9 +97,6 @@ def run_forward(forward, setup_context, needs_input_grad, *args, **kwargs):
     return output, ctx
 
 
-# torch 2.13: a classmethod (keyed by its function); torch 2.14 makes it a C method, not captured yet (None:
-# Function.apply then runs for real, with eager's gradients)
-APPLY = getattr(torch.autograd.Function.apply, "__func__", None)
 HOP = torch.ops.higher_order.autograd_function_apply
 
 
@@ -96,9 +106,12 @@ def _break(tx: Tracer, cls: type, why: str) -> None:
 
 
 def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
-    """``cls.apply(*args)`` (``fn`` is the bound classmethod): see the module docstring."""
+    """``cls.apply(*args)`` (``fn``: the bound classmethod, or from torch 2.14 the live builtin method bound to the
+    class, :func:`compat.autograd_function_of`): see the module docstring."""
     owner = fn.self_var if isinstance(fn, UserMethodVariable) else None
     cls = owner.value if isinstance(owner, PythonObjectVariable) else None
+    if cls is None and isinstance(fn, PythonObjectVariable):
+        cls = compat.autograd_function_of(fn.value)
     if not isinstance(cls, type) or not issubclass(cls, torch.autograd.Function):
         return tx.unsupported("higher_order", "autograd.Function.apply called on something that is not a "
                               "Function subclass")
@@ -110,6 +123,8 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     if setup is not None and (kwargs or not isinstance(setup, types.FunctionType) or
                               len(args) != forward.__code__.co_argcount):
         return _break(tx, cls, "setup_context with keyword or default arguments")
+    if kwargs and not compat.autograd_function_apply_takes_kwargs():
+        tx.user_error(TypeError("apply() takes no keyword arguments"))  # torch 2.11's C apply, as eager raises
     setup_var = wrap(tx, setup, None) if setup is not None else ConstantVariable(None)
     args = [wrap(tx, a.value, a.source) if isinstance(a, LazyArgument) else a for a in args]
     grad = tx.state.grad_enabled
@@ -127,9 +142,11 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     tx.state = tx.state.replace(grad_enabled=False)
     fwd = speculate(tx, run, [forward_var, setup_var, needs_var, *args], f"{cls.__qualname__}.forward", kwargs)
     tx.state = tx.state.replace(grad_enabled=grad)
-    if fwd.effects:
-        return _break(tx, cls, f"{fwd.name} {'; '.join(fwd.effects)}")
     output, ctx = fwd.output.items
+    dirty = _dirty_inputs(tx, cls, fwd, ctx, tensor_args)
+    effects = [e for e in fwd.effects if not (dirty and e.endswith(" in place"))]  # only the dirty ones: checked
+    if effects:
+        return _break(tx, cls, f"{fwd.name} {'; '.join(effects)}")
     materialize = fwd.state.heap[ctx.oid].attrs.get("materialize_grads")
     if not (isinstance(materialize, ConstantVariable) and materialize.value is True):
         return _break(tx, cls, "set_materialize_grads(False): backward sees None for unused outputs")
@@ -137,9 +154,13 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     outputs = [output] if single else list(output.items) if isinstance(output, TupleVariable) else None
     if outputs is None or not outputs or not all(isinstance(o, TensorVariable) for o in outputs):
         return _break(tx, cls, "forward must return a tensor or a tuple of tensors")
-    out_nodes, problem = output_tensors(tx, fwd, [Leaf(tid=o.tid) for o in outputs])
+    if not dirty <= {o.tid for o in outputs}:
+        return _break(tx, cls, "forward does not return a tensor it marked dirty")
+    out_nodes, problem = output_tensors(tx, fwd, [Leaf(tid=o.tid) for o in outputs if o.tid not in dirty])
     if problem:
         return _break(tx, cls, problem)
+    clean = iter(out_nodes)  # a dirty output is the input itself, changed in place: its node in forward's graph
+    out_nodes = [fwd.state.heap[o.tid].node if o.tid in dirty else next(clean) for o in outputs]
 
     scratch = torch.fx.Graph()  # the gradients' nodes: free variables of backward, lifted to its first inputs
     grads, grad_nodes = [], []
@@ -170,6 +191,8 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         if isinstance(a, TensorVariable):
             arg_grads[tx.tensor(a).node] = None if none else bwd.state.heap[g.tid].node
 
+    if getattr(backward, "__code__", None) is ONCE_DIFFERENTIABLE:
+        arg_grads = {n: _detached(tx, bwd.builder, g) for n, g in arg_grads.items()}
     fwd_graph = fwd.builder.graph
     read = bwd.builder.free_variables() + [n for n in arg_grads.values() if n is not None]  # returned as is too
     saved = [n for n in dict.fromkeys(read) if n.graph is not scratch and n.graph is not bwd.builder.graph]
@@ -179,16 +202,68 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     non_differentiable = {t.tid for t in _tensors(tx, fwd, ctx, "non_differentiable")}
     kwargs_for_op = {"non_differentiable_idx": [i for i, o in enumerate(outputs) if o.tid in non_differentiable],
                      "saved_for_backward_idx": [i for i, n in enumerate(saved) if n in to_save]}
+    if dirty:
+        if any(fwd.state.heap[o.tid].node in saved for o in outputs if o.tid in dirty):
+            return _break(tx, cls, "backward reads a tensor forward changed in place")
+        kwargs_for_op["dirty_idx"] = [i for i, o in enumerate(outputs) if o.tid in dirty]
     examples = fake_of_nodes(tx, inputs)
     fwd_gm = fwd.builder.finish_subgraph((tuple(out_nodes), tuple(saved)), inputs, examples)
     bwd_gm = bwd.builder.finish_subgraph(tuple(arg_grads.get(n) for n in inputs), grad_nodes + saved,
                                          fake_of_nodes(tx, grad_nodes + saved))
     with tx.fake_context():
+        if dirty:  # forward writes them: fresh fakes (a fake of the trace is never mutated)
+            dirty_nodes = {tx.tensor(TensorVariable(t)).node: t for t in dirty}
+            examples = [fresh_base(tx.state.heap[dirty_nodes[n]].meta) if n in dirty_nodes else e
+                        for n, e in zip(inputs, examples)]
         fake_out = HOP(fwd_gm, bwd_gm, *examples, **kwargs_for_op)
     node = tx.graph.call_function(HOP, (tx.graph.get_attr("fwd_body", fwd_gm), tx.graph.get_attr("bwd_body", bwd_gm),
                                         *inputs), kwargs_for_op, fake_out)
-    results = wrap_result(tx, tuple(fake_out), node)
-    tx.push(results.items[0] if single else results)
+    if not dirty:
+        results = wrap_result(tx, tuple(fake_out), node)
+        return tx.push(results.items[0] if single else results)
+    items = []
+    for i, (o, fake) in enumerate(zip(outputs, fake_out)):
+        item_node = tx.graph.call_function(operator.getitem, (node, i), {}, fake)
+        if o.tid in dirty:  # eager returns the input itself, its autograd history rebased on the Function
+            tx.bind_tensor(o.tid, tx.state.heap[o.tid].bump(fake, item_node))
+            items.append(TensorVariable(o.tid))
+        else:
+            items.append(tx.new_tensor(fake, item_node))
+    tx.push(items[0] if single else TupleVariable(tuple(items)))
+
+
+#: The code of the function ``@once_differentiable`` makes (it runs the backward under ``no_grad``).
+ONCE_DIFFERENTIABLE = torch.autograd.function.once_differentiable(lambda ctx: None).__code__
+
+
+def _detached(tx: Tracer, builder, node: torch.fx.Node | None) -> torch.fx.Node | None:
+    """``node.detach()`` in the backward subgraph: a ``@once_differentiable`` backward computes its gradients
+    under ``no_grad``, so a double backward (``create_graph=True``) sees gradients that require no grad, as in
+    eager (torch.compile's aot_eager gives them requires_grad=True)."""
+    if node is None:
+        return None
+    with tx.fake_mode:
+        val = node.meta["val"].detach()
+    return builder.call_function(torch.ops.aten.detach.default, (node,), {}, val)
+
+
+def _dirty_inputs(tx: Tracer, cls: type, fwd, ctx: VariableTracker, tensor_args: list) -> set:
+    """The tids of the inputs forward marked dirty (``ctx.mark_dirty``), which must be exactly the tensors from
+    outside it that forward changed in place: inputs of the Function with no views in the trace, not leaves
+    that require grad (eager raises for those: the call runs for real)."""
+    dirty = {t.tid for t in _tensors(tx, fwd, ctx, "dirty")}
+    changed = {tid for tid, e in tx.state.heap.items() if tid < fwd.first_id and isinstance(e, TensorEntry)
+               and fwd.state.heap[tid].meta.version != e.meta.version}
+    if dirty != changed and (dirty or changed):
+        _break(tx, cls, "forward changes a tensor in place that it does not mark dirty" if changed - dirty
+               else "forward marks dirty a tensor it does not change in place")
+    for tid in dirty:
+        meta = tx.state.heap[tid].meta
+        if tid not in {a.tid for a in tensor_args} or meta.base is not None or tx.alias_group({tid})[1]:
+            _break(tx, cls, "forward marks dirty a tensor that is not an input of the Function, or has views")
+        if meta.is_leaf and meta.requires_grad:
+            _break(tx, cls, "forward changes in place a leaf that requires grad")
+    return dirty
 
 
 def _tensors(tx: Tracer, fwd, ctx: VariableTracker, name: str) -> list:

@@ -21,11 +21,14 @@ from typing import Any, Callable
 import torch
 from ..errors import UserError
 from ..guards.guard import Guard
+from ..guards.source import AttrSource
 from ..variables.base import (
     AutocastVariable,
     ConstantVariable,
     DictEntry,
+    NumpyArrayVariable,
     DictVariable,
+    DictViewVariable,
     GeneratorEntry,
     GeneratorVariable,
     LiveIteratorVariable,
@@ -77,7 +80,7 @@ from .operators import binary_op
 from .truthiness import truthiness
 from ..variables.builder import load_local
 
-from . import calls, polyfills
+from . import calls, numpy_interop, polyfills
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -98,6 +101,8 @@ def python_type_of(tx: Tracer, var: VariableTracker) -> type:
         return type(var.module)
     if isinstance(var, PythonObjectVariable):
         return type(var.value)
+    if isinstance(var, NumpyArrayVariable):
+        return numpy_interop.scalar_type(tx, var)
     return var.python_type()
 
 
@@ -150,6 +155,10 @@ def _len(tx: Tracer, var: VariableTracker) -> int:
         return len(tx.list_items(var))
     if isinstance(var, DictVariable):
         return len(tx.dict_entry(var).items)
+    if isinstance(var, DictViewVariable):
+        return len(tx.dict_entry(var.mapping).items)
+    if isinstance(var, NumpyArrayVariable) and not var.scalar:
+        var = TensorVariable(var.tid)  # len(array): its first dimension
     if isinstance(var, SetVariable):
         return len(tx.heap(var.oid).values)
     if isinstance(var, TensorVariable):
@@ -192,6 +201,10 @@ def _isinstance(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
                 return ConstantVariable(True)
             continue
         check = getattr(type(c), "__instancecheck__", None)
+        if type(c) is _LEGACY_STORAGE_TYPE:
+            if _legacy_storage_check(tx, obj, c):
+                return ConstantVariable(True)
+            continue
         if isinstance(check, types.FunctionType) and not type(c).__module__.startswith(_FOLDED_METACLASSES):
             # a user metaclass's own __instancecheck__ decides, traced (ABCMeta and torch's own are answered by
             # the class relation below, as they answer)
@@ -209,6 +222,23 @@ def _isinstance(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 #: The metaclass of torch's legacy tensor types (``torch.FloatTensor`` ...).
 _LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
 _FOLDED_METACLASSES = ("abc", "_py_abc", "typing", "torch", "builtins", "enum")
+#: The metaclass of torch's legacy storage classes (``torch.BoolStorage`` ...).
+_LEGACY_STORAGE_TYPE = type(torch.BoolStorage)
+
+
+def _legacy_storage_check(tx: Tracer, obj: VariableTracker, cls: type) -> bool:
+    """``isinstance(s, torch.BoolStorage)``: the class itself, or a plain ``TypedStorage`` of that class's dtype and
+    device (as the metaclass's ``__instancecheck__`` answers); the storage's dtype and device are guarded."""
+    t = python_type_of(tx, obj)
+    if issubclass(t, cls):
+        return True
+    if t is not torch.TypedStorage or not isinstance(obj, PythonObjectVariable):
+        return False
+    storage = obj.value
+    if obj.source is not None:
+        tx.add_guard(Guard(AttrSource(obj.source, "dtype"), "EQUALS", storage.dtype))
+        tx.add_guard(Guard(AttrSource(AttrSource(obj.source, "device"), "type"), "EQUALS", storage.device.type))
+    return isinstance(storage, cls)
 
 
 def _flat_classes(cls: Any) -> list:
@@ -239,6 +269,12 @@ def call_builtin(tx: Tracer, fn: Any, args: list, kwargs: dict) -> None:
             (not isinstance(args[0].value, type) or type(args[0].value).__repr__ is type.__repr__):
         # a class, function or module: fixed by its type/identity guards, and so is its text
         return tx.push(ConstantVariable(fn(args[0].value)))
+    if fn in (str, repr) and len(args) == 1 and not kwargs and isinstance(args[0], UserFunctionVariable) and \
+            args[0].source is not None:
+        # a function's text names it and its address: fixed once its identity is (a closure made afresh on
+        # each call is otherwise guarded by its code alone)
+        tx.add_guard(Guard(args[0].source, "ID", id(args[0].fn)))
+        return tx.push(ConstantVariable(fn(args[0].fn)))
     tx.unsupported("unsupported_builtin", f"the builtin {getattr(fn, '__name__', fn)} is not supported here")
 
 

@@ -36,6 +36,8 @@ from ..variables.base import (
     ConstantVariable,
     ContextExitVariable,
     DictVariable,
+    NumpyArrayVariable,
+    DictViewVariable,
     GeneratorVariable,
     GradModeVariable,
     IteratorVariable,
@@ -61,8 +63,8 @@ from ..variables.base import (
 from ..variables.builder import is_constant, wrap, wrap as wrap_value
 from ..variables.kinds import INTERNAL
 from ..variables.objects import ContainerMethodVariable, ObjectVariable, SuperVariable
-from ..tensors.effects import TORCH_DENY, runs_for_real
-from ..tensors.ops import call_tensor_op
+from ..tensors.effects import never_traced, runs_for_real
+from ..tensors.ops import RUNS_FOR_REAL, call_tensor_op
 # builtin_calls first: it imports the lower rules modules by name, and they reach it as a module object
 from .builtin_calls import (
     BUILTIN_RULES,
@@ -89,6 +91,7 @@ from .context import exit_autocast, set_grad_mode
 from .deques import make_deque
 from .disable import compiled_original, is_disabled
 from .higher_order import higher_order_rule
+from . import numpy_interop
 from .protocol import Protocol
 from .generators import drain, make_generator
 from .objects import (
@@ -152,6 +155,8 @@ _TRACING_ANSWERS: dict[bool, dict] = {}  # by whether torch._dynamo was imported
 
 # Pure functions folded at trace time when every argument is a constant.
 PURE_MODULES = (math, operator)
+#: Other C functions that compute on their (constant) arguments alone: ``sys.intern`` returns an equal string.
+PURE_FUNCTIONS = {sys.intern}
 
 
 # Python modules whose functions are never traced: they only talk to the outside world (and tracing them
@@ -172,6 +177,10 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         return tx.push(deepcopy_var(tx, args[0], {}))
     if target is inspect.signature and len(args) == 1 and not kwargs:
         return tx.push(_signature(tx, args[0]))
+    if target is not None and numpy_interop.is_numpy_function(target):
+        result = numpy_interop.call_numpy(tx, target, args, kwargs)
+        if result is not None:
+            return tx.push(result)
     hop = higher_order_rule(target) if target is not None else None
     if hop is not None:  # torch.cond ...: its callables become subgraphs (rules/higher_order.py)
         return hop(tx, fn, args, kwargs)
@@ -212,6 +221,8 @@ def _call_function(tx: Tracer, fn: UserFunctionVariable, args: list, kwargs: dic
 
 @CALL.rule(UserMethodVariable)
 def _call_method(tx: Tracer, fn: UserMethodVariable, args: list, kwargs: dict) -> None:
+    if isinstance(fn.self_var, NNModuleVariable) and any(fn.fn is f for f in MODULE_CALL_IMPLS):
+        return call_module_impl(tx, fn.self_var, list(args), kwargs)  # super().__call__(...) in a module
     if isinstance(fn.fn, NestedFunctionVariable):
         return inline_nested(tx, fn.fn, [fn.self_var, *args], kwargs)
     inline_call(tx, fn.fn, fn.source, [fn.self_var, *args], kwargs)
@@ -234,11 +245,15 @@ CALL.rule(PythonObjectVariable)(lambda tx, fn, args, kwargs: call_python_object(
 
 @CALL.rule(TensorMethodVariable)
 def _call_tensor_method(tx: Tracer, fn: TensorMethodVariable, args: list, kwargs: dict) -> None:
+    if fn.name == "numpy" and numpy_interop.np is not None:
+        return tx.push(numpy_interop.tensor_numpy(tx, fn.self_var, args, kwargs))
     tx.push(call_tensor_op(tx, "call_method", fn.name, (fn.self_var, *args), kwargs))
 
 
 @CALL.rule(TorchFunctionVariable)
 def _call_torch_function(tx: Tracer, fn: TorchFunctionVariable, args: list, kwargs: dict) -> None:
+    if fn.fn is torch.from_numpy and len(args) == 1 and not kwargs and isinstance(args[0], NumpyArrayVariable):
+        return tx.push(numpy_interop.from_numpy(tx, args[0]))
     tx.push(call_torch_function(tx, fn.fn, args, kwargs))
 
 
@@ -269,7 +284,7 @@ def _call_context_exit(tx: Tracer, fn: ContextExitVariable, args: list, kwargs: 
 
 CALL.refuse("a constant, container or range is not callable (the real call raises TypeError)",
             ConstantVariable, ListVariable, DictVariable, TupleVariable, RangeVariable, SliceVariable, SetVariable,
-            DequeVariable)
+            DequeVariable, DictViewVariable, NumpyArrayVariable)
 CALL.refuse("a tensor's __call__ is not modelled", TensorVariable)
 CALL.refuse("iterators and generators are not callable", IteratorVariable, LiveIteratorVariable, GeneratorVariable)
 CALL.refuse("a grad-mode or autocast object made in the trace is called for real (as a decorator)",
@@ -342,9 +357,9 @@ def call_torch_function(tx: Tracer, target: Any, args: list, kwargs: dict) -> Va
     special = TORCH_SPECIAL.get(target)
     if special is not None:
         return special(tx, args, kwargs)
-    if target in TORCH_DENY:
-        tx.unsupported("unsupported_call", f"calling {getattr(target, '__qualname__', target)} inside a compiled "
-                       "function", ("call it outside the compiled function",))
+    denied = never_traced(target)
+    if denied is not None:
+        tx.unsupported("effectful_call", denied, RUNS_FOR_REAL)
     name = getattr(target, "__name__", "")
     objclass = getattr(target, "__objclass__", None)
     if objclass in (torch.Tensor, compat.TensorBase) and args and isinstance(args[0], TensorVariable):
@@ -375,6 +390,17 @@ def call_module(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> 
         if not isinstance(call_override, types.FunctionType):
             tx.unsupported("unsupported_call", f"{type(module).__name__}.__call__ is not a Python function")
         return inline_call(tx, call_override, None, [mod, *args], kwargs)
+    call_module_impl(tx, mod, args, kwargs)
+
+
+#: ``nn.Module.__call__`` and the functions behind it: a subclass's ``__call__`` reaches them through
+#: ``super().__call__(...)`` (transformers' GradientCheckpointingLayer); they run as :func:`call_module_impl`.
+MODULE_CALL_IMPLS = (torch.nn.Module.__call__, torch.nn.Module._wrapped_call_impl, torch.nn.Module._call_impl)
+
+
+def call_module_impl(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> None:
+    """What ``nn.Module.__call__`` itself does for ``mod``: forward pre-hooks, ``forward``, forward hooks."""
+    module = mod.module
     module_hooks_guard(tx, mod)
     replaced = "forward" in module.__dict__  # module.forward = fn: Module.__call__ finds the instance's
     if mod.source is not None:
@@ -601,11 +627,16 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
             value.__module__ not in ("builtins",) and not value.__module__.startswith("torch"):
         return tx.push(construct(tx, value, args, kwargs))
     module = getattr(value, "__module__", "") or ""
+    if value in PURE_FUNCTIONS and all(is_const(tx, a) for a in args) and all(is_const(tx, v) for v in kwargs.values()):
+        return tx.push(fold(tx, value, args, kwargs))
     if module in ("math", "operator", "_operator") or module.startswith("math"):
         if any(isinstance(a, TensorVariable) for a in args) and module in ("operator", "_operator"):
             return tx.push(call_tensor_op(tx, "call_function", value, tuple(args), kwargs))
         if all(is_const(tx, a) for a in args) and all(is_const(tx, v) for v in kwargs.values()):
             return tx.push(fold(tx, value, args, kwargs))
+    if getattr(value, "__name__", None) == "__subclasses__" and isinstance(getattr(value, "__self__", None), type) \
+            and not args and not kwargs:
+        return tx.push(_subclasses(tx, value.__self__))
     if isinstance(value, type) and issubclass(value, torch.nn.Module):
         tx.unsupported("unsupported_call", f"constructing the module {value.__qualname__} inside the trace",
                        ("construct the module outside the compiled function and call it inside",))
@@ -613,3 +644,15 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
                    ("stillframe captures torch functions, tensor methods and Python functions",))
 
 
+
+
+def _subclasses(tx: Tracer, cls: type) -> VariableTracker:
+    """``cls.__subclasses__()``: a new list of the classes alive now; the plan is guarded on that list (a class
+    made or collected later changes it)."""
+    found = subclasses_of(cls)
+    tx.add_guard(Guard(None, "GLOBAL", ("query", (subclasses_of, (cls,), found))))
+    return tx.new_list(tuple(wrap(tx, c, None) for c in found))
+
+
+def subclasses_of(cls: type) -> tuple:
+    return tuple(cls.__subclasses__())

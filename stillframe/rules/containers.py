@@ -15,6 +15,8 @@ from ..variables.base import (
     ConstantVariable,
     DictEntry,
     DictVariable,
+    NumpyArrayVariable,
+    DictViewVariable,
     GeneratorVariable,
     IteratorVariable,
     LazyArgument,
@@ -131,6 +133,8 @@ def _object(tx, container, key):
     return _not_subscriptable(tx, container, "its __getitem__ is not Python code stillframe traces", key)
 
 
+subscript.refuse("a dict view is not subscriptable (the real subscript raises TypeError)", DictViewVariable)
+subscript.refuse("indexing an ndarray is not captured (it runs with NumPy itself)", NumpyArrayVariable)
 subscript.refuse("it is not a container the trace models", SliceVariable, IteratorVariable, LiveIteratorVariable,
                  GeneratorVariable, SuperVariable, *CALLABLES, *CONTEXT_VALUES)
 @subscript.rule(DequeVariable)

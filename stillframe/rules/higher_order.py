@@ -27,7 +27,7 @@ import torch
 import torch.fx
 import torch.utils.checkpoint as checkpoint_api
 from .. import compat
-from ..tensors.meta import fresh_base
+from ..tensors.meta import TensorEntry, fresh_base
 from ..variables.base import (
     ConstantVariable,
     LazyArgument,
@@ -38,9 +38,12 @@ from ..variables.base import (
     VariableTracker,
 )
 from ..variables.builder import wrap
-from ..tensors.ops import to_fx, wrap_result
-from . import autograd_function, calls, func_transforms
-from .speculation import Leaf, diff, fake_of_nodes, flatten, output_tensors, result_fakes, speculate, unflatten
+from ..errors import RetraceSymbolic
+from ..tensors.effects import hashable_key
+from ..tensors.ops import to_fake, to_fx, wrap_result
+from . import autograd_function, calls, func_linearized, func_transforms
+from .speculation import (Leaf, diff, draws_random_numbers, fake_of_nodes, flatten, output_tensors, result_fakes,
+                          speculate, unflatten)
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -103,11 +106,18 @@ def cond(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     items = _operand_items(tx, operands, "torch.cond", nested=True)  # a pytree of tensors, as torch.cond takes
     true = speculate(tx, true_fn, items, "the true branch")
     false = speculate(tx, false_fn, items, "the false branch")
-    differences = diff(tx, true, false, ("dtype", "shape", "device"))  # requires_grad: the op's autograd merges
+    differences = diff(tx, true, false, ("dtype", "ndim", "device"))  # requires_grad: the op's autograd merges
     if differences:
         tx.unsupported("higher_order", "torch.cond's branches differ: " + "; ".join(differences),
-                       ("both branches must return the same structure of tensors with the same dtype, shape "
-                        "and device, and change nothing outside themselves",))
+                       ("both branches must return the same structure of tensors with the same dtype, number of "
+                        "dimensions and device, and change nothing outside themselves",))
+    resized = diff(tx, true, false, ("shape",))
+    if resized and tx.fake_mode.shape_env is None:
+        if tx.shapes is not None and not tx.shapes.symbolic:
+            # as torch.compile: a size that differs between the branches is an unbacked symbol of the ShapeEnv
+            raise RetraceSymbolic("torch.cond's branches return different sizes: " + "; ".join(resized))
+        tx.unsupported("higher_order", "torch.cond's branches return different sizes: " + "; ".join(resized),
+                       ("this trace has no ShapeEnv to give the output an unbacked size",))
     spec, true_leaves = flatten(tx, true.output)
     _, false_leaves = flatten(tx, false.output)
     true_nodes, problem = output_tensors(tx, true, true_leaves)
@@ -122,11 +132,18 @@ def cond(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     true_gm = true.builder.finish_subgraph(tuple(true_nodes), inputs, examples)
     false_gm = false.builder.finish_subgraph(tuple(false_nodes), inputs, examples)
     op = torch.ops.higher_order.cond
-    fake_out = result_fakes(tx, [true.state.heap[leaf.tid].meta for leaf in true_leaves if leaf.tid is not None],
-                            any(getattr(e, "requires_grad", False) for e in examples))
+    if resized:  # torch's own merge of the branches' outputs: a size that differs becomes an unbacked symbol
+        with tx.fake_context():
+            fake_out = tuple(op(to_fake(tx, pred), true_gm, false_gm, tuple(examples)))
+    else:
+        fake_out = result_fakes(tx, [true.state.heap[leaf.tid].meta for leaf in true_leaves if leaf.tid is not None],
+                                any(getattr(e, "requires_grad", False) for e in examples))
     node = tx.graph.call_function(op, (to_fx(tx, pred), tx.graph.get_attr("cond_true", true_gm),
                                        tx.graph.get_attr("cond_false", false_gm), tuple(inputs)), {},
                                   fake_out)
+    bindings = compat.unbacked_bindings(tx.fake_mode, fake_out) if resized else None
+    if bindings:
+        node.meta["unbacked_bindings"] = bindings
     tensors = iter(wrap_result(tx, tuple(fake_out), node).items)
     leaves = [next(tensors) if leaf.tid is not None else ConstantVariable(leaf.value) for leaf in true_leaves]
     tx.push(unflatten(tx, spec, leaves))
@@ -135,26 +152,6 @@ def cond(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
 #: The arguments ``torch.utils.checkpoint.checkpoint`` takes for itself; any other keyword goes to the function.
 CHECKPOINT_KWARGS = {"use_reentrant": None, "preserve_rng_state": True, "context_fn": checkpoint_api.noop_context_fn,
                      "determinism_check": "default", "debug": False, "early_stop": True}
-#: Ops that draw random numbers: a recomputed checkpoint region would draw them again (the op that runs the
-#: region in the graph does not preserve the RNG state, so such a region runs for real).
-RANDOM_NAMES = ("dropout", "rand", "bernoulli", "normal", "multinomial", "uniform", "rrelu", "gumbel", "poisson",
-                "exponential", "cauchy", "geometric")
-
-
-def _draws_random_numbers(node: torch.fx.Node) -> bool:
-    """Whether ``node`` draws random numbers (a dropout with ``p=0`` or ``training=False`` does not)."""
-    if node.op not in ("call_function", "call_method"):
-        return False
-    name = (node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")).lower()
-    if not any(r in name for r in RANDOM_NAMES):
-        return False
-    if "dropout" in name and node.op == "call_function":
-        p = node.kwargs.get("p", node.args[1] if len(node.args) > 1 else 0.5)
-        training = node.kwargs.get("training", node.args[2] if len(node.args) > 2 else True)
-        return not (p == 0 or training is False)
-    return True
-
-
 def checkpoint(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     """``torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False)``: ``fn`` speculated into a subgraph
     recorded as ``torch.ops.higher_order.tag_activation_checkpoint`` (its activations are recomputed in
@@ -199,7 +196,7 @@ def checkpoint(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> Non
     nodes, problem = output_tensors(tx, body, leaves)
     if problem or not nodes:
         tx.unsupported("higher_order", f"checkpoint: {problem or 'the function returns no tensor'}")
-    random = [n for n in body.builder.graph.nodes if _draws_random_numbers(n)]
+    random = [n for n in body.builder.graph.nodes if draws_random_numbers(n)]
     if random:
         tx.unsupported("higher_order", f"the checkpointed function draws random numbers ({random[0].target}): "
                        "recomputing it in the graph would draw different ones", ("checkpoint runs for real",))
@@ -239,8 +236,9 @@ def fresh_tensors(tx: Tracer, like: list, name: str) -> tuple[list, list]:
 def while_loop(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     """``while_loop(cond_fn, body_fn, carried_inputs)``: both callables speculated on fresh carried tensors
     and recorded as ``torch.ops.higher_order.while_loop(cond, body, carried, additional)``, where the
-    additional inputs are the tensors they close over. Int carries, differing metadata, side effects and
-    aliasing outputs break the graph (the loop runs for real)."""
+    additional inputs are the tensors they close over (an operand sharing memory with another is passed as a
+    clone: AOTAutograd refuses aliased operands). Int carries, differing metadata, side effects and aliasing
+    outputs break the graph (the loop runs for real)."""
     cond_fn, body_fn, carried = _bind(tx, ("cond_fn", "body_fn", "carried_inputs"), args, kwargs, {}, "while_loop")
     items = _operand_items(tx, carried, "while_loop")
     fresh, fresh_nodes = fresh_tensors(tx, items, "carry")
@@ -274,18 +272,31 @@ def while_loop(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> Non
                          any(tx.tensor(v).meta.requires_grad for v in items) or
                          any(getattr(e, "requires_grad", False) for e in examples[len(fresh):]))
     op = torch.ops.higher_order.while_loop
+    operands = _unaliased(tx, [to_fx(tx, v) for v in items] + additional)
     node = tx.graph.call_function(op, (tx.graph.get_attr("while_loop_cond_graph", cond_gm),
                                        tx.graph.get_attr("while_loop_body_graph", body_gm),
-                                       tuple(to_fx(tx, v) for v in items), tuple(additional)), {}, tuple(fakes))
+                                       tuple(operands[:len(items)]), tuple(operands[len(items):])), {}, tuple(fakes))
     tx.push(unflatten(tx, spec, list(wrap_result(tx, tuple(fakes), node).items)))
 
 
-def _target_key(target: Any) -> Any:
-    try:
-        hash(target)
-    except TypeError:
-        return None
-    return target
+def _unaliased(tx: Tracer, nodes: list) -> list:
+    """``nodes`` (a higher-order op's tensor operands, outer graph), each one that shares memory with an earlier
+    one replaced by a clone of it: AOTAutograd's functionalization refuses a ``while_loop`` whose inputs alias
+    (``x`` both carried and closed over). torch.compile hands the aliased operands over and its backend
+    raises; the clone computes what eager does (the loop reads its inputs, never writes them)."""
+    roots = {e.node: (e.meta.base if e.meta.base is not None else tid) for tid, e in tx.state.heap.items()
+             if isinstance(e, TensorEntry) and e.node is not None}
+    seen: set = set()
+    out = []
+    for node, fake in zip(nodes, fake_of_nodes(tx, nodes)):
+        root = roots.get(node, node)
+        if root in seen:
+            with tx.fake_context():
+                copy = fake.clone()
+            node = tx.graph.call_function(torch.clone, (node,), {}, copy)
+        seen.add(root)
+        out.append(node)
+    return out
 
 
 def _unless_rejected(op: str, rule: Callable) -> Callable:
@@ -302,24 +313,27 @@ def _unless_rejected(op: str, rule: Callable) -> Callable:
 
 
 #: The higher-order callables with a rule: ``rule(tx, fn, args, kwargs)`` pushes the result (``fn``: the callee's
-#: VT; ``autograd.Function.apply`` is keyed by its function and finds the class in the bound method).
+#: VT; ``autograd.Function.apply`` is keyed by :data:`compat.AUTOGRAD_FUNCTION_APPLY` and finds the class in the bound
+#: method).
 HIGHER_ORDER: dict[Any, Callable] = {
     torch.cond: _unless_rejected("cond", cond),
     checkpoint_api.checkpoint: _unless_rejected("tag_activation_checkpoint", checkpoint),
 }
-if autograd_function.APPLY is not None:
-    HIGHER_ORDER[autograd_function.APPLY] = _unless_rejected("autograd_function_apply", autograd_function.apply)
+HIGHER_ORDER[compat.AUTOGRAD_FUNCTION_APPLY] = _unless_rejected("autograd_function_apply", autograd_function.apply)
 if compat.while_loop is not None:
     HIGHER_ORDER[compat.while_loop] = _unless_rejected("while_loop", while_loop)
 HIGHER_ORDER.update({transform: func_transforms.make_transform for transform in func_transforms.TRANSFORMS})
 HIGHER_ORDER[func_transforms.apply_transform] = func_transforms.apply
 HIGHER_ORDER[torch.func.functional_call] = func_transforms.functional_call
+HIGHER_ORDER.update(func_linearized.RULES)
 
 
 def higher_order_rule(target: Any) -> Callable | None:
     """The rule for calling ``target``, if it is a higher-order operator stillframe captures."""
-    key = _target_key(target)
+    key = hashable_key(target)
     rule = HIGHER_ORDER.get(key) if key is not None else None
+    if rule is None and compat.autograd_function_of(target) is not None:  # torch 2.14: a builtin bound to the class
+        rule = HIGHER_ORDER[compat.AUTOGRAD_FUNCTION_APPLY]
     if rule is None and func_transforms.is_functorch_internal(target):
         return func_transforms.run_functorch_for_real
     return rule

@@ -18,6 +18,8 @@ from ..variables.base import (
     BuiltinVariable,
     ConstantVariable,
     DictVariable,
+    NumpyArrayVariable,
+    DictViewVariable,
     GeneratorVariable,
     IteratorVariable,
     LazyArgument,
@@ -147,12 +149,24 @@ def hash_key(tx: Tracer, var: VariableTracker, container: VariableTracker | None
     return const_value(tx, var)
 
 
+def view_items(tx: Tracer, view: DictViewVariable) -> tuple:
+    """What iterating a dict view gives now: the dict's keys, values or ``(key, value)`` pairs, in order."""
+    items = tx.dict_entry(view.mapping).items
+    if view.kind == "keys":
+        return tuple(key_variable(k) for k, _ in items)
+    if view.kind == "values":
+        return tuple(v for _, v in items)
+    return tuple(TupleVariable((key_variable(k), v)) for k, v in items)
+
+
 def key_variable(key: Any) -> VariableTracker:
     """The VT of a dict key or set member (the inverse of :func:`hash_key`)."""
     return TensorVariable(key.tid) if type(key) is TensorKey else ConstantVariable(key)
 
 
 const_value.refuse("its value is tensor data", TensorVariable)
+const_value.refuse("a view of a dict the trace models: it changes with the dict", DictViewVariable)
+const_value.refuse("an ndarray's value is tensor data", NumpyArrayVariable)
 const_value.refuse("it is an object the trace models, with state that can change", ObjectVariable,
                    NNModuleVariable,
                    SuperVariable, ContainerMethodVariable, GeneratorVariable, LiveIteratorVariable,
@@ -237,6 +251,8 @@ sequence_items.rule(TupleVariable)(lambda tx, var: var.items)
 sequence_items.rule(ListVariable, DequeVariable)(lambda tx, var: tx.list_items(var))
 sequence_items.rule(SetVariable)(lambda tx, var: tuple(key_variable(v) for v in tx.heap(var.oid).values))
 sequence_items.rule(DictVariable)(lambda tx, var: tuple(key_variable(k) for k, _ in tx.dict_entry(var).items))
+sequence_items.refuse("iterating an ndarray (its rows) is not captured", NumpyArrayVariable)
+sequence_items.rule(DictViewVariable)(lambda tx, var: view_items(tx, var))
 sequence_items.rule(RangeVariable)(lambda tx, var: tuple(ConstantVariable(i) for i in var.value))
 # Consumed, as list(it) / unpacking / zip(it) consume it.
 sequence_items.rule(IteratorVariable)(lambda tx, var: tx.iterator_drain(var))

@@ -26,6 +26,7 @@ from ..variables.base import (
     ConstantVariable,
     DictEntry,
     DictVariable,
+    DictViewVariable,
     LazyArgument,
     ListVariable,
     SetVariable,
@@ -299,12 +300,10 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
         return found
     if isinstance(obj, DictVariable):
         entry = tx.dict_entry(obj)
-        if name == "keys":
-            return tx.new_iterator(tuple(known.key_variable(k) for k, _ in entry.items))
-        if name == "values":
-            return tx.new_iterator(tuple(v for _, v in entry.items))
-        if name == "items":
-            return tx.new_iterator(tuple(TupleVariable((known.key_variable(k), v)) for k, v in entry.items))
+        if name in ("keys", "values", "items"):
+            if args or kwargs:
+                tx.user_error(TypeError(f"dict.{name}() takes no arguments ({len(args)} given)"))
+            return DictViewVariable(obj, name)
         if name == "get":
             key = known.hash_key(tx, args[0], obj)
             default = args[1] if len(args) > 1 else ConstantVariable(None)

@@ -14,6 +14,8 @@ from ..variables.base import (
     BuiltinVariable,
     ConstantVariable,
     DictVariable,
+    NumpyArrayVariable,
+    DictViewVariable,
     GeneratorVariable,
     IteratorVariable,
     LazyArgument,
@@ -37,7 +39,7 @@ from ..variables.base import (
 )
 from ..variables.kinds import CONTEXT_VALUES, INTERNAL
 from ..variables.objects import ContainerMethodVariable, ObjectVariable, SuperVariable
-from . import builtin_calls, known
+from . import builtin_calls, known, numpy_interop
 from .protocol import Protocol
 from .truthiness import truthiness
 
@@ -50,6 +52,8 @@ _DUNDERS = {"+": "__add__", "-": "__sub__", "*": "__mul__", "/": "__truediv__", 
 def binary_op(tx, symbol, a, b):
     """``a <symbol> b`` on VTs (``symbol`` as ``dis`` spells it: ``'+'``, ``'+='`` ...)."""
     fn = BINARY_OPERATORS[symbol]
+    if isinstance(a, NumpyArrayVariable) or isinstance(b, NumpyArrayVariable):
+        return numpy_interop.binary(tx, symbol, a, b)
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         if not isinstance(a, TensorVariable) and symbol.endswith("=") and symbol != "==":
             fn = BINARY_OPERATORS[symbol[:-1]]  # int += tensor falls back to int + tensor
@@ -71,6 +75,9 @@ def binary_op(tx, symbol, a, b):
     if isinstance(b, (TupleVariable, ListVariable)) and symbol in ("*", "*="):
         items = tuple(known.sequence_items(tx, b)) * known.const_value(tx, a)
         return tx.new_list(items) if isinstance(b, ListVariable) else TupleVariable(items)
+    if any(isinstance(v, DictViewVariable) and v.kind != "values" for v in (a, b)) and \
+            symbol.rstrip("=") in ("|", "&", "-", "^"):
+        return _view_operator(tx, fn, a, b)
     if (isinstance(a, SetVariable) or isinstance(b, SetVariable)) and \
             all(isinstance(v, SetVariable) or known.is_const(tx, v) for v in (a, b)):
         return _set_operator(tx, fn, symbol, a, b)
@@ -106,6 +113,25 @@ def _set_operator(tx, fn, symbol, a, b):
     return tx.new_set(value)
 
 
+def _view_operator(tx, fn, a, b):
+    """``d.keys() | e.keys()``, ``d.items() - s`` ...: a keys or items view is a set of its members, and the
+    result a new set (as ``dict_keys.__or__`` gives), whichever side the view is on."""
+    left, right = (_members(tx, v) for v in (a, b))
+    try:
+        value = fn(left, right)
+    except Exception as e:  # the user's own error (an unhashable member ...), as eager raises it
+        tx.user_error(e)
+    return tx.new_set(value)
+
+
+def _members(tx, v):
+    if isinstance(v, SetVariable):
+        return set(tx.set_values(v))
+    if isinstance(v, (DictViewVariable, ListVariable, TupleVariable)):
+        return {known.hash_key(tx, item) for item in known.sequence_items(tx, v)}
+    return set(known.const_value(tx, v))
+
+
 def _unary(tx, fn, name):
     v = tx.pop()
     if isinstance(v, TensorVariable):
@@ -126,6 +152,8 @@ _UNARY_DUNDERS = {"-": "__neg__", "+": "__pos__", "~": "__invert__"}
 
 def compare(tx, symbol, a, b):
     fn = COMPARE_OPERATORS[symbol]
+    if isinstance(a, NumpyArrayVariable) or isinstance(b, NumpyArrayVariable):
+        return numpy_interop.binary(tx, symbol, a, b)
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return call_tensor_op(tx, "call_function", fn, (a, b), {})
     if isinstance(a, SymNodeVariable) or isinstance(b, SymNodeVariable):  # symbolic: guarded when tested
@@ -208,6 +236,9 @@ IDENTITY.refuse("a context object, iterator over live data or super() made in th
                 *CONTEXT_VALUES, LiveIteratorVariable, SuperVariable)
 IDENTITY.refuse("not a Python value (an internal stack or cell marker)", *INTERNAL)
 IDENTITY.refuse("an argument is wrapped on its first read, before any `is`", LazyArgument)
+IDENTITY.refuse("an ndarray of the trace: its identity is not tracked", NumpyArrayVariable)
+IDENTITY.refuse("a dict view is made anew by each keys()/values()/items() call: identity not tracked",
+                DictViewVariable)
 
 
 def identical(tx, a, b) -> bool:
@@ -237,6 +268,10 @@ def contains(tx, container, item) -> bool:
         if container.source is not None:
             tx.add_guard(Guard(AttrSource(container.source, registry), "KEYS", tuple(keys)))
         return known.const_value(tx, item) in keys
+    if isinstance(container, DictViewVariable):
+        if container.kind == "keys":
+            return contains(tx, container.mapping, item)
+        return contains(tx, TupleVariable(known.view_items(tx, container)), item)
     if isinstance(container, DictVariable):
         key = known.hash_key(tx, item, container)
         found = tx.dict_lookup(container, key, _ABSENT) is not _ABSENT

@@ -40,6 +40,8 @@ from ..variables.base import (
 from . import calls
 
 if TYPE_CHECKING:
+    import torch.fx
+
     from ..trace.interpreter import Tracer
 
 
@@ -273,6 +275,26 @@ def output_tensors(tx: Tracer, spec: Speculation, leaves: list[Leaf]) -> tuple[l
         roots.add(root)
         nodes.append(entry.node)
     return nodes, None
+
+
+#: Ops that draw random numbers: a subgraph run twice (a recomputed checkpoint region, the body of a vjp run
+#: again by its vjp_fn) would draw different ones, so such a call runs for real.
+RANDOM_NAMES = ("dropout", "rand", "bernoulli", "normal", "multinomial", "uniform", "rrelu", "gumbel", "poisson",
+                "exponential", "cauchy", "geometric")
+
+
+def draws_random_numbers(node: torch.fx.Node) -> bool:
+    """Whether ``node`` draws random numbers (a dropout with ``p=0`` or ``training=False`` does not)."""
+    if node.op not in ("call_function", "call_method"):
+        return False
+    name = (node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")).lower()
+    if not any(r in name for r in RANDOM_NAMES):
+        return False
+    if "dropout" in name and node.op == "call_function":
+        p = node.kwargs.get("p", node.args[1] if len(node.args) > 1 else 0.5)
+        training = node.kwargs.get("training", node.args[2] if len(node.args) > 2 else True)
+        return not (p == 0 or training is False)
+    return True
 
 
 def fake_of_nodes(tx: Tracer, nodes: list) -> list:

@@ -8,6 +8,8 @@ from ..variables.kinds import CALLABLES, CONTEXT_VALUES, INTERNAL
 from ..variables.base import (
     ConstantVariable,
     DictVariable,
+    NumpyArrayVariable,
+    DictViewVariable,
     GeneratorVariable,
     IteratorVariable,
     LazyArgument,
@@ -44,12 +46,12 @@ def _constant(tx, var):
     return bool(var.value)
 
 
-@truthiness.rule(TupleVariable, ListVariable, DictVariable, SetVariable, DequeVariable)
+@truthiness.rule(TupleVariable, ListVariable, DictVariable, SetVariable, DequeVariable, DictViewVariable)
 def _sized(tx, var):
     return builtin_calls._len(tx, var) > 0
 
 
-@truthiness.rule(TensorVariable)
+@truthiness.rule(TensorVariable, NumpyArrayVariable)
 def _tensor(tx, var):
     tx.unsupported("data_dependent", "Python control flow on the value of a tensor (`if tensor:` / bool(tensor))",
                    ("use torch.where, or move the branch out of the compiled function",))

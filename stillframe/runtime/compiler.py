@@ -47,6 +47,7 @@ from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace.interpreter import Tracer
 from . import live
 from .executors import EXECUTORS
+from .optimizer_step import optimizer_outcome
 from .entry import CacheEntry
 from .rebuild import StateCodegen
 from .shapes import ShapePolicy
@@ -56,7 +57,7 @@ from ..diagnostics import log
 @dataclass
 class TraceOutcome:
     entry: CacheEntry
-    tracer: Tracer
+    tracer: Tracer | None  # None for an optimizer step (runtime/optimizer_step.py): no bytecode was traced
     trace_seconds: float
     compile_seconds: float
 
@@ -157,10 +158,15 @@ def compile_frame(fn: types.FunctionType, L: dict, G: dict, F: Any, backend: Cal
                   fullgraph: bool = False, shapes: ShapePolicy | None = None) -> TraceOutcome:
     """Trace one call of ``fn`` and build its cache entry (raises Unsupported / UserError from the trace).
 
-    A function whose every call must run for real (``stillframe.compile(opt.step)``: torch.optim keeps its
+    ``opt.step`` of an optimizer class with a rule (``rules/optimizers.py``) is captured by
+    :func:`~stillframe.runtime.optimizer_step.optimizer_outcome`. Any other function whose every call must run for real (``stillframe.compile(opt.step)``: torch.optim keeps its
     state in Python objects, see ``tensors/effects.py``) is not traced at all: Unsupported, so it runs
     eagerly, without the per-call guards and graph breaks of a plan that would capture nothing.
     """
+    captured = optimizer_outcome(fn, L, lambda gm, examples: _call_backend(backend, gm, examples, None))
+    if captured is not None:  # opt.step of SGD, Adam, AdamW: the update in one graph (runtime/optimizer_step.py)
+        entry, trace_seconds, compile_seconds = captured
+        return TraceOutcome(entry, None, trace_seconds, compile_seconds)
     reason = runs_for_real(fn)
     if reason is not None:
         raise Unsupported(GraphBreak(GraphBreakKind.EFFECTFUL_CALL, reason,
@@ -270,8 +276,11 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
                            f"{codegen.gen.const(tracer.graph_break)}"
                            + (f", dynamic={codegen.gen.const(hints)})" if hints else ")"))
         codegen.side_effects()
-        if tracer.state.grad_enabled != torch.is_grad_enabled():
-            # leave the grad mode as the traced code left it (as eager does), whatever the backend did
+        if tracer.state.grad_enabled != torch.is_grad_enabled() or any(
+                n.target is compat.set_grad_enabled for n in tracer.graph.graph.nodes):
+            # leave the grad mode as the traced code left it (as eager does), whatever the backend did: torch
+            # 2.11's AOTAutograd loses a switch the graph ends with (a no_grad block left in the graph, whose entry
+            # is hoisted out of it below)
             codegen.gen.lines.append(f"{codegen.gen.const(compat.set_grad_enabled)}({tracer.state.grad_enabled!r})")
     except Exception as e:
         e.tracer = tracer  # the guards collected so far describe the path that failed
@@ -296,7 +305,10 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
             inputs = list(tracer.state.inputs)
             examples = [_symbolic_example(tracer, inputs[i][1], e) for i, e in zip(used_inputs, examples)]
             compat.drop_pending_unbacked(tracer.fake_mode)
-        with compat.backend_context(tracer.fake_mode) if symbolic else contextlib.nullcontext():
+            context = compat.backend_context(tracer.fake_mode)
+        else:  # higher-order ops: a ShapeEnv, as torch.compile gives (AOTAutograd's fake while_loop needs one)
+            context = compat.static_backend_context(examples) if _higher_order_ops(gm) else contextlib.nullcontext()
+        with context:
             try:
                 compiled = _call_backend(backend, gm, examples, tracer)
             except Exception as e:

@@ -54,6 +54,8 @@ def executor(*opnames: str) -> Callable[[Executor], Executor]:
 
 
 def _call(cont: Continuation, frame: LiveFrame, fn: Any, args: list, kwargs: dict) -> None:
+    if cont.reroute is not None:
+        fn = cont.reroute(fn)
     if fn is super and not args and not kwargs:
         args = _zero_argument_super(frame)
     frame.stack.append(frame_trampoline(frame, "call")(fn, args, kwargs))

@@ -56,6 +56,9 @@ class Continuation:
     # what was symbolic at the break, by the source name the resumed trace reads it from: the dimensions of a
     # tensor (a tuple of bools), or "int" (so the code after a break stays dynamic where the code before was)
     dynamic: dict = field(default_factory=dict)
+    # called with each callable a real step calls, returns what to call instead (runtime/optimizer_step.py's
+    # StepRouter: a compiled opt.step); None: call it as is
+    reroute: Any = None
 
     def key(self) -> tuple:
         """What resumed cache entries are keyed by: the code objects and instruction indexes of the stack."""

@@ -37,6 +37,8 @@ from ..variables.base import (
     ConstantVariable,
     ContextExitVariable,
     DictVariable,
+    NumpyArrayVariable,
+    DictViewVariable,
     GeneratorVariable,
     GradModeVariable,
     IteratorVariable,
@@ -329,6 +331,20 @@ def _rebuild_dict(cg: StateCodegen, var: DictVariable) -> str:
     if entry.live is not None:
         return cg.gen.const(entry.live)
     return cg._once(("heap", var.oid), "{}", lambda name: f"{name}.update({cg._dict(entry.items)})")
+
+
+@REBUILD.rule(NumpyArrayVariable)
+def _rebuild_numpy_array(cg: StateCodegen, var: NumpyArrayVariable) -> str:
+    """A new ndarray on the graph's output tensor (a NumPy scalar where NumPy gives one); an ndarray from outside
+    the trace is itself."""
+    if var.source is not None:
+        return cg.gen.ref(var.source)
+    return f"{cg.expr(TensorVariable(var.tid))}.numpy()" + ("[()]" if var.scalar else "")
+
+
+@REBUILD.rule(DictViewVariable)
+def _rebuild_dict_view(cg: StateCodegen, var: DictViewVariable) -> str:
+    return f"{cg.expr(var.mapping)}.{var.kind}()"
 
 
 @REBUILD.rule(DequeVariable)

@@ -26,6 +26,7 @@ there as data-dependent, before any fake runs.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
@@ -89,6 +90,27 @@ PURE_QUERIES.update({fn: f"{name}: metadata of its argument, or None for None"
                      for name, fn in compat.nn_metadata_helpers.items()})
 
 
+
+def _cuda_autocast_dtype() -> torch.dtype:
+    return torch.get_autocast_dtype("cuda")
+
+
+# Calls (with constant arguments, if any) that only read process-wide state which can change between calls (an
+# export in progress, a process group made, an autocast dtype set): folded like a pure query, and the plan is
+# guarded on the value, read again by the checker given here (a non-deprecated spelling of the same read).
+GUARDED_QUERIES: dict[Any, Any] = {
+    torch.onnx.is_in_onnx_export: torch.onnx.is_in_onnx_export,
+    torch.get_autocast_gpu_dtype: _cuda_autocast_dtype,
+    torch.get_autocast_dtype: torch.get_autocast_dtype,
+    torch.is_autocast_enabled: torch.is_autocast_enabled,
+}
+# Of those, the ones reading autocast state: inside an autocast region the trace entered, the answer is the
+# region's, not the state the guard sees at entry, so there they are not guarded (only a pure query folds).
+AUTOCAST_QUERIES = {torch.get_autocast_gpu_dtype, torch.get_autocast_dtype, torch.is_autocast_enabled}
+if torch.distributed.is_available():
+    GUARDED_QUERIES[torch.distributed.is_initialized] = torch.distributed.is_initialized
+
+
 # Calls known to act beyond their arguments' fake tensors: they break the graph before running on fakes,
 # with this explanation. (Any other call with no rule breaks too, after its fake result shows no tensor.)
 EFFECTS: dict[Any, str] = {
@@ -121,7 +143,53 @@ for _name in ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_gra
 # default dtype, determinism), files, or the compiler. A call breaks the graph and runs for real.
 TORCH_DENY = {torch.manual_seed, torch.seed, torch.save, torch.load, torch.compile,
               torch.set_default_dtype, torch.use_deterministic_algorithms,
-              torch.get_rng_state, torch.set_rng_state, torch.initial_seed}
+              torch.get_rng_state, torch.set_rng_state, torch.initial_seed,
+              torch.utils.swap_tensors, torch.nn.utils.vector_to_parameters,  # write Python objects, .data
+              compat.increment_version}
+
+# torch modules whose functions read or write process-wide state (the RNG and its per-device copies, device and
+# backend flags, files, other processes): none of their functions is run on fakes, whatever it returns. A fake
+# run is a real run of their Python: ``torch.random.manual_seed`` reseeds the real generator at trace time, before
+# the random ops traced ahead of it have run in the graph.
+STATEFUL_TORCH_MODULES = (
+    "torch.random", "torch.cuda", "torch.mps", "torch.xpu", "torch.mtia", "torch.backends",  # RNG, devices, flags
+    "torch.serialization", "torch.hub", "torch.distributed", "torch.multiprocessing",  # files, other processes
+    "torch.utils.data", "torch.profiler", "torch.autograd.profiler", "torch.testing",
+    "torch.library", "torch.jit", "torch.export", "torch.compiler", "torch.onnx",  # registries and compilers
+    "torch.utils.backend_registration", "torch.utils.cpp_backtrace", "torch._utils_internal", "torch.overrides",
+    "torch.autograd.graph", "torch.autograd.gradcheck", "torch.autograd.forward_ad", "torch.utils.hooks",
+    "torch.nn.utils.weight_norm", "torch.nn.utils.spectral_norm", "torch.nn.utils.parametrize",  # edit modules
+    "torch.nn.utils.prune")
+# Names of torch functions that set or reseed process-wide state (``torch.set_num_threads``,
+# ``torch.set_printoptions``, ``torch._C._set_deterministic_algorithms``, ``torch.cuda.manual_seed_all``).
+STATE_SETTER_PREFIXES = ("set_", "_set_", "manual_seed", "seed", "use_deterministic", "_use_deterministic")
+
+
+def never_traced(target: Any) -> str | None:
+    """Why a torch callable must break the graph before it runs, even on fakes, or ``None``.
+
+    Covers :data:`TORCH_DENY`, :data:`STATEFUL_TORCH_MODULES` and :data:`STATE_SETTER_PREFIXES`, through
+    ``functools.wraps`` wrappers: importing ``torch._dynamo`` replaces ``torch.manual_seed`` with a wrapper
+    (``torch._disable_dynamo``) that is not the function this table holds. Pure queries
+    (:data:`PURE_QUERIES`, such as ``torch.cuda.is_available``) are not covered.
+    """
+    fn, seen = target, 0
+    while fn is not None and seen < 8:
+        key = hashable_key(fn)
+        if key is not None and key in PURE_QUERIES:
+            return None
+        name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or ""
+        if key is not None and key in TORCH_DENY:
+            return f"{name} reads or writes process-wide torch state (the RNG, the default dtype, files)"
+        module = getattr(fn, "__module__", None)
+        module = module if isinstance(module, str) else ""
+        if module == "torch" or module.startswith("torch."):
+            if any(module == m or module.startswith(m + ".") for m in STATEFUL_TORCH_MODULES):
+                return f"{name} ({module}) reads or writes process-wide state (the RNG, devices, backends, files)"
+            if isinstance(name, str) and name.rpartition(".")[2].startswith(STATE_SETTER_PREFIXES):
+                return f"{name} sets process-wide torch state"
+        fn, seen = getattr(fn, "__wrapped__", None), seen + 1
+    return None
 
 
 # torch packages whose Python code keeps state in Python objects: optimizers and learning-rate schedulers
@@ -129,8 +197,36 @@ TORCH_DENY = {torch.manual_seed, torch.seed, torch.save, torch.load, torch.compi
 # on fake tensors as one op (that runs the step's Python for real at trace time: ``Adam.step`` on fakes
 # writes a fake ``state["step"]`` into the real optimizer) or traced through (its reads of ``.grad`` and
 # its state break the graph at every parameter): ``opt.step()``, ``opt.zero_grad()``, ``sched.step()``
-# break the graph and run for real, whole.
+# break the graph and run for real, whole. ``opt.step`` of SGD, Adam and AdamW is captured by its own rule
+# instead (``rules/optimizers.py``): compiled directly, and as the real step a compiled training step takes.
 RUNS_FOR_REAL_PACKAGES = ("torch.optim",)
+
+
+# Ops whose success depends on tensor *values*: an integer index out of range raises only when the graph runs
+# (a fake tensor cannot tell), after the trace has moved past the user's ``try`` and past side effects that
+# are replayed after the graph. Keyed as PURE_QUERIES (methods by name). F.embedding is left out: models look
+# up embeddings everywhere, and its indices come from the data loader.
+RAISES_ON_VALUES: set = {operator.getitem, operator.setitem, torch.index_select, torch.gather, torch.take,
+                         torch.scatter, torch.scatter_add, torch.index_add, torch.index_copy, torch.index_fill,
+                         "__getitem__", "__setitem__", "index_select", "gather", "take", "put_", "put",
+                         "index_put_", "index_put", "index_add_", "index_add", "index_copy_", "index_copy",
+                         "index_fill_", "index_fill", "scatter_", "scatter", "scatter_add_", "scatter_add"}
+
+
+def raises_on_values(kind: str, target: Any, fake_args: tuple, fake_kwargs: dict) -> bool:
+    """Whether ``target`` (listed in :data:`RAISES_ON_VALUES`) is called with an integer index tensor, so it may
+    raise depending on the index's values (fake arguments; the first, the tensor indexed, is not an index)."""
+    key = hashable_key(target)
+    if key is None or (kind == "call_method") != isinstance(key, str) or key not in RAISES_ON_VALUES:
+        return False
+    return any(_integer_tensor(a) for a in (*fake_args[1:], *fake_kwargs.values()))
+
+
+def _integer_tensor(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return any(_integer_tensor(v) for v in value)
+    return isinstance(value, torch.Tensor) and not value.dtype.is_floating_point and \
+        not value.dtype.is_complex and value.dtype is not torch.bool
 
 
 def runs_for_real(target: Any) -> str | None:
@@ -146,7 +242,8 @@ def runs_for_real(target: Any) -> str | None:
     return None
 
 
-def _key(target: Any) -> Any:
+def hashable_key(target: Any) -> Any:
+    """``target`` itself when it can key a table (is hashable), else ``None``."""
     try:
         hash(target)
     except TypeError:
@@ -156,15 +253,23 @@ def _key(target: Any) -> Any:
 
 def is_pure_query(kind: str, target: Any) -> bool:
     """Whether ``target``'s result, when it holds no tensor and nothing was written, may become a constant."""
-    key = _key(target)
+    key = hashable_key(target)
     if key is not None and (kind == "call_method") == isinstance(key, str) and key in PURE_QUERIES:
         return True
     return kind == "call_function" and getattr(target, "__code__", None) in PURE_CODES
 
 
+def query_checker(kind: str, target: Any, in_autocast_region: bool) -> Any:
+    """For a call in :data:`GUARDED_QUERIES`, the function its plan's guard calls again; else ``None``."""
+    key = hashable_key(target)
+    if kind != "call_function" or key is None or (in_autocast_region and key in AUTOCAST_QUERIES):
+        return None
+    return GUARDED_QUERIES.get(key)
+
+
 def known_effect(kind: str, target: Any) -> str | None:
     """Why ``target`` must run for real (its effect is invisible on fakes), or ``None`` if it is not known to."""
-    key = _key(target)
+    key = hashable_key(target)
     if key is None or (kind == "call_method") != isinstance(key, str):
         return None
     return EFFECTS.get(key)

@@ -50,6 +50,10 @@ class TensorMeta:
     version: int = 0
     autograd_error: str | None = None
 
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
     @staticmethod
     def of(t: torch.Tensor, base: int | None = None, view_grad_mode: bool = True, version: int = 0) -> "TensorMeta":
         """Read the metadata of a real or fake tensor ``t``.

@@ -24,8 +24,9 @@ from .. import compat
 import torch.nn.functional as F
 from ..config import config
 from ..errors import InternalError, RetraceSymbolic
+from ..guards.guard import Guard
 from ..guards.source import AttrSource, LiftedSource
-from .effects import is_pure_query, known_effect, no_rule
+from .effects import is_pure_query, known_effect, no_rule, query_checker, raises_on_values
 from .meta import fresh_base, fresh_view
 from .symbolic import has_symbols, plain, wrap_symbolic
 from ..variables.base import (
@@ -182,6 +183,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     effect = known_effect(kind, target)
     if effect is not None:
         tx.unsupported("effectful_call", effect, RUNS_FOR_REAL)
+    if kind == "call_method" and target == "type":
+        args, kwargs = _legacy_type_names(args, kwargs)
     if kind == "call_function" and "requires_grad" in kwargs:
         lifted = _lift_leaf_factory(tx, target, args, kwargs)
         if lifted is not None:
@@ -205,6 +208,11 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
             tx.user_error(refused, traceable=False)  # runs for real: eager's error reaches the user's except
     fake_args = tuple(to_fake(tx, a, fresh) for a in args)
     fake_kwargs = {k: to_fake(tx, v, fresh) for k, v in kwargs.items()}
+    if raises_on_values(kind, target, fake_args, fake_kwargs):
+        observer = tx.raise_observer()
+        if observer is not None:  # run it for real: its error, if any, comes where eager raises it
+            tx.unsupported("data_dependent", f"{_describe(kind, target)} raises if an index is out of range, "
+                           f"which only the real values show; {observer}", RUNS_FOR_REAL)
     watched = [t for t in _fakes_in((fake_args, fake_kwargs)) if not t.is_inference()]  # no version counter
     versions = [t._version for t in watched]
     fn = getattr(fake_args[0], target) if kind == "call_method" else target
@@ -219,7 +227,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
                                   "unbacked sizes (capture_dynamic_output_shape_ops)") from None
         tx.unsupported("data_dependent", f"{_describe(kind, target)} depends on tensor data ({type(e).__name__})",
                        ("keep tensor values in tensors; Python control flow on them breaks the graph",))
-    except (RuntimeError, TypeError, ValueError, IndexError) as e:
+    except (RuntimeError, TypeError, ValueError, IndexError, AssertionError, NotImplementedError) as e:
+        # (torch's meta functions raise AssertionError for some argument errors: t_ on a 3-d tensor)
         if "data-dependent" in str(e) or "DataDependent" in type(e).__name__:
             tx.unsupported("data_dependent", f"{_describe(kind, target)} depends on tensor data")
         tx.user_error(e, traceable=False)  # a fake tensor's error: the real op decides (see UserError)
@@ -227,6 +236,10 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         if t._version != v and not any(t is f for f in fresh.values()):
             raise InternalError(f"{_describe(kind, target)} mutated a tensor stillframe did not know it writes")
     if not mutated and not _contains_tensor(result):
+        checker = query_checker(kind, target, bool(tx.state.autocast))
+        if checker is not None and not kwargs and all(type(a) is ConstantVariable for a in args):
+            tx.add_guard(Guard(None, "GLOBAL", ("query", (checker, tuple(a.value for a in args), result))))
+            return wrap_constant_result(tx, result, kind, target)
         if not is_pure_query(kind, target):  # default deny: a fake's result shows shapes, never effects
             tx.unsupported("effectful_call", no_rule(_describe(kind, target), result), RUNS_FOR_REAL)
         if has_symbols(result):  # x.size(), x.numel() with dynamic shapes: computed in the graph
@@ -427,6 +440,19 @@ def to_fx(tx: Any, var: VariableTracker) -> Any:
     if isinstance(var, SymNodeVariable):
         return var.node
     return _convert(tx, var, lambda v: to_fx(tx, v))
+
+
+_LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
+
+
+def _legacy_type_names(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``t.type(torch.HalfTensor)`` as ``t.type("torch.HalfTensor")``: Tensor.type takes the class or its
+    name alike, and the graph's code names the string."""
+    def name(v: Any) -> Any:
+        if isinstance(v, PythonObjectVariable) and type(v.value) is _LEGACY_TENSOR_TYPE:
+            return ConstantVariable(f"{v.value.__module__}.{v.value.__name__}")
+        return v
+    return tuple(name(a) for a in args), {k: name(v) for k, v in kwargs.items()}
 
 
 def _convert(tx: Any, var: VariableTracker, rec: Any) -> Any:

@@ -308,6 +308,8 @@ class Tracer:
         with contextlib.ExitStack() as stack:
             stack.enter_context(_quiet_fake_tensor_log())
             stack.enter_context(self.fake_mode)
+            if self.fake_mode.shape_env is not None:  # symbolic sizes stay symbolic, as under torch.compile
+                stack.enter_context(compat.python_dispatcher())
             stack.enter_context(compat.user_saved_tensors_hooks_shadowed())
             stack.enter_context(torch.set_grad_enabled(self.state.grad_enabled))
             for device_type, dtype, enabled, cache_enabled in self.state.autocast:
@@ -352,6 +354,22 @@ class Tracer:
     def unsupported(self, kind: str, explanation: str, hints: tuple = ()) -> "NoReturn":  # noqa: F821
         """Stop tracing here: a graph break of ``kind`` (a :class:`GraphBreakKind` value; another is a bug)."""
         raise Unsupported(GraphBreak(GraphBreakKind(kind), explanation, tuple(hints), self.location()))
+
+    def raise_observer(self) -> str | None:
+        """What would see an exception the current instruction raises before the call returns, or ``None``: a
+        side effect recorded so far (replayed after the graph, so a graph that raises would lose it; a deferred
+        logging call is not counted), or an enclosing ``try`` of the user's in any frame (a ``with`` block's
+        exit handler alone is not: the exception passes through it)."""
+        if any(key[0] != "call" for key in self.state.side_effects.keys()):
+            return "a side effect recorded before it would be lost"
+        for frame in self.state.frames:
+            entry = frame.code.exception_handler(frame.ip - 1)
+            if entry is None:
+                continue
+            after = frame.code.instructions[entry.target + 1:entry.target + 2]
+            if not after or after[0].opname != "WITH_EXCEPT_START":
+                return "the user's try block around it would not see its error"
+        return None
 
     def user_error(self, exc: BaseException, traceable: bool = True, chain: bool = True) -> "NoReturn":  # noqa: F821
         """The one way an exception becomes the user's (a traced ``except`` may catch it). stillframe's own

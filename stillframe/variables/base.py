@@ -168,6 +168,33 @@ class DictVariable(VariableTracker):
 
 
 @dataclass(frozen=True, slots=True)
+class NumpyArrayVariable(VariableTracker):
+    """A NumPy ndarray whose data is the heap tensor ``tid`` (``t.numpy()``, or a NumPy function's result,
+    computed through ``torch._numpy``). ``scalar``: a 0-d result NumPy gives as a scalar (``np.sum(a)``)."""
+
+    tid: int
+    scalar: bool = False
+    source: Source | None = None  # an ndarray from outside the trace (its tensor is torch.from_numpy of it)
+
+    def python_type(self) -> type:
+        import numpy
+
+        return numpy.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class DictViewVariable(VariableTracker):
+    """``d.keys()``, ``d.values()`` or ``d.items()`` of a heap dict: a live view, so it sees every later write to
+    ``d`` and can be iterated again, as in eager (``kind`` is ``"keys"``, ``"values"`` or ``"items"``)."""
+
+    mapping: DictVariable
+    kind: str
+
+    def python_type(self) -> type:
+        return type(getattr({}, self.kind)())
+
+
+@dataclass(frozen=True, slots=True)
 class RangeVariable(VariableTracker):
     """``range(start, stop, step)`` over constants."""
 

@@ -30,11 +30,12 @@ import torch
 from .. import compat
 from ..errors import RetraceSymbolic
 from ..guards.guard import Guard, tensor_signature
-from ..guards.source import (AttrSource, FloatTensorSource, GetItemSource, GlobalSource, LocalSource,
+from ..guards.source import (AttrSource, CallSource, FloatTensorSource, GetItemSource, GlobalSource, LocalSource,
                              ScalarOutputSource, SizeSource, Source)
 from ..tensors.meta import TensorEntry
 from . import standins
 from .base import (
+    NumpyArrayVariable,
     AutocastExitVariable,
     BuiltinVariable,
     ConstantVariable,
@@ -132,6 +133,12 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
                        ("that step runs for real, so the plan does not depend on the value",))
     if isinstance(value, torch.Tensor):
         return wrap_tensor(tx, value, source)
+    if source is not None and type(value).__name__ == "ndarray" and type(value).__module__ == "numpy" and \
+            compat.torch_numpy is not None and value.dtype.kind in "biufc" and value.flags.writeable:
+        # an ndarray argument or global: its data enters as a tensor input, torch.from_numpy(value) each call
+        _guard(tx, source, "TYPE", type(value))
+        tensor = wrap_tensor(tx, torch.from_numpy(value), CallSource(source, torch.from_numpy))
+        return NumpyArrayVariable(tensor.tid, False, source)
     live_var = _wrap_live_marker(tx, value, source)
     if live_var is not None:
         return live_var

@@ -5,82 +5,13 @@ graph breaks it goes through (issue 15). Each program runs eagerly and compiled 
 
 from __future__ import annotations
 
-import collections
-import logging
 import random
-import time
 
 import pytest
 import torch
-from torch import nn
 
 import stillframe
-
-HOOKS = collections.OrderedDict(a=1, b=2)
-QUEUE = collections.deque()
-LOG = logging.getLogger("stillframe.tests.steady")
-
-
-def ordered_dict_values(x):
-    y = x + 1
-    HOOKS.values()
-    return y * 2
-
-
-def deque_append_pop(x):
-    y = x + 1
-    QUEUE.append(y.shape[0])
-    QUEUE.pop()
-    return y * 2
-
-
-def record_function(x):
-    with torch.autograd.profiler.record_function("block"):
-        y = x + 1
-    return y * 2
-
-
-def logging_call(x):
-    y = x + 1
-    LOG.debug("shape %s", tuple(y.shape))
-    return y * 2
-
-
-def print_call(x):
-    y = x + 1
-    print("", end="")
-    return y * 2
-
-
-def random_scale(x):
-    return x * random.random()
-
-
-def random_used_twice(x):
-    r = random.uniform(0.5, 1.5)
-    y = x * r
-    z = y + r
-    if r > 2:  # never true: a Python branch on the float
-        z = z * 0
-    return z - r
-
-
-def clock(x):
-    return x * (time.time() % 1.0)
-
-
-class Jitter(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(4, 4)
-
-    def forward(self, x):
-        return self.lin(x) * random.uniform(0.9, 1.1)
-
-
-PROGRAMS = [ordered_dict_values, deque_append_pop, record_function, logging_call, print_call, random_scale,
-            random_used_twice]
-
+from stillframe.check.steady_programs import PROGRAMS, Jitter, clock, deque_append_pop, ordered_dict_values
 
 def _check(compiled, eager, make_x, calls=6, exact=True):
     for i in range(calls):

@@ -13,9 +13,9 @@ import warnings
 
 import pytest
 import torch
-import torch.fx._symbolic_trace as fx_symbolic_trace
 
 import stillframe
+import stillframe.compat as compat
 import stillframe.runtime.compiler as runtime_compiler
 
 
@@ -29,7 +29,7 @@ def branchy(x, n):
 
 
 def _global_state():
-    return (fx_symbolic_trace._is_fx_tracing_flag, torch.is_grad_enabled(), torch.get_default_dtype(),
+    return (compat.fx_tracing_flag(), torch.is_grad_enabled(), torch.get_default_dtype(),
             torch.is_autocast_enabled("cpu"))
 
 
@@ -71,7 +71,7 @@ def test_four_threads_share_one_compiled_function():
 def _state_breaking_backend(gm, example_inputs):
     torch.set_default_dtype(torch.float64)
     torch.set_grad_enabled(False)
-    fx_symbolic_trace._is_fx_tracing_flag = True
+    compat.set_fx_tracing_flag(True)
     raise RuntimeError("backend gave up half way")
 
 

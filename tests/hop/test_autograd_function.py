@@ -6,9 +6,10 @@ arguments, two outputs, straight-through estimators, ``mark_non_differentiable``
 import pytest
 import torch
 
+from stillframe import compat
 from stillframe.check.parity import assert_parity
 
-from .autograd_programs import BREAKS, LOG, PROGRAMS, AffineModule, scale
+from .autograd_programs import BREAKS, LOG, PROGRAMS, AffineModule, clip_grad, scale
 
 
 def entries(report):
@@ -27,6 +28,19 @@ def test_autograd_function_is_one_graph_with_eager_gradients(fn, backend):
     report = assert_parity(fn, PROGRAMS[fn], calls=2, backend=backend)
     assert [e.graph_break for e in entries(report)] == [None], report.format()
     assert bool(applies(report)) == (fn.__name__ != "under_no_grad")  # under no_grad forward is inlined
+
+
+def test_keyword_arguments_to_apply_as_eager():
+    """``ClipGrad.apply(x * 10, bound=0.5)``: torch 2.13 and 2.14 pass ``bound`` on to ``forward`` (one graph);
+    torch 2.11's apply takes no keyword arguments, and the compiled call raises eager's TypeError."""
+    report = assert_parity(clip_grad, lambda: (torch.randn(5, requires_grad=True),), calls=2)
+    breaks = [e.graph_break for e in entries(report)]
+    if compat.autograd_function_apply_takes_kwargs():
+        assert breaks == [None] and len(applies(report)) == 1, report.format()
+    else:
+        assert [b.kind.value for b in breaks] == ["user_exception"], report.format()
+        with pytest.raises(TypeError, match="keyword"):
+            clip_grad(torch.randn(5, requires_grad=True))
 
 
 def test_module_parameters_and_a_loop():

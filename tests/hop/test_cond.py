@@ -191,8 +191,8 @@ def structures_differ(x):
     return torch.cond(x.sum() > 0, lambda a: (a + 1, a + 2), lambda a: a - 1, (x,))
 
 
-def shapes_differ(x):
-    return torch.cond(x.sum() > 0, lambda a: a[:2] + 1, lambda a: a - 1, (x,))
+def ndims_differ(x):  # sizes that differ are captured (an unbacked size): tests/hop/test_cond_shapes.py
+    return torch.cond(x.sum() > 0, lambda a: a.sum() + 1, lambda a: a - 1, (x,))
 
 
 def pred_not_one_element(x):
@@ -205,7 +205,7 @@ ERRORS = {
     returns_operand: "returns a tensor that is (or is a view of) one from outside it",
     dtypes_differ: "the output has dtype torch.float64 in the true branch but torch.float32 in the false branch",
     structures_differ: "the true branch returns (Tensor, Tensor) but the false branch returns Tensor",
-    shapes_differ: "the output has shape (2,) in the true branch but (3,) in the false branch",
+    ndims_differ: "the output has ndim 0 in the true branch but 1 in the false branch",
     pred_not_one_element: "pred is not a bool or a one-element tensor",
 }
 

@@ -37,3 +37,12 @@ def test_higher_order_ops_with_changing_sizes(fn):
     entries = [e for es in report.compiled.all_cache_entries().values() for e in es]
     assert len(entries) == 2 and all(e.graph_break is None for e in entries)  # static, then symbolic
     assert all(higher_order_nodes(e.graph_module) for e in entries)
+
+
+def test_while_loop_with_changing_sizes_through_aot_autograd():
+    """The symbolic trace's ShapeEnv is handed to the backend allowing scalar outputs while it compiles (the
+    loop's backward reads its trip count): captured, with eager's gradients."""
+    report = assert_parity(single, lambda i: (torch.randn(SIZES[i], requires_grad=True),), calls=len(SIZES),
+                           backend="aot_eager")
+    entries = [e for es in report.compiled.all_cache_entries().values() for e in es]
+    assert len(entries) == 2 and all(e.graph_break is None and higher_order_nodes(e.graph_module) for e in entries)

@@ -8,12 +8,14 @@ the real tensor's, never a fake tensor's.
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 
 import stillframe
 from stillframe.check import assert_parity
-from stillframe.tensors.effects import EFFECTS, PURE_QUERIES, TORCH_DENY, is_pure_query, known_effect
+from stillframe.tensors.effects import EFFECTS, PURE_QUERIES, TORCH_DENY, is_pure_query, known_effect, never_traced
 
 BACKENDS = ["eager", "aot_eager"]
 
@@ -196,3 +198,138 @@ def is_tensor_by_keyword(x):
 
 def test_a_torch_query_called_wrongly_raises_pythons_error():
     assert_parity(is_tensor_by_keyword, lambda: (torch.randn(3),), calls=2)
+
+
+def reseeds_after_a_draw(x):
+    a = torch.rand_like(x)
+    torch.manual_seed(3)
+    return x + a + torch.rand_like(x)
+
+
+def reseeds_every_device_after_a_draw(x):
+    a = torch.rand_like(x)
+    torch.random.manual_seed(5)
+    torch.cuda.manual_seed_all(5)  # a no-op without CUDA, but process-wide state: never run on fakes
+    return x + a + torch.rand_like(x)
+
+
+@pytest.mark.parametrize("dynamo_imported", [False, True], ids=["plain", "dynamo_imported"])
+@pytest.mark.parametrize("fn", [reseeds_after_a_draw, reseeds_every_device_after_a_draw], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reseeding_after_a_draw_matches_eager_on_the_first_call(fn, backend, dynamo_imported, monkeypatch):
+    """``torch.manual_seed`` ran on the real generator at trace time, before the graph's first draw: the first
+    call drew from seed 3. Importing ``torch._dynamo`` replaces ``torch.manual_seed`` with a wrapper that the
+    deny table did not hold; the wrapper stands in for it here either way."""
+    if dynamo_imported:
+        monkeypatch.setattr(torch, "manual_seed", functools.wraps(torch.manual_seed)(
+            lambda seed, _inner=torch.manual_seed: _inner(seed)))
+    compiled = stillframe.compile(fn, backend=backend)
+    for _ in range(3):
+        torch.manual_seed(0)
+        expected = fn(torch.zeros(4))
+        after_eager = torch.rand(2)
+        torch.manual_seed(0)
+        got = compiled(torch.zeros(4))
+        after_compiled = torch.rand(2)
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+        torch.testing.assert_close(after_compiled, after_eager, rtol=0, atol=0)
+    stillframe.reset()
+    kinds = [kind for kind, _ in breaks(fn, torch.zeros(4))]
+    assert "effectful_call" in kinds
+
+
+def test_torch_state_setters_are_never_traced():
+    """Every ``torch.set_*`` function and every function of the RNG and device modules breaks before running on
+    fakes (a fake run of their Python is a real run); pure queries such as ``torch.cuda.is_available`` do not."""
+    setters = [getattr(torch, name) for name in dir(torch)
+               if name.startswith(("set_", "manual_seed", "seed")) and callable(getattr(torch, name))]
+    assert len(setters) > 10
+    for fn in setters + [torch.random.fork_rng, torch.cuda.manual_seed_all, torch.backends.cudnn.flags,
+                         torch._C._set_deterministic_algorithms, torch.utils.swap_tensors, torch.jit.script,
+                         torch.nn.utils.vector_to_parameters, torch.library.define, torch.nn.utils.weight_norm]:
+        assert never_traced(fn) is not None, fn
+    wrapped = functools.wraps(torch.manual_seed)(lambda seed: None)
+    assert never_traced(wrapped) is not None
+    for fn in (torch.add, torch.nn.functional.relu, torch.cuda.is_available, torch.is_grad_enabled):
+        assert never_traced(fn) is None, fn
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_vector_to_parameters_inside_the_function(backend):
+    """``vector_to_parameters`` rebinds each parameter's ``.data``: it runs for real, and the module call after
+    it reads the new values."""
+    def make():
+        torch.manual_seed(0)
+        return torch.nn.Linear(3, 2)
+
+    def f(lin, x, vec):
+        torch.nn.utils.vector_to_parameters(vec * 2, lin.parameters())
+        return lin(x)
+
+    eager_lin, compiled_lin = make(), make()
+    compiled = stillframe.compile(f, backend=backend)
+    for i in range(2):
+        x, vec = torch.randn(4, 3), torch.randn(8) + i
+        torch.testing.assert_close(compiled(compiled_lin, x, vec), f(eager_lin, x, vec))
+        for a, b in zip(compiled_lin.parameters(), eager_lin.parameters()):
+            torch.testing.assert_close(a, b)
+
+
+# ---------------------------------------------------------------- ops that raise on index values
+OUT: list = []
+
+
+def _index_plain(x, idx):
+    return x[idx] * 2
+
+
+def _index_in_try(x, idx):
+    y = x * 2
+    try:
+        z = y[idx]
+    except IndexError as e:
+        OUT.append(str(e))
+        z = y
+    return z + 1
+
+
+def _index_after_side_effect(x, idx):
+    OUT.append(1)
+    return torch.gather(x, 0, idx)
+
+
+def _index_in_with(x, idx):
+    with torch.no_grad():
+        return x[idx] + 1
+
+
+@pytest.mark.parametrize("fn", [_index_plain, _index_in_with])
+def test_indexing_with_a_tensor_stays_in_the_graph_where_no_one_would_see_its_error(fn):
+    assert breaks(fn, torch.randn(4), torch.tensor([0, 3])) == []
+
+
+def _outcome(fn, x, idx):
+    OUT.clear()
+    try:
+        result = fn(x, idx)
+    except Exception as e:  # compared with eager's below
+        result = (type(e), str(e))
+    return result, list(OUT)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [_index_in_try, _index_after_side_effect])
+def test_indexing_with_a_tensor_runs_for_real_where_its_error_would_be_seen(fn, backend):
+    """Inside a try, or after a side effect (replayed after the graph), an index out of range must raise where
+    eager raises it: the op runs for real (tensors/effects.py, RAISES_ON_VALUES)."""
+    compiled = stillframe.compile(fn, backend=backend)
+    for idx in ([0, 3], [0, 9], [1, 2]):
+        x = torch.randn(4)
+        (expected, expected_out), (got, got_out) = _outcome(fn, x, torch.tensor(idx)), \
+            _outcome(compiled, x, torch.tensor(idx))
+        assert got_out == expected_out, idx
+        if isinstance(expected, torch.Tensor):
+            torch.testing.assert_close(got, expected, rtol=0, atol=0)
+        else:
+            assert got == expected, idx
+    assert [kind for kind, _ in breaks(fn, torch.randn(4), torch.tensor([0, 3]))] == ["data_dependent"]

@@ -686,3 +686,16 @@ def test_mutation_of_leaf_requiring_grad_called_under_outer_no_grad(backend):
     with torch.no_grad():
         assert_parity(outer_no_grad_mutations, lambda: (rand(3, grad=True), rand(2, 3, grad=True)),
                       backend=backend, calls=2)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_t_inplace_on_a_3d_tensor_raises_eagers_error_without_a_fallback(backend):
+    """torch's meta function for ``t_`` raises AssertionError where the real op raises RuntimeError: the fake's
+    error was taken for an internal one (an eager fallback with a warning about stillframe); the real op
+    decides, as for any error a fake op raises."""
+    def f(m):
+        m = m.clone()
+        m.t_()
+        return m * 2
+
+    assert_parity(f, lambda: (torch.randn(1, 5, 5),), backend=backend, calls=2)

@@ -1,0 +1,102 @@
+"""``compile(opt.step)`` per step: eager, stillframe and torch.compile side by side in one process (issues 11, 15).
+
+For SGD (momentum), Adam and AdamW (torch's default implementation for the device, and ``foreach=True``) on an
+MLP, the backward runs outside the compiled step; the median time of the step call alone is reported for each
+frontend, with the ratio to eager, the graphs each frontend handed to the backend (recompiles included), and
+the largest difference of any parameter from eager's after the run.
+
+Run: ``python bench/optimizer_step.py [--backend eager] [--steps 60] [--width 128]``. Both frontends get the
+same backend (``eager`` by default: the numbers are the frontends' and the update's, not code generation's;
+``--backend inductor`` fuses the update).
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import time
+import warnings
+
+import torch
+import torch._dynamo
+from torch import nn
+
+import stillframe
+
+OPTIMIZERS = {
+    "SGD momentum": lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+    "Adam": lambda p: torch.optim.Adam(p, lr=1e-3),
+    "AdamW": lambda p: torch.optim.AdamW(p, lr=1e-3),
+    "Adam foreach": lambda p: torch.optim.Adam(p, lr=1e-3, foreach=True),
+    "AdamW foreach": lambda p: torch.optim.AdamW(p, lr=1e-3, foreach=True),
+}
+
+
+class Counted:
+    """A backend wrapper that counts the graphs it is handed."""
+
+    def __init__(self, backend):
+        self.backend = torch._TorchCompileWrapper(backend, None, None, None) if isinstance(backend, str) \
+            and backend != "inductor" else backend
+        self.graphs = 0
+
+    def __call__(self, gm, example_inputs):
+        self.graphs += 1
+        if self.backend == "inductor":
+            from torch._inductor.compile_fx import compile_fx
+            return compile_fx(gm, example_inputs)
+        return self.backend(gm, example_inputs)
+
+
+def run(make_opt, compile_step, steps, width):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10))
+    opt = make_opt(model.parameters())
+    step = compile_step(opt.step)
+    x = torch.randn(32, 64)
+    times = []
+    for _ in range(steps):
+        model(x).pow(2).mean().backward()
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+        opt.zero_grad()
+    return statistics.median(times[10:]), [p.detach().clone() for p in model.parameters()]
+
+
+def max_diff(a, b):
+    return max((x - y).abs().max().item() for x, y in zip(a, b))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", default="eager")
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--width", type=int, default=128)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    torch.set_num_threads(1)
+    print(f"torch {torch.__version__}, Python {platform.python_version()}, {platform.machine()}, backend "
+          f"{args.backend!r}, 1 thread; MLP 64-{args.width}-{args.width}-10, batch 32; median step time over "
+          f"{args.steps - 10} steps")
+    print("| optimizer | eager | stillframe | ratio | graphs / recompiles | max diff | torch.compile | ratio | "
+          "graphs | max diff |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, make_opt in OPTIMIZERS.items():
+        eager_s, eager_p = run(make_opt, lambda s: s, args.steps, args.width)
+        stillframe.reset()
+        ours_backend = Counted(args.backend)
+        ours_s, ours_p = run(make_opt, lambda s: stillframe.compile(s, backend=ours_backend), args.steps, args.width)
+        recompiles = stillframe.counters["recompiles"]
+        torch._dynamo.reset()
+        theirs_backend = Counted(args.backend)
+        theirs_s, theirs_p = run(make_opt, lambda s: torch.compile(s, backend=theirs_backend), args.steps,
+                                 args.width)
+        print(f"| {name} | {eager_s * 1e3:.3f} ms | {ours_s * 1e3:.3f} ms | {ours_s / eager_s:.2f} | "
+              f"{ours_backend.graphs} / {recompiles} | {max_diff(ours_p, eager_p):.1e} | {theirs_s * 1e3:.3f} ms | "
+              f"{theirs_s / eager_s:.2f} | {theirs_backend.graphs} | {max_diff(theirs_p, eager_p):.1e} |")
+
+
+if __name__ == "__main__":
+    main()

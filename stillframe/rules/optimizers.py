@@ -1,0 +1,159 @@
+"""The optimizer steps stillframe captures whole: a table keyed by ``torch.optim`` class.
+
+``stillframe.compile(opt.step)`` for an optimizer of a class listed in
+:data:`OPTIMIZER_RULES` captures the parameter update in one graph, as
+torch.compile does for the same classes (``torch/_dynamo/variables/optimizer.py``):
+torch.optim's own lazy state initialisation (``_init_group``) runs for real on
+every call, exactly as in eager; the parameters, grads and state tensors it
+collects are the graph's inputs; and the update is torch's own functional
+(``torch.optim.adam.adam``, ``torch.optim.sgd.sgd``) traced on fake tensors.
+
+Each :class:`OptimizerRule` says:
+
+* ``lists``: how many tensor lists ``_init_group`` fills, and which of them the
+  update reads and writes (all are inputs; the update writes them in place);
+* ``refuse(opt, group, lists)``: why this group cannot be captured (``None``:
+  it can) -- a refused call runs ``opt.step()`` for real, whole;
+* ``update(lists, group, foreach)``: torch's functional update of one group,
+  called with the tensors (real or fake) and the group's hyperparameters.
+
+Anything not in the table, and any configuration a rule refuses (closures,
+hooks, ``differentiable``, ``fused``, ``capturable``, sparse or complex
+tensors, tensor hyperparameters, gradient scaling), keeps running for real
+(``tensors/effects.py``, ``RUNS_FOR_REAL_PACKAGES``).
+
+Adam and AdamW are traced as torch's ``capturable`` variant: the bias
+corrections are tensor arithmetic on ``state['step']`` instead of host floats
+read with ``.item()`` (which no graph can hold), as torch.compile traces them;
+the values match eager's up to float rounding (``torch.testing.assert_close``).
+SGD's update is eager's own code path, so its values are eager's bit for bit.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from .. import compat
+
+
+@dataclass(frozen=True)
+class OptimizerRule:
+    """How one ``torch.optim`` class's ``step`` is captured (see the module docstring)."""
+
+    name: str
+    lists: int  # the tensor lists _init_group fills
+    update: Callable[[tuple, dict, bool], None]
+    refuse: Callable[[Any, dict, tuple], str | None]
+    exact: bool  # the captured update computes eager's values bit for bit (SGD: eager's own code path)
+
+
+def _common_refusal(opt: Any, group: dict) -> str | None:
+    for key in ("differentiable", "fused", "capturable"):
+        if group.get(key):
+            return f"{key}=True"
+    for key, value in group.items():
+        if key != "params" and isinstance(value, torch.Tensor):
+            return f"the hyperparameter {key!r} is a tensor"
+        if key == "betas" and any(isinstance(b, torch.Tensor) for b in value):
+            return "betas hold a tensor"
+    if getattr(opt, "grad_scale", None) is not None or getattr(opt, "found_inf", None) is not None:
+        return "gradient scaling (grad_scale / found_inf) is set"
+    return None
+
+
+def _tensors_refusal(tensors: list) -> str | None:
+    for t in tensors:
+        if type(t) not in (torch.Tensor, torch.nn.Parameter) or t.layout != torch.strided:
+            return f"a {type(t).__name__} with layout {t.layout} (only dense tensors are captured)"
+        if t.is_complex():
+            return "a complex tensor"
+    return None
+
+
+#: SGD's refusal of its first step with momentum: the step creates the buffers (it runs for real, silently).
+FIRST_STEP = "a momentum buffer is not created yet (the first step creates it)"
+
+
+def _sgd_update(lists: tuple, group: dict, foreach: bool) -> None:
+    params, grads, buffers = lists
+    _functional("sgd", "sgd")(params, grads, buffers if group["momentum"] != 0 else [], has_sparse_grad=False,
+                              foreach=foreach, fused=False, grad_scale=None, found_inf=None,
+                              weight_decay=group["weight_decay"], momentum=group["momentum"], lr=group["lr"],
+                              dampening=group["dampening"], nesterov=group["nesterov"], maximize=group["maximize"])
+
+
+def _sgd_refusal(opt: Any, group: dict, lists: tuple) -> str | None:
+    params, grads, buffers = lists
+    if group["momentum"] != 0 and any(b is None for b in buffers):
+        return FIRST_STEP
+    return _common_refusal(opt, group) or _tensors_refusal([*params, *grads, *buffers])
+
+
+def _adam_update(lists: tuple, group: dict, foreach: bool) -> None:
+    params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps = lists
+    beta1, beta2 = group["betas"]
+    _functional("adam", "adam")(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps,
+                                foreach=foreach, capturable=True, differentiable=False, fused=False,
+                                grad_scale=None, found_inf=None, has_complex=False,
+                                decoupled_weight_decay=group["decoupled_weight_decay"], amsgrad=group["amsgrad"],
+                                beta1=beta1, beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
+                                eps=group["eps"], maximize=group["maximize"])
+
+
+def _adam_refusal(opt: Any, group: dict, lists: tuple) -> str | None:
+    if "decoupled_weight_decay" not in group:
+        return "this torch's Adam has no decoupled_weight_decay option"
+    return _common_refusal(opt, group) or _tensors_refusal([t for tensors in lists for t in tensors])
+
+
+def _functional(module: str, name: str) -> Callable:
+    return getattr(importlib.import_module(f"torch.optim.{module}"), name)
+
+
+# The parameters of each class's _init_group after (self, group): a torch whose signature differs has no rule.
+_INIT_GROUP = {
+    torch.optim.SGD: ("params", "grads", "momentum_buffer_list"),
+    torch.optim.Adam: ("params_with_grad", "grads", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs", "state_steps"),
+}
+
+
+def _rules() -> dict[type, OptimizerRule]:
+    made = {torch.optim.SGD: OptimizerRule("SGD", 3, _sgd_update, _sgd_refusal, True),
+            torch.optim.Adam: OptimizerRule("Adam", 6, _adam_update, _adam_refusal, False),
+            torch.optim.AdamW: OptimizerRule("AdamW", 6, _adam_update, _adam_refusal, False)}
+    rules = {}
+    for cls, rule in made.items():
+        base = torch.optim.Adam if cls is torch.optim.AdamW else cls
+        try:
+            params = tuple(inspect.signature(base._init_group).parameters)[2:]
+        except (AttributeError, ValueError, TypeError):
+            continue
+        if params == _INIT_GROUP[base] and cls.step is base.step or cls is base:
+            rules[cls] = rule
+    return rules
+
+
+#: The captured optimizer classes, by exact type (a subclass may override anything: it runs for real).
+OPTIMIZER_RULES: dict[type, OptimizerRule] = _rules()
+
+
+def collect(opt: Any, group: dict, rule: OptimizerRule) -> tuple:
+    """The tensor lists of one group, filled by torch.optim's ``_init_group`` (run for real: it creates the
+    state lazily on the first step, as ``opt.step()`` would)."""
+    lists = tuple([] for _ in range(rule.lists))
+    compat.optimizer_init_group(opt, group, *lists)
+    return lists
+
+
+def resolve_foreach(group: dict, params: list) -> bool:
+    """The implementation ``opt.step()`` takes for this group: ``foreach`` as set, or torch's default for
+    these tensors (on CPU: the single-tensor loop)."""
+    foreach = group.get("foreach")
+    if foreach is None:
+        return compat.default_foreach(params)
+    return bool(foreach)

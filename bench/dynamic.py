@@ -3,6 +3,7 @@
     python bench/dynamic.py                      # the recompile table, backend aot_eager
     python bench/dynamic.py --generate           # also GPT-2 / Llama generate(max_new_tokens=30)
     python bench/dynamic.py --backend inductor --generate --tokens   # tokens per second against eager
+    python bench/dynamic.py --backend inductor --generate --tokens --device cuda   # the same on a GPU
 
 Workloads (each called once per shape, fresh inputs, default ``dynamic=None``):
 
@@ -90,17 +91,27 @@ def recompile_table(backend: str) -> list[str]:
     return rows
 
 
-def generate_table(backend: str, models: tuple, tokens_per_second: bool) -> list[str]:
-    from stillframe.check.models import build
+def generate_table(backend: str, models: tuple, tokens_per_second: bool, device: str = "cpu") -> list[str]:
+    from stillframe.check.models import build as build_on_cpu
+
+    def build(name):
+        return build_on_cpu(name).to(device)
+
+    def sync():
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
 
     rows = ["| model | frontend | graphs | recompiles | same tokens as eager | cache limit hit | tokens/s |",
             "|---|---|---|---|---|---|---|"]
     for name in models:
-        ids = torch.randint(1, 1000, (1, 8), generator=torch.Generator().manual_seed(0))
+        ids = torch.randint(1, 1000, (1, 8), generator=torch.Generator().manual_seed(0)).to(device)
         eager_model = build(name)
         with torch.no_grad():
+            eager_model.generate(ids, max_new_tokens=30, do_sample=False)  # warm-up (CUDA context, kernels)
+            sync()
             t0 = time.perf_counter()
             expected = eager_model.generate(ids, max_new_tokens=30, do_sample=False)
+            sync()
             eager_tps = 30 / (time.perf_counter() - t0)
         rows.append(f"| {name} | eager | - | - | - | - | {eager_tps:.0f} |" if tokens_per_second else
                     f"| {name} | eager | - | - | - | - | - |")
@@ -114,8 +125,10 @@ def generate_table(backend: str, models: tuple, tokens_per_second: bool) -> list
                 got = model.generate(ids, max_new_tokens=30, do_sample=False)
                 tps = "-"
                 if tokens_per_second:
+                    sync()
                     t0 = time.perf_counter()
                     model.generate(ids, max_new_tokens=30, do_sample=False)
+                    sync()
                     tps = f"{30 / (time.perf_counter() - t0):.0f}"
             limit = any("cache_size_limit" in str(w.message) for w in caught)
             counts = _stillframe_counts() if frontend == "stillframe" else _torch_counts()
@@ -153,6 +166,7 @@ def main() -> None:
     parser.add_argument("--tokens", action="store_true", help="time generate() (tokens per second)")
     parser.add_argument("--models", default="gpt2,llama")
     parser.add_argument("--overhead", action="store_true", help="per-call cost of a static and a dynamic plan")
+    parser.add_argument("--device", default="cpu", help="where generate()'s models run (cpu or cuda)")
     args = parser.parse_args()
     print(f"torch {torch.__version__}, backend {args.backend}\n")
     print("\n".join(recompile_table(args.backend)))
@@ -160,7 +174,8 @@ def main() -> None:
         print("\n" + overhead())
     if args.generate:
         print()
-        print("\n".join(generate_table(args.backend, tuple(args.models.split(",")), args.tokens)))
+        print("\n".join(generate_table(args.backend, tuple(args.models.split(",")), args.tokens,
+                                       args.device)))
 
 
 if __name__ == "__main__":

@@ -133,7 +133,7 @@ def _rules() -> dict[type, OptimizerRule]:
             params = tuple(inspect.signature(base._init_group).parameters)[2:]
         except (AttributeError, ValueError, TypeError):
             continue
-        if params == _INIT_GROUP[base] and cls.step is base.step or cls is base:
+        if params == _INIT_GROUP[base] and (cls is base or inspect.unwrap(cls.step) is inspect.unwrap(base.step)):
             rules[cls] = rule
     return rules
 

@@ -171,12 +171,13 @@ def never_traced(target: Any) -> str | None:
     Covers :data:`TORCH_DENY`, :data:`STATEFUL_TORCH_MODULES` and :data:`STATE_SETTER_PREFIXES`, through
     ``functools.wraps`` wrappers: importing ``torch._dynamo`` replaces ``torch.manual_seed`` with a wrapper
     (``torch._disable_dynamo``) that is not the function this table holds. Pure queries
-    (:data:`PURE_QUERIES`, such as ``torch.cuda.is_available``) are not covered.
+    (:data:`PURE_QUERIES`, such as ``torch.cuda.is_available``) and guarded queries (:data:`GUARDED_QUERIES`, such
+    as ``torch.distributed.is_initialized``) are not covered.
     """
     fn, seen = target, 0
     while fn is not None and seen < 8:
         key = hashable_key(fn)
-        if key is not None and key in PURE_QUERIES:
+        if key is not None and (key in PURE_QUERIES or key in GUARDED_QUERIES):
             return None
         name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or ""
         if key is not None and key in TORCH_DENY:
@@ -203,9 +204,9 @@ RUNS_FOR_REAL_PACKAGES = ("torch.optim",)
 
 
 # Ops whose success depends on tensor *values*: an integer index out of range raises only when the graph runs
-# (a fake tensor cannot tell), after the trace has moved past the user's ``try`` and past side effects that
-# are replayed after the graph. Keyed as PURE_QUERIES (methods by name). F.embedding is left out: models look
-# up embeddings everywhere, and its indices come from the data loader.
+# (a fake tensor cannot tell), after the trace has moved past the user's ``try``; inside a try whose except may
+# catch it (Tracer.raise_observer) such a call runs for real. Keyed as PURE_QUERIES (methods by name).
+# F.embedding is left out: models look up embeddings everywhere, and its indices come from the data loader.
 RAISES_ON_VALUES: set = {operator.getitem, operator.setitem, torch.index_select, torch.gather, torch.take,
                          torch.scatter, torch.scatter_add, torch.index_add, torch.index_copy, torch.index_fill,
                          "__getitem__", "__setitem__", "index_select", "gather", "take", "put_", "put",

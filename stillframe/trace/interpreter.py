@@ -356,19 +356,17 @@ class Tracer:
         raise Unsupported(GraphBreak(GraphBreakKind(kind), explanation, tuple(hints), self.location()))
 
     def raise_observer(self) -> str | None:
-        """What would see an exception the current instruction raises before the call returns, or ``None``: a
-        side effect recorded so far (replayed after the graph, so a graph that raises would lose it; a deferred
-        logging call is not counted), or an enclosing ``try`` of the user's in any frame (a ``with`` block's
-        exit handler alone is not: the exception passes through it)."""
-        if any(key[0] != "call" for key in self.state.side_effects.keys()):
-            return "a side effect recorded before it would be lost"
+        """What would see an exception the current instruction raises before the call returns, or ``None``: an
+        enclosing ``try`` of the user's in any frame (a ``with`` block's exit handler alone is not: the exception
+        passes through it, and so does a ``finally``: its re-raise is followed to the handler around it).
+
+        Side effects recorded before it are not counted, though they are replayed after the graph and a graph
+        that raises loses them (as under torch.compile): transformers records attribute writes on a global
+        context object before its masks' indexing, so counting them broke every model's graph at its mask; a
+        strict xfail in tests/regressions/test_fuzz_found.py keeps the gap in view."""
         for frame in self.state.frames:
-            entry = frame.code.exception_handler(frame.ip - 1)
-            if entry is None:
-                continue
-            after = frame.code.instructions[entry.target + 1:entry.target + 2]
-            if not after or after[0].opname != "WITH_EXCEPT_START":
-                return "the user's try block around it would not see its error"
+            if _caught_in_frame(frame.code, frame.ip - 1):
+                return "the user's except block around it would not see its error"
         return None
 
     def user_error(self, exc: BaseException, traceable: bool = True, chain: bool = True) -> "NoReturn":  # noqa: F821
@@ -517,3 +515,29 @@ def _as_break(e: Exception, location: UserLocation) -> GraphBreak:
                       "(if it happens) is eager's own", (), location)
 
 
+
+
+def _caught_in_frame(code: Any, index: int) -> bool:
+    """Whether an exception raised at instruction ``index`` of ``code`` reaches an ``except`` of this frame.
+    A ``finally`` block or a ``with`` block's exit handler re-raises it (``RERAISE``): the handler around that
+    re-raise decides, and so on outward."""
+    entry = code.exception_handler(index)
+    for _ in range(64):  # handlers nest; a bound against a malformed table
+        if entry is None:
+            return False
+        reraise = None
+        instructions = code.instructions
+        for position in range(entry.target, len(instructions)):
+            opname = instructions[position].opname
+            if opname == "POP_EXCEPT" and position + 1 < len(instructions) \
+                    and instructions[position + 1].opname == "RERAISE":
+                continue  # the cleanup every handler has (COPY 3, POP_EXCEPT, RERAISE 1): it passes it on
+            if opname in ("CHECK_EXC_MATCH", "CHECK_EG_MATCH", "POP_EXCEPT"):
+                return True  # an except clause (a bare one swallows it: POP_EXCEPT before any re-raise)
+            if opname == "RERAISE":
+                reraise = position
+                break
+        if reraise is None:
+            return True
+        entry = code.exception_handler(reraise)
+    return True

@@ -23,6 +23,7 @@ import torch
 
 from stillframe.check.parity import assert_parity, compare
 
+from .autograd_programs import Once
 from .torch_counts import stillframe_counts, torch_compile_counts
 
 HOP = torch.ops.higher_order.autograd_function_apply
@@ -43,20 +44,6 @@ class ND(torch.autograd.Function):
 def non_differentiable_float(x):
     a, b = ND.apply(x)
     return a * b, b
-
-
-class Once(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x.sigmoid()
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        s = x.sigmoid()
-        return g * s * (1 - s)
 
 
 def once_double_backward(x):

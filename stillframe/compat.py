@@ -156,15 +156,18 @@ def forget_fx_name(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
         namespace._base_count[base] = int(num) - 1
 
 
-def new_fake_mode(symbolic: bool = False) -> FakeTensorMode:
+def new_fake_mode(symbolic: bool = False, scalar_outputs: bool = False,
+                  dynamic_output_shapes: bool = False) -> FakeTensorMode:
     """A fake-tensor mode (one per trace): static shapes, or with ``symbolic`` a ``ShapeEnv`` of its own.
 
-    The ShapeEnv allows neither data-dependent output shapes nor scalar outputs, so ``nonzero`` and
-    ``.item()`` break the graph exactly as they do with static shapes.
+    The ShapeEnv allows scalar outputs (``.item()`` as an unbacked symbol) only with ``scalar_outputs``, and
+    data-dependent output shapes (``nonzero``) only with ``dynamic_output_shapes``, as torch.compile's
+    ``capture_scalar_outputs`` / ``capture_dynamic_output_shape_ops`` set its ShapeEnv; otherwise they break the
+    graph exactly as they do with static shapes.
     """
     if not symbolic:
         return FakeTensorMode(allow_non_fake_inputs=False)
-    env = ShapeEnv(allow_dynamic_output_shape_ops=False, allow_scalar_outputs=False)
+    env = ShapeEnv(allow_dynamic_output_shape_ops=dynamic_output_shapes, allow_scalar_outputs=scalar_outputs)
     return FakeTensorMode(shape_env=env, allow_non_fake_inputs=False)
 
 
@@ -419,6 +422,32 @@ def float_tensor(value: float) -> torch.Tensor:
     """What a float graph input is passed as (``FloatTensorSource``): a float64 0-dim tensor, as torch.compile
     passes an unspecialized float."""
     return torch.tensor(value, dtype=torch.float64)
+
+
+#: What the ShapeEnv raises where Python needs the value of an unbacked symbol (``if t.item() > 0`` under
+#: capture_scalar_outputs): a graph break, as torch.compile makes it.
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode  # noqa: E402
+
+def bind_unbacked(mode: FakeTensorMode, node: Any, value: Any) -> None:
+    """Record on ``node`` (whose result is ``value``) the unbacked symbols its fake op created (``t.item()``'s
+    ``u0``, ``nonzero``'s size), as torch.compile records ``unbacked_bindings``: AOTAutograd's retrace finds
+    them there, and the ShapeEnv no longer holds them as pending."""
+    env = mode.shape_env
+    if env is None or not env.pending_fresh_unbacked_symbols:
+        return
+    from torch.fx.experimental.symbolic_shapes import compute_unbacked_bindings
+
+    bindings = compute_unbacked_bindings(env, value)
+    if bindings:
+        node.meta["unbacked_bindings"] = bindings
+
+
+def drop_pending_unbacked(mode: FakeTensorMode) -> None:
+    """Forget unbacked symbols that no node of the graph binds (made by a fake op whose node a rollback erased):
+    a backend that retraces the graph (AOTAutograd) must not look for them."""
+    env = mode.shape_env
+    if env is not None:
+        env.pending_fresh_unbacked_symbols.clear()
 
 
 #: What a backend raises when its pass that turns float inputs back into tensor ops (AOTAutograd's

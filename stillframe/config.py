@@ -39,6 +39,12 @@ class Config:
     ``suppress_errors``: a backend that fails makes the code it was given run eagerly, with one
     ``StillframeWarning``, instead of raising ``BackendCompilerFailed`` (torch.compile's
     ``torch._dynamo.config.suppress_errors``, default False; also ``STILLFRAME_SUPPRESS_ERRORS=1``).
+    ``capture_scalar_outputs``: ``.item()`` is captured in the graph as an unbacked SymInt / SymFloat instead of
+    breaking the graph (torch.compile's ``torch._dynamo.config.capture_scalar_outputs``, default False; also
+    ``TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS=1``, the variable torch reads).
+    ``capture_dynamic_output_shape_ops``: ops whose output shape depends on data (``nonzero``,
+    ``masked_select``, boolean-mask indexing, ``unique``) are captured with unbacked sizes instead of breaking the
+    graph (torch.compile's ``capture_dynamic_output_shape_ops``; also ``TORCHDYNAMO_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS=1``).
     ``verbose_tracebacks``: keep stillframe's own frames in the tracebacks of the user's exceptions, with a
     note per user frame (for debugging stillframe; default False: the user sees eager's frames; also
     ``STILLFRAME_VERBOSE_TRACEBACKS=1``).
@@ -49,6 +55,10 @@ class Config:
     max_trace_steps: int = 1_000_000
     logs: frozenset[str] = field(default_factory=_logs_from_env)
     suppress_errors: bool = field(default_factory=lambda: os.environ.get("STILLFRAME_SUPPRESS_ERRORS", "") == "1")
+    capture_scalar_outputs: bool = field(
+        default_factory=lambda: os.environ.get("TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS", "") == "1")
+    capture_dynamic_output_shape_ops: bool = field(
+        default_factory=lambda: os.environ.get("TORCHDYNAMO_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS", "") == "1")
     verbose_tracebacks: bool = field(
         default_factory=lambda: os.environ.get("STILLFRAME_VERBOSE_TRACEBACKS", "") == "1")
 

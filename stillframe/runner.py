@@ -177,12 +177,10 @@ def routed_compiles(backend: Any = "eager", notes: list[str] | None = None) -> I
 
 #: ``torch._dynamo.config`` settings a script may write, and the ``stillframe.config`` field each one sets.
 FOLLOWED = {"cache_size_limit": "cache_size_limit", "recompile_limit": "cache_size_limit",
-            "suppress_errors": "suppress_errors"}
+            "suppress_errors": "suppress_errors", "capture_scalar_outputs": "capture_scalar_outputs",
+            "capture_dynamic_output_shape_ops": "capture_dynamic_output_shape_ops"}
 #: ``torch._dynamo.config`` settings stillframe has no equivalent of: a write is noted, and has no effect.
-UNFOLLOWED = {
-    "capture_scalar_outputs": "stillframe breaks the graph at .item() and runs it for real (no unbacked symbols)",
-    "capture_dynamic_output_shape_ops": "stillframe breaks the graph at ops whose output shape depends on data",
-}
+UNFOLLOWED: dict[str, str] = {}
 
 
 @contextlib.contextmanager
@@ -216,8 +214,9 @@ def followed_torch_config(note: Callable[[str], None] = lambda text: None) -> It
 
     if dynamo_config.recompile_limit != compat.dynamo_config_default("recompile_limit"):
         follow("recompile_limit", dynamo_config.recompile_limit)
-    if dynamo_config.suppress_errors:
-        follow("suppress_errors", True)
+    for name in ("suppress_errors", "capture_scalar_outputs", "capture_dynamic_output_shape_ops"):
+        if getattr(dynamo_config, name, False):  # set before the run (TORCHDYNAMO_SUPPRESS_ERRORS=1 ...)
+            follow(name, True)
     torch_saved = dynamo_config.get_config_copy()
     config_type.__setattr__, dynamo.reset = setattr_followed, reset_both
     try:

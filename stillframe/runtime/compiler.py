@@ -23,6 +23,7 @@ import torch
 
 from .. import compat
 from ..bytecode.reader import read
+from ..config import config
 from ..errors import GraphBreak, GraphBreakKind, RetraceSymbolic, Unsupported, UserLocation
 from ..tensors.effects import runs_for_real
 from ..guards.guard import Guard, GuardCodegen, aliasing_pattern, compile_guards, tensor_examples
@@ -61,6 +62,13 @@ class TraceOutcome:
     compile_seconds: float
 
 
+def _fake_mode(shapes: ShapePolicy | None) -> Any:
+    """The fake mode of one trace: with a ShapeEnv where the shape policy makes something symbolic, allowing
+    unbacked symbols as ``capture_scalar_outputs`` / ``capture_dynamic_output_shape_ops`` say."""
+    return compat.new_fake_mode(shapes is not None and shapes.symbolic, config.capture_scalar_outputs,
+                                config.capture_dynamic_output_shape_ops)
+
+
 def start_trace(fn: types.FunctionType, L: dict, shapes: ShapePolicy | None = None) -> Tracer:
     """A tracer positioned at the first instruction of ``fn`` with the call's arguments bound lazily; ``shapes``
     says which input dimensions are symbolic (``None``: all static)."""
@@ -71,7 +79,7 @@ def start_trace(fn: types.FunctionType, L: dict, shapes: ShapePolicy | None = No
             cells[name] = ("real", cell, GetItemSource(AttrSource(FunctionSource(), "__closure__"), i))
     locals_ = {name: LazyArgument(value, LocalSource(name)) for name, value in L.items()}
     frame = make_frame(read(code), locals_, fn.__globals__, None, fn, FunctionSource(), EMPTY_CELLS.update(cells))
-    tracer = Tracer(frame, compat.new_fake_mode(shapes is not None and shapes.symbolic), torch.is_grad_enabled(),
+    tracer = Tracer(frame, _fake_mode(shapes), torch.is_grad_enabled(),
                     EXECUTORS)
     tracer.shapes = shapes
     _global_guards(tracer)
@@ -86,7 +94,7 @@ def start_resume(cont: live.Continuation, L: dict, shapes: ShapePolicy | None = 
     cells are read through their own sources.
     """
     frames = []
-    tracer = Tracer(None, compat.new_fake_mode(shapes is not None and shapes.symbolic), torch.is_grad_enabled(),
+    tracer = Tracer(None, _fake_mode(shapes), torch.is_grad_enabled(),
                     EXECUTORS)
     tracer.shapes = shapes
     _global_guards(tracer)
@@ -296,7 +304,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         if symbolic:  # a symbol's example is its SymInt, as torch.compile hands it to the backend
             inputs = list(tracer.state.inputs)
             examples = [_symbolic_example(tracer, inputs[i][1], e) for i, e in zip(used_inputs, examples)]
-        if symbolic:
+            compat.drop_pending_unbacked(tracer.fake_mode)
             context = compat.backend_context(tracer.fake_mode)
         else:  # higher-order ops: a ShapeEnv, as torch.compile gives (AOTAutograd's fake while_loop needs one)
             context = compat.static_backend_context(examples) if _higher_order_ops(gm) else contextlib.nullcontext()

@@ -259,9 +259,15 @@ def _rebuild_tensor(cg: StateCodegen, var: TensorVariable) -> str:
 @REBUILD.rule(SymNodeVariable)
 def _rebuild_symbolic(cg: StateCodegen, var: SymNodeVariable) -> str:
     """A symbolic size is a graph output: the graph computes it from the inputs' sizes. A symbolic bool (a
-    comparison of sizes, mostly one a branch already tested) is specialized: the ShapeEnv guards its value."""
-    if isinstance(var.value, torch.SymBool) or not compat.is_symbolic(var.value):
+    comparison of sizes, mostly one a branch already tested) is specialized: the ShapeEnv guards its value; one
+    that depends on tensor data (``t.item() > 0`` under capture_scalar_outputs) cannot be, and is an output."""
+    if not compat.is_symbolic(var.value):
         return repr(plain(var.value))
+    if isinstance(var.value, torch.SymBool):
+        try:
+            return repr(plain(var.value))
+        except compat.GuardOnDataDependentSymNode:
+            pass
     if var.node.op == "placeholder":  # an int argument made symbolic: the very value fetched
         oid = next(oid for oid, node in cg.tracer.input_nodes.items() if node is var.node)
         return f"___in[{cg.input_position[oid]}]"

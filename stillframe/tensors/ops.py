@@ -22,7 +22,8 @@ from typing import Any
 import torch
 from .. import compat
 import torch.nn.functional as F
-from ..errors import InternalError
+from ..config import config
+from ..errors import InternalError, RetraceSymbolic
 from ..guards.guard import Guard
 from ..guards.source import AttrSource, LiftedSource
 from .effects import is_pure_query, known_effect, no_rule, query_checker, raises_on_values
@@ -155,8 +156,27 @@ LEAVES_THE_GRAPH = {"numpy": "Tensor.numpy() hands the tensor's data to NumPy",
 RUNS_FOR_REAL = ("the graph so far runs, the call runs for real, tracing resumes after it",)
 
 
+def _captured_item(tx: Any, var: VariableTracker) -> VariableTracker:
+    """``t.item()`` under ``capture_scalar_outputs``, as torch.compile captures it: a graph node whose value is
+    an unbacked SymInt / SymFloat / SymBool of the trace's ShapeEnv (a trace without one is traced again with
+    one). Python control flow on it still breaks the graph (the ShapeEnv cannot guard it)."""
+    if tx.fake_mode.shape_env is None:
+        raise RetraceSymbolic("Tensor.item() is captured as an unbacked symbol (capture_scalar_outputs)")
+    if not isinstance(var, TensorVariable):
+        tx.unsupported("data_dependent", LEAVES_THE_GRAPH["item"], RUNS_FOR_REAL)
+    fake = to_fake(tx, var, {})
+    try:
+        with tx.fake_context():
+            value = fake.item()
+    except (RuntimeError, ValueError) as e:  # more than one element: the real call raises it
+        tx.user_error(e, traceable=False)
+    return wrap_symbolic(tx, value, _emit(tx, "call_method", "item", (var,), {}, value))
+
+
 def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> VariableTracker:
     """Record ``target(*args, **kwargs)`` in the graph and return the VT of its result."""
+    if kind == "call_method" and target == "item" and config.capture_scalar_outputs:
+        return _captured_item(tx, args[0])
     if kind == "call_method" and target in LEAVES_THE_GRAPH:
         tx.unsupported("numpy" if "NumPy" in LEAVES_THE_GRAPH[target] else "data_dependent",
                        LEAVES_THE_GRAPH[target], ("the graph so far runs, this step runs for real, tracing resumes",))
@@ -201,6 +221,10 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         with tx.fake_context():
             result = fn(*call_args, **fake_kwargs)
     except compat.DATA_DEPENDENT_ERRORS as e:
+        if isinstance(e, compat.DynamicOutputShapeException) and config.capture_dynamic_output_shape_ops and \
+                tx.fake_mode.shape_env is None:
+            raise RetraceSymbolic(f"{_describe(kind, target)} has a data-dependent output shape, captured with "
+                                  "unbacked sizes (capture_dynamic_output_shape_ops)") from None
         tx.unsupported("data_dependent", f"{_describe(kind, target)} depends on tensor data ({type(e).__name__})",
                        ("keep tensor values in tensors; Python control flow on them breaks the graph",))
     except (RuntimeError, TypeError, ValueError, IndexError, AssertionError, NotImplementedError) as e:
@@ -346,8 +370,11 @@ def _emit(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict, val: Any) 
     fx_args = tuple(to_fx(tx, a) for a in args)
     fx_kwargs = {k: to_fx(tx, v) for k, v in kwargs.items()}
     if kind == "call_method":
-        return tx.graph.call_method(target, fx_args, fx_kwargs, val)
-    return tx.graph.call_function(target, fx_args, fx_kwargs, val)
+        node = tx.graph.call_method(target, fx_args, fx_kwargs, val)
+    else:
+        node = tx.graph.call_function(target, fx_args, fx_kwargs, val)
+    compat.bind_unbacked(tx.fake_mode, node, val)
+    return node
 
 
 def _describe(kind: str, target: Any) -> str:

@@ -126,5 +126,11 @@ def apply(tx: Any, fn: Any, args: tuple) -> VariableTracker:
 
 def specialize(tx: Any, var: SymNodeVariable) -> Any:
     """The Python value of ``var`` for code that needs a constant; the ShapeEnv records the guard that pins it
-    (``L['x'].size()[0] == 3``), so the plan is only used where it holds."""
-    return plain(var.value) if not isinstance(var.value, torch.SymBool) else bool(var.value)
+    (``L['x'].size()[0] == 3``), so the plan is only used where it holds. A value that depends on tensor data
+    (an unbacked symbol: ``t.item()`` under ``capture_scalar_outputs``) cannot be guarded: the graph breaks
+    there, as torch.compile breaks it."""
+    try:
+        return plain(var.value) if not isinstance(var.value, torch.SymBool) else bool(var.value)
+    except compat.GuardOnDataDependentSymNode:
+        tx.unsupported("data_dependent", "Python needs the value of a number read from tensor data (an unbacked "
+                       "symbol)", ("the graph so far runs, this step runs for real, tracing resumes",))

@@ -50,7 +50,8 @@ __all__ = ["COMPILERS", "Finding", "Summary", "check_program", "compiler_for", "
 CALLS = 3
 #: Outcomes of one program; ``torch_assert``: eager itself failed one of torch's internal asserts (not a finding);
 #: ``generator_error``: the program generator itself failed (reported; the run goes on).
-KINDS = ("ok", "divergence", "internal", "fallback", "hang", "torch_assert", "generator_error")
+#: ``checker_error``: comparing the program's runs failed in the checker itself (reported; the run goes on).
+KINDS = ("ok", "divergence", "internal", "fallback", "hang", "torch_assert", "generator_error", "checker_error")
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(stillframe.__file__))) + os.sep + "stillframe" + os.sep
 _CHECK = _PACKAGE + "check" + os.sep
 
@@ -369,7 +370,13 @@ def fuzz(count: int, seed: int = 0, compiler="stillframe", *, start: int = 0, ti
             if report is not None:
                 report(f"== generator_error in program {seed}:{index}: {type(exc).__name__}: {exc}")
             continue
-        finding = check_program(program, compiler, timeout=timeout)
+        try:
+            finding = check_program(program, compiler, timeout=timeout)
+        except Exception as exc:  # a fault of the checker (parity's gradient bookkeeping): reported, run goes on
+            summary.kinds["checker_error"] += 1
+            if report is not None:
+                report(f"== checker_error in program {seed}:{index}: {type(exc).__name__}: {exc}")
+            continue
         if finding.kind == "hang":  # a slow call on a loaded machine is no hang: once more, with more time
             finding = check_program(program, compiler, timeout=4 * timeout)
         if finding.kind not in ("ok", "hang", "torch_assert") and minimize_budget:

@@ -288,3 +288,30 @@ def f(x, y, w, k):
     torch.manual_seed(k)
     return x + a + torch.rand_like(y)
 ''', ks=(1, 2, 3)))
+
+
+@pytest.mark.xfail(strict=True, reason="after a graph break, an in-place op on a view of a leaf whose base took "
+                   "history from a sliced assignment before the break is captured in the resumed graph; eager "
+                   "raises 'a leaf Variable that requires grad is being used in an in-place operation'")
+def test_fuzz_inplace_on_a_view_after_sliced_assignment_across_a_break():
+    # fuzz 22:131, minimized: t2 is a view of the input y; t2[1:] = w gives y history; a generator stepped by
+    # next() breaks the graph; t2.relu_() then raises in eager and not in the resumed graph
+    assert_like_eager(program('''
+def gp7(t):
+    got = yield t * 1
+    while True:
+        got = yield t * got
+
+
+def f(x, y, w, k):
+    t1 = y.unsqueeze(0)
+    t2 = y.transpose(0, 1)
+    t2[1:] = w
+    it8 = gp7(t1)
+    t9 = next(it8)
+    t11 = w.narrow(0, 0, 1)
+    t2.relu_()
+    with torch.no_grad():
+        print("t9", t9.shape, t9.requires_grad, t9.is_leaf, file=BUF)
+    return (y, x,)
+''', n=2, x_rg=False, ks=(1, 3, 1)))

@@ -419,7 +419,7 @@ def symbolic_float(mode: FakeTensorMode, value: float, name: str) -> tuple[torch
 
 
 def float_tensor(value: float) -> torch.Tensor:
-    """What a float graph input is passed as (``FloatTensorSource``): a float64 0-dim tensor, as torch.compile
+    """What a float graph input is passed as (a ``CallSource`` of it): a float64 0-dim tensor, as torch.compile
     passes an unspecialized float."""
     return torch.tensor(value, dtype=torch.float64)
 

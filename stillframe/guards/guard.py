@@ -51,7 +51,7 @@ from typing import Any, Callable
 import torch
 
 from .. import compat
-from .source import (AttrSource, BaseItemSource, CallSource, DefaultSource, FloatTensorSource, GetItemSource,
+from .source import (AttrSource, BaseItemSource, CallSource, DefaultSource, GetItemSource,
                      GlobalSource, LiftedSource, ModuleMemberSource, SizeSource, Source)
 
 
@@ -308,8 +308,6 @@ class GuardCodegen:
             expr = f"{self.const(source.factory)}(*{self.const(source.args)}{kwargs})"
         elif isinstance(source, SizeSource):
             expr = f"{self.ref(source.base)}.size()[{source.index}]"
-        elif isinstance(source, FloatTensorSource):
-            expr = f"{self.const(compat.float_tensor)}({self.ref(source.base)})"
         elif isinstance(source, CallSource):
             expr = f"{self.const(source.fn)}({self.ref(source.base)})"
         elif isinstance(source, ModuleMemberSource):

@@ -198,19 +198,6 @@ class SizeSource(Source):
         return f"{self.base.name}.size()[{self.index}]"
 
 
-@dataclass(frozen=True, slots=True)
-class FloatTensorSource(Source):
-    """A Python float passed to the graph as a float64 0-dim tensor (a float that automatic dynamic made a graph
-    input, as torch.compile passes one; the graph reads it back with ``.item()``): fetched as
-    ``torch.tensor(base, dtype=torch.float64)``."""
-
-    base: Source
-
-    @property
-    def name(self) -> str:
-        return f"torch.tensor({self.base.name}, dtype=torch.float64)"
-
-
 def root_of(source: Source) -> Source:
     """The root (``L[...]``, ``G[...]`` or ``F``) a source chain starts from."""
     while hasattr(source, "base") or hasattr(source, "function"):

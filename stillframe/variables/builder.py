@@ -30,7 +30,7 @@ import torch
 from .. import compat
 from ..errors import RetraceSymbolic
 from ..guards.guard import Guard, tensor_signature
-from ..guards.source import (AttrSource, CallSource, FloatTensorSource, GetItemSource, GlobalSource, LocalSource,
+from ..guards.source import (AttrSource, CallSource, GetItemSource, GlobalSource, LocalSource,
                              ScalarOutputSource, SizeSource, Source)
 from ..tensors.meta import TensorEntry
 from . import standins
@@ -418,7 +418,7 @@ def _symbolic_int(tx: Any, value: int, source: Source) -> VariableTracker:
 
 def _symbolic_float(tx: Any, value: float, source: Source) -> VariableTracker:
     """A float the shape policy makes symbolic (it changed between calls), as torch.compile passes one: a float64
-    0-dim tensor graph input (``FloatTensorSource``) read back by ``.item()`` as a SymFloat, whose guards come
+    0-dim tensor graph input (``CallSource(source, compat.float_tensor)``) read back by ``.item()`` as a SymFloat, whose guards come
     from the ShapeEnv (``L['lr'] > 0.5`` where a branch read it) instead of an EQUALS guard on its value. A
     backend (AOTAutograd's tensorify pass) turns its uses into tensor ops, or asks for it static again."""
     if tx.fake_mode.shape_env is None:
@@ -427,7 +427,7 @@ def _symbolic_float(tx: Any, value: float, source: Source) -> VariableTracker:
     _guard(tx, source, "TYPE", float)
     node = tx.graph.placeholder(source.name, fake)
     oid = tx.new_id()
-    tx.state = tx.state.replace(inputs=tx.state.inputs.append((FloatTensorSource(source), oid)))
+    tx.state = tx.state.replace(inputs=tx.state.inputs.append((CallSource(source, compat.float_tensor), oid)))
     tx.input_nodes[oid] = node
     tx.input_values[oid] = tensor
     tx.entry_fakes.append((source, sym, None))

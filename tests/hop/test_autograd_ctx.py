@@ -23,7 +23,7 @@ import torch
 
 from stillframe.check.parity import assert_parity, compare
 
-from .autograd_programs import Once
+from .autograd_programs import Exp, Once
 from .torch_counts import stillframe_counts, torch_compile_counts
 
 HOP = torch.ops.higher_order.autograd_function_apply
@@ -49,19 +49,6 @@ def non_differentiable_float(x):
 def once_double_backward(x):
     (g,) = torch.autograd.grad(Once.apply(x).sum(), x, create_graph=True)
     return g
-
-
-class Exp(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        y = x.exp()
-        ctx.save_for_backward(y)
-        return y
-
-    @staticmethod
-    def backward(ctx, g):
-        (y,) = ctx.saved_tensors
-        return g * y
 
 
 def double_backward(x):

@@ -553,11 +553,27 @@ def default_foreach(params: list) -> bool:
     return bool(module._default_to_fused_or_foreach(params, False, use_fused=False)[1])
 
 
-def trace_aten(fn: Callable, examples: list) -> torch.fx.GraphModule:
+def trace_aten(fn: Callable, examples: list, mode: FakeTensorMode | None = None,
+               compiling: bool = True) -> torch.fx.GraphModule:
     """``fn(*examples)`` traced on fake tensors into an ATen-level FX graph (``make_fx``), with grad off and
-    ``torch.compiler.is_compiling()`` True (torch's own code takes the paths it takes under torch.compile)."""
-    with torch.no_grad(), _compiling():
+    ``torch.compiler.is_compiling()`` True (torch's own code takes the paths it takes under torch.compile), or,
+    with ``compiling=False``, the paths it takes in eager. ``mode``: the fake mode to trace in (its ShapeEnv
+    holds the symbols of the examples faked in it beforehand; see :func:`optimizer_fake_mode`)."""
+    context = tracing(TracingContext(mode)) if mode is not None else contextlib.nullcontext()
+    with torch.no_grad(), context, (_compiling() if compiling else contextlib.nullcontext()):
         return make_fx(fn, tracing_mode="fake")(*examples)
+
+
+def optimizer_fake_mode() -> FakeTensorMode:
+    """A fake mode for tracing an optimizer's update: static shapes, and a ShapeEnv in which ``.item()`` of a
+    tensor is an unbacked symbol (eager's Adam reads ``state['step'].item()``) and a float input a SymFloat
+    (:func:`symbolic_float`)."""
+    return FakeTensorMode(shape_env=ShapeEnv(allow_scalar_outputs=True), static_shapes=True)
+
+
+def symbol_guards(mode: FakeTensorMode) -> list:
+    """The guards ``mode``'s ShapeEnv recorded (a branch on a SymFloat's value)."""
+    return list(mode.shape_env.guards)
 
 
 @contextlib.contextmanager

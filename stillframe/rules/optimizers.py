@@ -46,6 +46,7 @@ tensors, tensor hyperparameters, gradient scaling), keeps running for real
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 from dataclasses import dataclass
@@ -67,6 +68,7 @@ class OptimizerRule:
     exact: bool  # the tensor form computes eager's values bit for bit too (SGD: eager's own code path)
     tensor_lr: bool  # the tensor form takes lr as a 0-dim tensor (torch's capturable Adam does; SGD's alpha cannot)
     state: dict  # list index -> the opt.state key of a tensor the update creates where _init_group gave None
+    list_names: tuple = ()  # the names of the lists, as _init_group's parameters name them
 
 
 #: How an update is traced (see the module docstring): eager's own path first, torch.compile's tensor form for a
@@ -150,7 +152,7 @@ def _rules() -> dict[type, OptimizerRule]:
         except (AttributeError, ValueError, TypeError):
             continue
         if params == _INIT_GROUP[base] and (cls is base or inspect.unwrap(cls.step) is inspect.unwrap(base.step)):
-            rules[cls] = rule
+            rules[cls] = dataclasses.replace(rule, list_names=params)
     return rules
 
 

@@ -196,20 +196,22 @@ def guard_lines(rule: OptimizerRule, snap: Snapshot, plan: Plan | None, opt: Any
     if snap.refused is not None:
         return (who, f"the call is refused: {snap.refused} (it runs opt.step() for real)")
     lines = [who, "no closure is passed, no step hooks are registered", f"len(param_groups) == {len(snap.key)}"]
-    names = {0: "params with a grad"}
     at = 0
     for i, ((lengths, hyper, nones, lr_type), lr) in enumerate(zip(snap.key, snap.lrs)):
-        lines.append(f"param_groups[{i}]: {lengths[0]} {names[0]}; lists of {list(lengths)} tensors"
+        lines.append(f"param_groups[{i}]: {lengths[0]} params with a grad; "
+                     + ", ".join(f"len({name}) == {n}" for name, n in zip(rule.list_names, lengths))
                      + (f"; state tensors at {list(nones)} not created yet" if nones else ""))
         lines.extend(f"param_groups[{i}][{k!r}] == {v!r}" for k, v in hyper)
         if plan is not None and plan.lr_dtype is not None:
             lines.append(f"param_groups[{i}]['lr'] is a {lr_type.__name__} (any value: a graph input)")
         else:
             lines.append(f"param_groups[{i}]['lr'] == {lr!r}")
-        for t in snap.inputs[at:at + sum(lengths)]:
+        for p, t in enumerate(snap.inputs[at:at + sum(lengths)]):
             if t is not None:
-                lines.append(f"param_groups[{i}] tensor: {type(t).__name__}(dtype={t.dtype}, device={t.device}, "
-                             f"shape={tuple(t.shape)}, stride={t.stride()}, requires_grad={t.requires_grad})")
+                li, j = _locate(lengths, p)
+                lines.append(f"param_groups[{i}] {rule.list_names[li]}[{j}]: {type(t).__name__}(dtype={t.dtype}, "
+                             f"device={t.device}, shape={tuple(t.shape)}, stride={t.stride()}, "
+                             f"requires_grad={t.requires_grad})")
         at += sum(lengths)
     lines.append("no two of these tensors share storage")
     return tuple(lines)

@@ -318,3 +318,72 @@ def test_in_a_compiled_training_step_the_sgd_update_is_its_own_graph(name):
         assert [len([n for n in gm.graph.nodes if n.op == "placeholder"]) for gm in update_graphs] == [2 * 4 + 1, 3 * 4 + 1]
     else:
         assert update_graphs == []
+
+
+FULLGRAPH_REFUSALS = {
+    "fused=True": (lambda params: torch.optim.Adam(params, lr=1e-2, fused=True), None),
+    "a closure is passed": (OPTIMIZERS["sgd_momentum"], "closure"),
+    "step hooks are registered": (OPTIMIZERS["adamw"], "hook"),
+}
+
+
+@pytest.mark.parametrize("reason", sorted(FULLGRAPH_REFUSALS))
+def test_fullgraph_raises_where_the_step_would_run_for_real(reason):
+    """With ``fullgraph=True`` a configuration that is not captured raises ``Unsupported`` naming the reason, as
+    torch.compile's fullgraph raises where it would break the graph; the parameters are left as they were (only
+    torch's lazy state creation, ``_init_group``, ran: the step that follows creates none), and the same step then
+    runs eagerly without fullgraph, bit for bit eager's."""
+    make, how = FULLGRAPH_REFUSALS[reason]
+    eager = Side(make, lambda s: s)
+    comp = Side(make, lambda s: stillframe.compile(s, backend="eager", fullgraph=True))
+    for side in (eager, comp):
+        if how == "hook":
+            side.opt.register_step_pre_hook(lambda opt, args, kwargs: None)
+        side.backward(0)
+    before = [p.detach().clone() for p in comp.model.parameters()]
+    args = (lambda: None,) if how == "closure" else ()
+    with pytest.raises(stillframe.Unsupported, match=f"step is not captured: {reason}"):
+        comp.step(*args)
+    for p, q in zip(before, comp.model.parameters()):
+        torch.testing.assert_close(q, p, rtol=0, atol=0)
+    eager.step(*args)
+    with pytest.warns(stillframe.StillframeWarning, match=reason):
+        stillframe.compile(comp.opt.step, backend="eager")(*args)
+    assert_same(eager, comp, True, "after the real step")
+
+
+@pytest.mark.parametrize("name", ["sgd_momentum", "adamw", "adamw_foreach"])
+def test_fullgraph_captures_every_step(name):
+    """A captured configuration never runs for real, the first step (SGD's momentum buffers) included: fullgraph
+    raises nothing."""
+    eager, comp = Side(OPTIMIZERS[name], lambda s: s), \
+        Side(OPTIMIZERS[name], lambda s: stillframe.compile(s, backend="eager", fullgraph=True))
+    for i in range(4):
+        for side in (eager, comp):
+            side.backward(i)
+            side.step()
+        assert_same(eager, comp, True, f"after step {i}")
+    assert stillframe.counters["fallbacks"] == 0
+
+
+def test_explain_shows_the_optimizer_guards():
+    """``explain`` lists what an optimizer entry checks, readable: the optimizer, each hyperparameter by value,
+    ``lr`` as an input, and every tensor by list and position."""
+    eager, comp = Side(OPTIMIZERS["adamw"], lambda s: s), Side(OPTIMIZERS["adamw"], stillframe.explain)
+    for i in range(2):
+        for side in (eager, comp):
+            side.backward(i)
+            report = side.step()
+    assert_same(eager, comp, True, "after 2 explained steps")
+    text = report.format(code=False)
+    assert "1 graph, 0 graph breaks" in text
+    for line in ("L['self'] is AdamW optimizer", "param_groups[0]['betas'] == (0.9, 0.999)",
+                 "param_groups[0]['weight_decay'] == 0.01",
+                 "param_groups[0]['lr'] is a float (any value: a graph input)",
+                 "param_groups[0] params_with_grad[0]: Parameter(dtype=torch.float32, device=cpu, shape=(16, 8), "
+                 "stride=(8, 1), requires_grad=True)",
+                 "param_groups[0] state_steps[3]: Tensor(dtype=torch.float32, device=cpu, shape=(), stride=(), "
+                 "requires_grad=False)"):
+        assert line in text, line
+    entry, = report.graphs
+    assert "(none)" not in text

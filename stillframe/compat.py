@@ -540,11 +540,14 @@ def optimizer_init_group(opt: Any, group: dict, *lists: list) -> Any:
     return opt._init_group(group, *lists)
 
 
-def optimizer_hooks(opt: Any) -> tuple:
-    """The step hooks a call of ``opt.step()`` runs: the global and the optimizer's own pre and post hooks."""
-    module = importlib.import_module("torch.optim.optimizer")
-    return (*module._global_optimizer_pre_hooks.values(), *module._global_optimizer_post_hooks.values(),
-            *opt._optimizer_step_pre_hooks.values(), *opt._optimizer_step_post_hooks.values())
+_optimizer_module = importlib.import_module("torch.optim.optimizer")
+
+
+def optimizer_hooks(opt: Any) -> bool:
+    """Whether a call of ``opt.step()`` runs step hooks: global or the optimizer's own, pre or post (called on
+    every compiled step: four dict lookups)."""
+    return bool(_optimizer_module._global_optimizer_pre_hooks or _optimizer_module._global_optimizer_post_hooks
+                or opt._optimizer_step_pre_hooks or opt._optimizer_step_post_hooks)
 
 
 def default_foreach(params: list) -> bool:

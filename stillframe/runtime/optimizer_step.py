@@ -113,10 +113,9 @@ def _snapshot(opt: Any, rule: OptimizerRule, L: dict) -> Snapshot:
             lists = collect(opt, group, rule)
         except Exception as e:  # eager raises it too (a sparse grad): the real step runs and raises it again
             return _refusal(f"_init_group raised {type(e).__name__}")
-        hyper = tuple((k, v) for k, v in group.items() if k != "params" and k != "lr")
+        hyper = tuple([(k, v) for k, v in group.items() if k != "params" and k != "lr"])
         lr = group.get("lr")
-        if not all(type(v) in _PLAIN or type(v) is tuple and all(type(b) in _PLAIN for b in v) for _, v in hyper) \
-                or type(lr) not in _PLAIN:
+        if type(lr) not in _PLAIN or not _plain(hyper):
             return _refusal("a hyperparameter is not a Python number, bool, string or None")
         tensors = [t for ts in lists for t in ts]
         key.append((tuple(len(ts) for ts in lists), hyper, tuple(i for i, t in enumerate(tensors) if t is None),
@@ -124,12 +123,44 @@ def _snapshot(opt: Any, rule: OptimizerRule, L: dict) -> Snapshot:
         lrs.append(lr)
         inputs.extend(tensors)
     live = [t for t in inputs if t is not None]
-    if len({t.untyped_storage().data_ptr() for t in live}) != len(live):
+    if _shares_storage(live):
         return _refusal("two of its tensors share storage")
     return Snapshot(inputs, tuple(key), tuple(lrs), None)
 
 
+_verified = threading.local()  # the data pointers of the last tensors found not to share storage
+
+
+def _shares_storage(tensors: list) -> bool:
+    """Whether two of ``tensors`` share storage. Tensors at the very addresses of the last ones found apart
+    (the same tensors, step after step) are apart still: distinct storages that kept their addresses cannot have
+    come to overlap, so the storages are only compared when an address changed."""
+    ptrs = tuple(t.data_ptr() for t in tensors)
+    if getattr(_verified, "ptrs", None) == ptrs:
+        return False
+    if len({t.untyped_storage().data_ptr() for t in tensors}) != len(tensors):
+        return True
+    _verified.ptrs = ptrs
+    return False
+
+
 _PLAIN = (int, float, bool, str, type(None))
+_PLAIN_HYPERS: set = set()  # hyperparameter tuples found plain (they recur on every step)
+
+
+def _plain(hyper: tuple) -> bool:
+    """Whether every hyperparameter of ``hyper`` is a Python number, bool, string or None (or a tuple of them:
+    ``betas``); checked once per distinct tuple."""
+    try:
+        if hyper in _PLAIN_HYPERS:
+            return True
+    except TypeError:  # an unhashable value (a list) is not plain
+        return False
+    if not all(type(v) in _PLAIN or type(v) is tuple and all(type(b) in _PLAIN for b in v) for _, v in hyper):
+        return False
+    if len(_PLAIN_HYPERS) < 1024:
+        _PLAIN_HYPERS.add(hyper)
+    return True
 
 
 def describe_change(old: tuple, new: tuple, old_lrs: tuple | None = None, new_lrs: tuple = ()) -> str:
@@ -236,12 +267,15 @@ def _entry(opt: Any, rule: OptimizerRule, snap: Snapshot, plan: Plan | None, **f
             and tensors_match(live.tensors())
 
     lr_dtype = plan.lr_dtype if plan is not None else None
+    last_lr: list = [None, None]  # the lrs of the last call and their tensors (the graph only reads them)
 
     def fetch(L: dict, G: dict, F: Any) -> list:
         live = snapshot(opt_ref(), rule, L)
         if lr_dtype is None:
             return live.tensors()
-        return live.tensors() + [torch.tensor(lr, dtype=lr_dtype) for lr in live.lrs]
+        if last_lr[0] != live.lrs:
+            last_lr[:] = live.lrs, [torch.tensor(lr, dtype=lr_dtype) for lr in live.lrs]
+        return live.tensors() + last_lr[1]
 
     lines = guard_lines(rule, snap, plan, opt)
     entry = OptimizerStepEntry(check=check, guard_source="\n".join(f"# {line}" for line in lines), fetch=fetch,

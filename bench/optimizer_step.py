@@ -5,7 +5,10 @@ MLP, the backward runs outside the compiled step; the median time of the step ca
 frontend, with the ratio to eager, the graphs each frontend handed to the backend (recompiles included), and
 the largest difference of any parameter from eager's after the run.
 
-Run: ``python bench/optimizer_step.py [--backend eager] [--steps 60] [--width 128]``. Both frontends get the
+With ``--scheduler``, a ``CosineAnnealingLR`` changes ``lr`` after every step (stillframe takes ``lr`` as a graph
+input; torch.compile compiles it as a constant first, then as a symbolic float).
+
+Run: ``python bench/optimizer_step.py [--backend eager] [--steps 60] [--width 128] [--scheduler]``. Both frontends get the
 same backend (``eager`` by default: the numbers are the frontends' and the update's, not code generation's;
 ``--backend inductor`` fuses the update).
 """
@@ -49,10 +52,11 @@ class Counted:
         return self.backend(gm, example_inputs)
 
 
-def run(make_opt, compile_step, steps, width):
+def run(make_opt, compile_step, steps, width, scheduler=False):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10))
     opt = make_opt(model.parameters())
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps) if scheduler else None
     step = compile_step(opt.step)
     x = torch.randn(32, 64)
     times = []
@@ -62,6 +66,8 @@ def run(make_opt, compile_step, steps, width):
         step()
         times.append(time.perf_counter() - start)
         opt.zero_grad()
+        if sched is not None:
+            sched.step()
     return statistics.median(times[10:]), [p.detach().clone() for p in model.parameters()]
 
 
@@ -74,25 +80,27 @@ def main():
     parser.add_argument("--backend", default="eager")
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--width", type=int, default=128)
+    parser.add_argument("--scheduler", action="store_true", help="change lr after every step (CosineAnnealingLR)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, Python {platform.python_version()}, {platform.machine()}, backend "
           f"{args.backend!r}, 1 thread; MLP 64-{args.width}-{args.width}-10, batch 32; median step time over "
-          f"{args.steps - 10} steps")
+          f"{args.steps - 10} steps" + ("; lr changed after every step" if args.scheduler else ""))
     print("| optimizer | eager | stillframe | ratio | graphs / recompiles | max diff | torch.compile | ratio | "
           "graphs | max diff |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, make_opt in OPTIMIZERS.items():
-        eager_s, eager_p = run(make_opt, lambda s: s, args.steps, args.width)
+        eager_s, eager_p = run(make_opt, lambda s: s, args.steps, args.width, args.scheduler)
         stillframe.reset()
         ours_backend = Counted(args.backend)
-        ours_s, ours_p = run(make_opt, lambda s: stillframe.compile(s, backend=ours_backend), args.steps, args.width)
+        ours_s, ours_p = run(make_opt, lambda s: stillframe.compile(s, backend=ours_backend), args.steps, args.width,
+                            args.scheduler)
         recompiles = stillframe.counters["recompiles"]
         torch._dynamo.reset()
         theirs_backend = Counted(args.backend)
         theirs_s, theirs_p = run(make_opt, lambda s: torch.compile(s, backend=theirs_backend), args.steps,
-                                 args.width)
+                                 args.width, args.scheduler)
         print(f"| {name} | {eager_s * 1e3:.3f} ms | {ours_s * 1e3:.3f} ms | {ours_s / eager_s:.2f} | "
               f"{ours_backend.graphs} / {recompiles} | {max_diff(ours_p, eager_p):.1e} | {theirs_s * 1e3:.3f} ms | "
               f"{theirs_s / eager_s:.2f} | {theirs_backend.graphs} | {max_diff(theirs_p, eager_p):.1e} |")

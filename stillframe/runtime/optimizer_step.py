@@ -365,6 +365,8 @@ def _trace(opt: Any, rule: OptimizerRule, snap: Snapshot, layout: list, form: st
     gm = compat.trace_aten(update, examples, mode=mode, compiling=form == "tensor")
     if compat.symbol_guards(mode):
         raise ValueError("torch's update branched on the value of lr")
+    if form == "eager":  # eager's own calls, as eager makes them (the tensor form goes to AOTAutograd as ATen)
+        compat.public_calls(gm)
     return gm, examples, Plan(form, lr_dtype, tuple(created))
 
 

@@ -34,9 +34,14 @@ The update is traced in one of two :data:`FORMS`:
   it (bias corrections as tensor arithmetic on ``state['step']``), for a
   backend that retraces the graph (AOTAutograd: ``"aot_eager"``,
   ``"inductor"``), which cannot take the ``.item()`` scalars of the eager
-  form; ``lr`` is a float32 0-dim graph input where torch's functional takes a
-  tensor ``lr`` (Adam, AdamW), else a constant (SGD: its ``alpha=-lr`` needs a
-  number). Values match eager's up to float rounding.
+  form. ``lr`` is a float32 0-dim graph input (``lr_input``): from the first
+  trace for Adam and AdamW (torch's capturable update computes with it as with
+  the float: the same values), and for SGD once ``lr`` has changed (a constant
+  before, as torch.compile's automatic dynamic makes a float symbolic once it
+  changed): SGD's update passes ``lr`` as ``alpha=-lr``, a number, so a tensor
+  ``lr`` takes torch's foreach path, which multiplies the grads by it and
+  rounds differently. Values match eager's up to float rounding (SGD's with a
+  constant ``lr``: bit for bit).
 
 Anything not in the table, and any configuration a rule refuses (closures,
 hooks, ``differentiable``, ``fused``, ``capturable``, sparse or complex
@@ -66,7 +71,7 @@ class OptimizerRule:
     update: Callable[[tuple, dict, bool, Any, str], None]
     refuse: Callable[[Any, dict, tuple], str | None]
     exact: bool  # the tensor form computes eager's values bit for bit too (SGD: eager's own code path)
-    tensor_lr: bool  # the tensor form takes lr as a 0-dim tensor (torch's capturable Adam does; SGD's alpha cannot)
+    lr_input: str  # when the tensor form takes lr as a 0-dim tensor: "same" values (Adam), or "after_change" (SGD)
     state: dict  # list index -> the opt.state key of a tensor the update creates where _init_group gave None
     list_names: tuple = ()  # the names of the lists, as _init_group's parameters name them
 
@@ -101,6 +106,8 @@ def _tensors_refusal(tensors: list) -> str | None:
 
 def _sgd_update(lists: tuple, group: dict, foreach: bool, lr: Any, form: str) -> None:
     params, grads, buffers = lists
+    if isinstance(lr, torch.Tensor):  # torch's foreach path multiplies the grads by a tensor lr under torch.compile
+        foreach = True  # (its single-tensor path passes it as alpha=-lr: a number, read with .item())
     _functional("sgd", "sgd")(params, grads, buffers if group["momentum"] != 0 else [], has_sparse_grad=False,
                               foreach=foreach, fused=False, grad_scale=None, found_inf=None,
                               weight_decay=group["weight_decay"], momentum=group["momentum"], lr=lr,
@@ -141,9 +148,10 @@ _INIT_GROUP = {
 
 
 def _rules() -> dict[type, OptimizerRule]:
-    made = {torch.optim.SGD: OptimizerRule("SGD", 3, _sgd_update, _sgd_refusal, True, False, {2: "momentum_buffer"}),
-            torch.optim.Adam: OptimizerRule("Adam", 6, _adam_update, _adam_refusal, False, True, {}),
-            torch.optim.AdamW: OptimizerRule("AdamW", 6, _adam_update, _adam_refusal, False, True, {})}
+    made = {torch.optim.SGD: OptimizerRule("SGD", 3, _sgd_update, _sgd_refusal, True, "after_change",
+                                           {2: "momentum_buffer"}),
+            torch.optim.Adam: OptimizerRule("Adam", 6, _adam_update, _adam_refusal, False, "same", {}),
+            torch.optim.AdamW: OptimizerRule("AdamW", 6, _adam_update, _adam_refusal, False, "same", {})}
     rules = {}
     for cls, rule in made.items():
         base = torch.optim.Adam if cls is torch.optim.AdamW else cls

@@ -321,10 +321,7 @@ def _trace(opt: Any, rule: OptimizerRule, snap: Snapshot, layout: list, form: st
     tensors = snap.tensors()
     lr_dtype = None
     if dynamic_lr and all(t is float for *_, t in snap.key):
-        if form == "eager":
-            lr_dtype = torch.float64
-        elif rule.tensor_lr:
-            lr_dtype = torch.float32
+        lr_dtype = torch.float64 if form == "eager" else torch.float32
     mode = compat.optimizer_fake_mode()
     lr_inputs = []
     if lr_dtype is torch.float64:  # faked first: its fake's .item() is a SymFloat of the mode's ShapeEnv
@@ -379,12 +376,14 @@ def _locate(lengths: tuple, p: int) -> tuple[int, int]:
     raise IndexError(p)
 
 
-def optimizer_outcome(fn: types.FunctionType, L: dict, call_backend: Callable, fullgraph: bool = False) -> tuple | None:
+def optimizer_outcome(fn: types.FunctionType, L: dict, call_backend: Callable, fullgraph: bool = False,
+                      backend: Any = None) -> tuple | None:
     """``(entry, trace_seconds, compile_seconds)`` for a call of a captured ``opt.step``, or ``None`` when
     ``fn`` is not one. A refused call gets an eager entry (it runs ``opt.step()`` for real; with ``fullgraph``
     it raises :class:`Unsupported`). ``call_backend(gm, example_inputs)`` compiles the graph (raising as
     torch.compile does when it fails): the eager form first, torch.compile's tensor form where the backend
-    fails on the eager form (AOTAutograd retraces it and cannot take its ``.item()`` scalars)."""
+    fails on the eager form (AOTAutograd retraces it and cannot take its ``.item()`` scalars; ``backend``, the
+    backend object, is remembered as one that does)."""
     found = optimizer_of(fn, L)
     if found is None:
         return None
@@ -397,10 +396,13 @@ def optimizer_outcome(fn: types.FunctionType, L: dict, call_backend: Callable, f
     trace_seconds = compile_seconds = 0.0
     failure: Exception | None = None
     for form in FORMS:
+        if form == "eager" and _rejects_eager_form(backend):
+            continue
+        dynamic_lr = form == "eager" or rule.lr_input == "same" or _lr_changed(opt, snap.lrs)
         t1 = time.perf_counter()
         try:
             try:
-                gm, examples, plan = _trace(opt, rule, snap, layout, form, dynamic_lr=True)
+                gm, examples, plan = _trace(opt, rule, snap, layout, form, dynamic_lr)
             except ValueError:  # lr steered a branch: keyed by value in this form
                 gm, examples, plan = _trace(opt, rule, snap, layout, form, dynamic_lr=False)
         except Exception as e:  # ours, or torch's functional on fakes
@@ -413,11 +415,12 @@ def optimizer_outcome(fn: types.FunctionType, L: dict, call_backend: Callable, f
             with compat.global_state_kept():
                 compat.set_grad_enabled(False)  # the graph runs with grad off, as opt.step() does
                 compiled = call_backend(gm, list(examples))
-        except Exception as e:
+        except Exception:
             compat.take_float_specializations()  # AOTAutograd's request to specialize is torch's global state
             compile_seconds += time.perf_counter() - t2
             if form == FORMS[-1]:
                 raise
+            _rejects_eager_form(backend, True)
             continue
         compile_seconds += time.perf_counter() - t2
         break
@@ -444,8 +447,31 @@ def optimizer_outcome(fn: types.FunctionType, L: dict, call_backend: Callable, f
                 live._opt_called = True
         return None  # opt.step() without a closure returns None
 
+    if plan.lr_dtype is None:
+        _keyed_lrs.setdefault(opt, set()).add(snap.lrs)
     entry = _entry(opt, rule, snap, plan, compiled=run, rebuild=rebuild, graph_module=gm)
     return entry, trace_seconds, compile_seconds
+
+
+_keyed_lrs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # opt -> the lrs its keyed graphs hold
+_eager_form_rejected: weakref.WeakSet = weakref.WeakSet()  # backends that failed on the eager form
+
+
+def _lr_changed(opt: Any, lrs: tuple) -> bool:
+    """Whether ``opt`` had a graph traced with another ``lr`` as a constant: ``lr`` changes, so the next graph
+    takes it as an input (torch.compile's automatic dynamic makes a float symbolic once it changed)."""
+    return any(seen != lrs for seen in _keyed_lrs.get(opt, ()))
+
+
+def _rejects_eager_form(backend: Any, rejected: bool = False) -> bool:
+    """Whether ``backend`` failed on an eager-form graph before (then only the tensor form is traced for it);
+    with ``rejected``, record that it did. A backend that cannot be weakly referenced is not remembered."""
+    try:
+        if rejected:
+            _eager_form_rejected.add(backend)
+        return backend in _eager_form_rejected
+    except TypeError:
+        return False
 
 
 class StepRouter:

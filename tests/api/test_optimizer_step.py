@@ -81,14 +81,15 @@ def assert_same(eager: Side, comp: Side, exact: bool, when: str) -> None:
     assert [g["lr"] for g in eager.opt.param_groups] == [g["lr"] for g in comp.opt.param_groups], when
 
 
-def run_both(name: str, backend: str, steps: int = 20, **kwargs) -> tuple[Side, Side]:
+def run_both(name: str, backend: str, steps: int = 20, exact_values: bool | None = None,
+             **kwargs) -> tuple[Side, Side]:
     eager = Side(OPTIMIZERS[name], lambda step: step, **kwargs)
     comp = Side(OPTIMIZERS[name], lambda step: stillframe.compile(step, backend=backend), **kwargs)
     for i in range(steps):
         for side in (eager, comp):
             side.backward(i)
             side.step()
-        assert_same(eager, comp, exact(name, backend), f"after step {i}")
+        assert_same(eager, comp, exact(name, backend) if exact_values is None else exact_values, f"after step {i}")
         for side in (eager, comp):
             side.opt.zero_grad(set_to_none=i % 3 != 1)  # mostly None, sometimes zeros
             if side.sched is not None:
@@ -184,11 +185,15 @@ def test_lr_scheduler_on_aot_eager_takes_lr_as_an_input(name):
     assert stillframe.counters["fallbacks"] == 0
 
 
-@pytest.mark.xfail(strict=True, reason="SGD's tensor form (for AOTAutograd backends) keys lr by value: torch's "
-                   "sgd passes lr as alpha=-lr, a number, so each new lr is a new graph")
-def test_lr_scheduler_on_aot_eager_with_sgd_takes_lr_as_an_input():
-    run_both("sgd_momentum", "aot_eager", steps=10, scheduler="lambda")
-    assert stillframe.counters["graphs"] <= 2
+@pytest.mark.parametrize("name", ["sgd_momentum", "sgd_plain"])
+def test_lr_scheduler_on_aot_eager_with_sgd_takes_lr_as_an_input_once_it_changed(name):
+    """SGD's tensor form keys ``lr`` by value (bit for bit eager's: torch's SGD passes ``lr`` as ``alpha=-lr``);
+    once it changed, the next graph takes it as a float32 input through torch's foreach path (which multiplies
+    the grads by it, as under torch.compile: equal up to float rounding), as torch.compile's automatic dynamic
+    makes a float symbolic once it changed: a new ``lr`` every step is at most 2 graphs."""
+    run_both(name, "aot_eager", steps=10, scheduler="lambda", exact_values=False)
+    assert stillframe.counters["graphs"] == 2  # the first step's lr as a constant (and its buffers), then any lr
+    assert stillframe.counters["fallbacks"] == 0
 
 
 @pytest.mark.parametrize("name", ["sgd_momentum", "adam"])

@@ -58,10 +58,11 @@ class Snapshot:
     key: tuple
     lrs: tuple
     refused: str | None
+    live: list = ()  # the graph's tensor inputs: ``inputs`` without the ``None`` ones
 
     def tensors(self) -> list:
         """The graph's tensor inputs: :attr:`inputs` without the ``None`` ones."""
-        return [t for t in self.inputs if t is not None]
+        return list(self.live)
 
 
 def optimizer_of(fn: types.FunctionType, L: dict) -> tuple[Any, OptimizerRule, bool] | None:
@@ -118,14 +119,14 @@ def _snapshot(opt: Any, rule: OptimizerRule, L: dict) -> Snapshot:
         if type(lr) not in _PLAIN or not _plain(hyper):
             return _refusal("a hyperparameter is not a Python number, bool, string or None")
         tensors = [t for ts in lists for t in ts]
-        key.append((tuple(len(ts) for ts in lists), hyper, tuple(i for i, t in enumerate(tensors) if t is None),
-                    type(lr)))
+        nones = tuple([i for i, t in enumerate(tensors) if t is None])
+        key.append((tuple(map(len, lists)), hyper, nones, type(lr)))
         lrs.append(lr)
         inputs.extend(tensors)
     live = [t for t in inputs if t is not None]
     if _shares_storage(live):
         return _refusal("two of its tensors share storage")
-    return Snapshot(inputs, tuple(key), tuple(lrs), None)
+    return Snapshot(inputs, tuple(key), tuple(lrs), None, live)
 
 
 _verified = threading.local()  # the data pointers of the last tensors found not to share storage
@@ -264,7 +265,7 @@ def _entry(opt: Any, rule: OptimizerRule, snap: Snapshot, plan: Plan | None, **f
         if key is None:
             return live.refused is not None
         return live.refused is None and live.key == key and (lrs is None or live.lrs == lrs) \
-            and tensors_match(live.tensors())
+            and tensors_match(live.live)
 
     lr_dtype = plan.lr_dtype if plan is not None else None
     last_lr: list = [None, None]  # the lrs of the last call and their tensors (the graph only reads them)
@@ -272,10 +273,10 @@ def _entry(opt: Any, rule: OptimizerRule, snap: Snapshot, plan: Plan | None, **f
     def fetch(L: dict, G: dict, F: Any) -> list:
         live = snapshot(opt_ref(), rule, L)
         if lr_dtype is None:
-            return live.tensors()
+            return live.live
         if last_lr[0] != live.lrs:
             last_lr[:] = live.lrs, [torch.tensor(lr, dtype=lr_dtype) for lr in live.lrs]
-        return live.tensors() + last_lr[1]
+        return live.live + last_lr[1]
 
     lines = guard_lines(rule, snap, plan, opt)
     entry = OptimizerStepEntry(check=check, guard_source="\n".join(f"# {line}" for line in lines), fetch=fetch,

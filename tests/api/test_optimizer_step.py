@@ -392,3 +392,39 @@ def test_explain_shows_the_optimizer_guards():
         assert line in text, line
     entry, = report.graphs
     assert "(none)" not in text
+
+
+def test_an_unhashable_hyperparameter_runs_for_real():
+    """A param group holding a list (an extra key some code adds) is not a plain hyperparameter: the step runs
+    for real, bit for bit eager's, with a warning naming why."""
+    eager, comp = Side(OPTIMIZERS["adamw"], lambda s: s), \
+        Side(OPTIMIZERS["adamw"], lambda s: stillframe.compile(s, backend="eager"))
+    for side in (eager, comp):
+        side.opt.param_groups[0]["tags"] = ["a", "b"]
+    with pytest.warns(stillframe.StillframeWarning, match="a hyperparameter is not a Python number"):
+        for i in range(3):
+            for side in (eager, comp):
+                side.backward(i)
+                side.step()
+            assert_same(eager, comp, True, f"after step {i}")
+    assert stillframe.counters["graphs"] == 0
+
+
+def test_params_that_come_to_share_storage_run_for_real():
+    """Two params made to share storage after a captured step (``.data`` assigned: the same Parameter objects)
+    are noticed on the next call: that step runs for real, as eager's."""
+    eager, comp = Side(OPTIMIZERS["sgd_plain"], lambda s: s), \
+        Side(OPTIMIZERS["sgd_plain"], lambda s: stillframe.compile(s, backend="eager"))
+    for i in range(2):
+        for side in (eager, comp):
+            side.backward(i)
+            side.step()
+    assert stillframe.counters["graphs"] == 1
+    for side in (eager, comp):
+        side.model[0].bias.data = torch.zeros(16)
+        side.model[2].bias.data = side.model[0].bias.data[:2]  # a view into the first bias's storage
+    with pytest.warns(stillframe.StillframeWarning, match="share storage"):
+        for side in (eager, comp):
+            side.backward(5)
+            side.step()
+    assert_same(eager, comp, True, "after the step with shared storage")

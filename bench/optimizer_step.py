@@ -9,8 +9,8 @@ own model and optimizer, so a change of machine load falls on all three alike.
 With ``--scheduler``, a ``CosineAnnealingLR`` changes ``lr`` after every step (stillframe takes ``lr`` as a graph
 input; torch.compile compiles it as a constant first, then as a symbolic float).
 
-Run: ``python bench/optimizer_step.py [--backend eager] [--steps 60] [--width 128] [--scheduler]``. Both frontends get the
-same backend (``eager`` by default: the numbers are the frontends' and the update's, not code generation's;
+Run: ``python bench/optimizer_step.py [--backend eager] [--steps 60] [--width 128] [--scheduler]``. Both frontends
+get the same backend (``eager`` by default: the numbers are the frontends' and the update's, not code generation's;
 ``--backend inductor`` fuses the update).
 """
 

@@ -320,7 +320,8 @@ def test_in_a_compiled_training_step_the_sgd_update_is_its_own_graph(name):
                                                 for n in gm.graph.nodes)]  # the update, in place on its inputs
     if name.startswith("sgd"):  # the first step (creates the momentum buffers: 2 lists of 4 tensors, lr), the rest
         assert len(update_graphs) == 2
-        assert [len([n for n in gm.graph.nodes if n.op == "placeholder"]) for gm in update_graphs] == [2 * 4 + 1, 3 * 4 + 1]
+        inputs = [len([n for n in gm.graph.nodes if n.op == "placeholder"]) for gm in update_graphs]
+        assert inputs == [2 * 4 + 1, 3 * 4 + 1]
     else:
         assert update_graphs == []
 

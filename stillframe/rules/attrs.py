@@ -16,7 +16,6 @@ import operator
 import types
 from typing import Any
 
-import immutables
 import torch
 from ..guards.guard import Guard, hook_ids
 from ..guards.source import AttrSource, BaseItemSource, GetItemSource, ModuleMemberSource
@@ -53,7 +52,7 @@ from ..variables.builder import TRUSTED_MODULES, is_constant, wrap
 from ..variables.kinds import CONTEXT_VALUES, INTERNAL
 from ..variables.objects import (DELETED, ContainerMethodVariable, DICT_BASES, ObjectVariable, SuperVariable,
                                  storage_of)
-from . import builtin_calls, calls, known, numpy_interop
+from . import builtin_calls, calls, frames, known, numpy_interop
 from .protocol import Protocol
 from .disable import compiled_original
 from .objects import (MISSING, _static_lookup, _static_lookup_type, function_attr_key, pending_attr, real_object,
@@ -61,7 +60,6 @@ from .objects import (MISSING, _static_lookup, _static_lookup_type, function_att
 from .tensor_attrs import tensor_attr, tensor_instance_attr
 
 
-EMPTY_CELLS: immutables.Map = immutables.Map()
 
 # Tensor attributes that are views computed by a property: recorded as ``getattr`` nodes.
 
@@ -586,7 +584,7 @@ def _bind_found(tx: Any, var: VariableTracker, obj: Any, name: str, found: tuple
         if attr.fget is None:
             tx.user_error(AttributeError(f"property '{name}' has no getter"))
         depth = len(tx.state.frames)
-        calls.inline_call(tx, attr.fget, None, [var], {})
+        frames.inline_call(tx, attr.fget, None, [var], {})
         return tx.run_until_return(depth)
     if isinstance(attr, staticmethod):
         return wrap(tx, attr.__func__, None)

@@ -80,7 +80,7 @@ from .operators import binary_op
 from .truthiness import truthiness
 from ..variables.builder import load_local
 
-from . import calls, numpy_interop, polyfills
+from . import calls, frames, numpy_interop, polyfills
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -562,7 +562,7 @@ def construct(tx: Tracer, cls: type, args: list, kwargs: dict) -> VariableTracke
     if not isinstance(init, types.FunctionType):
         tx.unsupported("unsupported_call", f"constructing {cls.__qualname__}: its __init__ is not Python")
     depth = len(tx.state.frames)
-    calls.inline_call(tx, init, None, [obj, *args], kwargs)
+    frames.inline_call(tx, init, None, [obj, *args], kwargs)
     tx.run_until_return(depth)
     return obj
 

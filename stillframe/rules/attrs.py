@@ -52,7 +52,7 @@ from ..variables.builder import TRUSTED_MODULES, is_constant, wrap
 from ..variables.kinds import CONTEXT_VALUES, INTERNAL
 from ..variables.objects import (DELETED, ContainerMethodVariable, DICT_BASES, ObjectVariable, SuperVariable,
                                  storage_of)
-from . import builtin_calls, calls, frames, known, numpy_interop
+from . import calls, frames, known, numpy_interop, type_checks
 from .protocol import Protocol
 from .disable import compiled_original
 from .objects import (MISSING, _static_lookup, _static_lookup_type, function_attr_key, pending_attr, real_object,
@@ -78,7 +78,7 @@ def module_hooks_guard(tx: Any, mod: NNModuleVariable) -> None:
 def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
     """``obj.name`` as a VT; a missing attribute raises the user's AttributeError (the :data:`GETATTR` table)."""
     if name == "__class__" and not isinstance(obj, (TensorVariable, PythonObjectVariable)):
-        return PythonObjectVariable(builtin_calls.python_type_of(tx, obj))
+        return PythonObjectVariable(type_checks.python_type_of(tx, obj))
     return GETATTR(tx, obj, name)
 
 
@@ -389,7 +389,7 @@ def _noop(*args: Any, **kwargs: Any) -> None:
 
 
 def _type_of(tx: Any, var: VariableTracker) -> type:
-    return builtin_calls.python_type_of(tx, var)
+    return type_checks.python_type_of(tx, var)
 
 
 def has_attr(tx: Any, obj: VariableTracker, name: str) -> bool:

@@ -58,7 +58,7 @@ from ..variables.base import (
     UserMethodVariable,
     VariableTracker,
 )
-from ..variables.builder import is_constant, wrap, wrap as wrap_value
+from ..variables.builder import is_constant, wrap
 from ..variables.kinds import INTERNAL
 from ..variables.objects import ContainerMethodVariable, ObjectVariable, SuperVariable
 from ..tensors.effects import never_traced, runs_for_real
@@ -80,15 +80,13 @@ from .builtin_calls import (
 )
 from .attrs import (
     _noop,
-    module_hooks_guard,
-    module_iterator,
 )
 from .containers import subscript
 from .context import exit_autocast, set_grad_mode
 from .deques import make_deque
 from .disable import compiled_original, is_disabled
 from .higher_order import higher_order_rule
-from . import numpy_interop
+from . import nn_modules, numpy_interop
 from .protocol import Protocol
 from .generators import drain
 from .frames import inline_call, inline_nested
@@ -219,8 +217,8 @@ def _call_function(tx: Tracer, fn: UserFunctionVariable, args: list, kwargs: dic
 
 @CALL.rule(UserMethodVariable)
 def _call_method(tx: Tracer, fn: UserMethodVariable, args: list, kwargs: dict) -> None:
-    if isinstance(fn.self_var, NNModuleVariable) and any(fn.fn is f for f in MODULE_CALL_IMPLS):
-        return call_module_impl(tx, fn.self_var, list(args), kwargs)  # super().__call__(...) in a module
+    if isinstance(fn.self_var, NNModuleVariable) and any(fn.fn is f for f in nn_modules.MODULE_CALL_IMPLS):
+        return nn_modules.call_module_impl(tx, fn.self_var, list(args), kwargs)  # super().__call__(...) in a module
     if isinstance(fn.fn, NestedFunctionVariable):
         return inline_nested(tx, fn.fn, [fn.self_var, *args], kwargs)
     inline_call(tx, fn.fn, fn.source, [fn.self_var, *args], kwargs)
@@ -236,7 +234,7 @@ def _call_partial(tx: Tracer, fn: PartialVariable, args: list, kwargs: dict) -> 
     call(tx, fn.fn, [*fn.args, *args], {**dict(fn.kwargs), **kwargs})
 
 
-CALL.rule(NNModuleVariable)(lambda tx, fn, args, kwargs: call_module(tx, fn, args, kwargs))
+CALL.rule(NNModuleVariable)(nn_modules.call_module)
 CALL.rule(BuiltinVariable)(lambda tx, fn, args, kwargs: call_builtin(tx, fn.fn, args, kwargs))
 CALL.rule(PythonObjectVariable)(lambda tx, fn, args, kwargs: call_python_object(tx, fn, args, kwargs))
 
@@ -374,70 +372,6 @@ def call_sync(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> Vari
     return tx.run_until_return(depth) if len(tx.state.frames) > depth else tx.pop()
 
 
-def call_module(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> None:
-    """``module(*args)`` as ``nn.Module.__call__`` does it: forward pre-hooks, ``forward``, forward hooks."""
-    module = mod.module
-    if module._backward_hooks or module._backward_pre_hooks or getattr(module, "_forward_hooks_always_called", None):
-        tx.unsupported("module_hooks", f"calling {type(module).__name__} that has backward hooks",
-                       ("forward hooks and forward pre-hooks are supported",))
-    call_override = type(module).__call__
-    if is_disabled(call_override) or is_disabled(module.__dict__.get("forward")):  # torch.compiler.disable(mod)
-        tx.unsupported("disabled", f"{type(module).__name__} is marked never to be compiled",
-                       ("it runs for real; tracing resumes after it",))
-    if call_override is not torch.nn.Module.__call__:  # a subclass's own __call__ runs instead of Module's
-        if not isinstance(call_override, types.FunctionType):
-            tx.unsupported("unsupported_call", f"{type(module).__name__}.__call__ is not a Python function")
-        return inline_call(tx, call_override, None, [mod, *args], kwargs)
-    call_module_impl(tx, mod, args, kwargs)
-
-
-#: ``nn.Module.__call__`` and the functions behind it: a subclass's ``__call__`` reaches them through
-#: ``super().__call__(...)`` (transformers' GradientCheckpointingLayer); they run as :func:`call_module_impl`.
-MODULE_CALL_IMPLS = (torch.nn.Module.__call__, torch.nn.Module._wrapped_call_impl, torch.nn.Module._call_impl)
-
-
-def call_module_impl(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> None:
-    """What ``nn.Module.__call__`` itself does for ``mod``: forward pre-hooks, ``forward``, forward hooks."""
-    module = mod.module
-    module_hooks_guard(tx, mod)
-    replaced = "forward" in module.__dict__  # module.forward = fn: Module.__call__ finds the instance's
-    if mod.source is not None:
-        tx.add_guard(Guard(AttrSource(mod.source, "__dict__"), "HAS_KEY", ("forward", replaced)))
-    if replaced:
-        forward_var = wrap_value(tx, module.__dict__["forward"], GetItemSource(AttrSource(mod.source, "__dict__"),
-                                                                                  "forward") if mod.source else None)
-    else:
-        forward = type(module).forward
-        if not isinstance(forward, types.FunctionType):
-            tx.unsupported("unsupported_call", f"{type(module).__name__}.forward is not a Python function")
-        static = isinstance(inspect.getattr_static(type(module), "forward"), staticmethod)
-        forward_var = UserFunctionVariable(forward) if static else UserMethodVariable(forward, mod)
-    for hook_id, hook in list(module._forward_pre_hooks.items()):
-        if hook_id in module._forward_pre_hooks_with_kwargs:  # hook(module, args, kwargs) -> (args, kwargs)
-            result = call_sync(tx, wrap_value(tx, hook, None),
-                               [mod, TupleVariable(tuple(args)), tx.new_dict(tuple(kwargs.items()))], {})
-            if not (isinstance(result, ConstantVariable) and result.value is None):
-                new_args, new_kwargs = sequence_items(tx, result)
-                args = list(sequence_items(tx, new_args))
-                kwargs = dict(tx.dict_entry(new_kwargs).items)
-            continue
-        result = call_sync(tx, wrap_value(tx, hook, None), [mod, TupleVariable(tuple(args))], {})
-        if not (isinstance(result, ConstantVariable) and result.value is None):
-            args = list(result.items) if isinstance(result, TupleVariable) else [result]
-    post = list(module._forward_hooks.items())
-    if not post:
-        return call(tx, forward_var, list(args), kwargs)
-    output = call_sync(tx, forward_var, list(args), kwargs)
-    for hook_id, hook in post:
-        hook_args = [mod, TupleVariable(tuple(args))]
-        if hook_id in module._forward_hooks_with_kwargs:  # hook(module, args, kwargs, output)
-            hook_args.append(tx.new_dict(tuple(kwargs.items())))
-        result = call_sync(tx, wrap_value(tx, hook, None), [*hook_args, output], {})
-        if not (isinstance(result, ConstantVariable) and result.value is None):
-            output = result
-    tx.push(output)
-
-
 def _size(tx: Tracer, args: list) -> TupleVariable:
     """``torch.Size(sizes)``: a tuple of ints typed ``torch.Size``, with torch's TypeError for anything else."""
     items = tuple(sequence_items(tx, args[0])) if args else ()
@@ -453,7 +387,7 @@ def _size(tx: Tracer, args: list) -> TupleVariable:
 
 def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs: dict) -> None:
     value = var.value
-    if isinstance(value, functools.partial) and value.func is module_iterator:
+    if isinstance(value, functools.partial) and value.func is nn_modules.module_iterator:
         return tx.push(value(tx, args, kwargs))
     if not isinstance(value, type) and not isinstance(value, types.FunctionType):
         result = call_dunder(tx, var, "__call__", list(args), kwargs)

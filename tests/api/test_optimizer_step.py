@@ -185,6 +185,14 @@ def test_lr_scheduler_on_aot_eager_takes_lr_as_an_input(name):
     assert stillframe.counters["fallbacks"] == 0
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["sgd_momentum", "adamw"])
+def test_lr_scheduler_with_inductor_compiles_at_most_2_graphs(name):
+    run_both(name, "inductor", steps=8, scheduler="lambda")
+    assert stillframe.counters["graphs"] <= 2
+    assert stillframe.counters["fallbacks"] == 0
+
+
 @pytest.mark.parametrize("name", ["sgd_momentum", "sgd_plain"])
 def test_lr_scheduler_on_aot_eager_with_sgd_takes_lr_as_an_input_once_it_changed(name):
     """SGD's tensor form keys ``lr`` by value (bit for bit eager's: torch's SGD passes ``lr`` as ``alpha=-lr``);

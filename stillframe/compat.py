@@ -611,9 +611,15 @@ def optimizer_fake_mode() -> FakeTensorMode:
     return FakeTensorMode(shape_env=ShapeEnv(allow_scalar_outputs=True), static_shapes=True)
 
 
-def symbol_guards(mode: FakeTensorMode) -> list:
-    """The guards ``mode``'s ShapeEnv recorded (a branch on a SymFloat's value)."""
-    return list(mode.shape_env.guards)
+def guarded_symbols(mode: FakeTensorMode) -> set[str]:
+    """The names of the symbols (``zf0``) the guards of ``mode``'s ShapeEnv read (a branch on a SymFloat's value:
+    ``if weight_decay != 0``)."""
+    return {str(s) for guard in mode.shape_env.guards for s in guard.expr.free_symbols}
+
+
+def symbol_name(sym: Any) -> str:
+    """The name of the symbol a SymFloat of :func:`symbolic_float` stands for (``zf0``)."""
+    return str(sym.node.expr)
 
 
 @contextlib.contextmanager

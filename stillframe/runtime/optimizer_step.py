@@ -59,6 +59,7 @@ class Snapshot:
     lrs: tuple
     refused: str | None
     live: list = ()  # the graph's tensor inputs: ``inputs`` without the ``None`` ones
+    scalars: tuple = ()  # per group, its float hyperparameters but lr (see SCALARS), in order
 
     def tensors(self) -> list:
         """The graph's tensor inputs: :attr:`inputs` without the ``None`` ones."""
@@ -109,6 +110,7 @@ def _snapshot(opt: Any, rule: OptimizerRule, L: dict) -> Snapshot:
     inputs: list = []
     key: list = []
     lrs: list = []
+    scalars: list = []
     for group in opt.param_groups:
         try:
             lists = collect(opt, group, rule)
@@ -118,15 +120,52 @@ def _snapshot(opt: Any, rule: OptimizerRule, L: dict) -> Snapshot:
         lr = group.get("lr")
         if type(lr) not in _PLAIN or not _plain(hyper):
             return _refusal("a hyperparameter is not a Python number, bool, string or None")
+        hyper, floats = _split_scalars(hyper)
         tensors = [t for ts in lists for t in ts]
         nones = tuple([i for i, t in enumerate(tensors) if t is None])
         key.append((tuple(map(len, lists)), hyper, nones, type(lr)))
         lrs.append(lr)
+        scalars.append(floats)
         inputs.extend(tensors)
     live = [t for t in inputs if t is not None]
     if _shares_storage(live):
         return _refusal("two of its tensors share storage")
-    return Snapshot(inputs, tuple(key), tuple(lrs), None, live)
+    return Snapshot(inputs, tuple(key), tuple(lrs), None, live, tuple(scalars))
+
+
+#: The float hyperparameters besides lr that an LR scheduler may change on every step (OneCycleLR cycles
+#: ``betas[0]`` or ``momentum``): graph inputs in the eager form unless torch's update branches on them.
+SCALARS = ("betas", "eps", "weight_decay", "momentum", "dampening")
+_FLOAT_PAIR = (float, float)
+
+
+def _split_scalars(hyper: tuple) -> tuple[tuple, tuple]:
+    """``hyper`` with the values of its float :data:`SCALARS` replaced by their type (the key compares the rest
+    by value), and those values in order (``betas`` as two)."""
+    if not any(k in SCALARS for k, _ in hyper):
+        return hyper, ()
+    rest, floats = [], []
+    for k, v in hyper:
+        if k in SCALARS and type(v) is float:
+            rest.append((k, float))
+            floats.append(v)
+        elif k == "betas" and type(v) is tuple and len(v) == 2 and type(v[0]) is float and type(v[1]) is float:
+            rest.append((k, _FLOAT_PAIR))
+            floats.extend(v)
+        else:
+            rest.append((k, v))
+    return tuple(rest), tuple(floats)
+
+
+def scalar_names(hyper: tuple) -> list[str]:
+    """The names of the values :func:`_split_scalars` took out of ``hyper``, in order (``betas[0]``, ``eps``)."""
+    names = []
+    for k, v in hyper:
+        if v is float:
+            names.append(k)
+        elif v == _FLOAT_PAIR:
+            names.extend((f"{k}[0]", f"{k}[1]"))
+    return names
 
 
 _verified = threading.local()  # the data pointers of the last tensors found not to share storage
@@ -181,7 +220,7 @@ def describe_change(old: tuple, new: tuple, old_lrs: tuple | None = None, new_lr
     for i, (a, b) in enumerate(zip(old_lrs or (), new_lrs)):
         if a != b:
             return f"param_groups[{i}]['lr'] == {a!r} expected, got {b!r}"
-    return "nothing"
+    return "a float hyperparameter that the graph holds as a constant changed"
 
 
 @dataclass(frozen=True)
@@ -193,6 +232,7 @@ class Plan:
     form: str
     lr_dtype: torch.dtype | None
     created: tuple
+    scalar_inputs: tuple = ()  # (group, position) of the float hyperparameters that are graph inputs (float64)
 
 
 class OptimizerStepEntry(CacheEntry):
@@ -207,7 +247,8 @@ class OptimizerStepEntry(CacheEntry):
             return None if snap.refused is not None else "the call is no longer refused"
         if snap.refused is not None:
             return f"not captured: {snap.refused}"
-        if snap.key != self.key or (self.lrs is not None and snap.lrs != self.lrs):
+        if snap.key != self.key or (self.lrs is not None and snap.lrs != self.lrs) or \
+                any(snap.scalars[g][i] != v for g, i, v in self.static_scalars):
             return describe_change(self.key, snap.key, self.lrs, snap.lrs)
         return "a tensor's type, shape, stride, dtype, device or requires_grad changed"
 
@@ -233,7 +274,17 @@ def guard_lines(rule: OptimizerRule, snap: Snapshot, plan: Plan | None, opt: Any
         lines.append(f"param_groups[{i}]: {lengths[0]} params with a grad; "
                      + ", ".join(f"len({name}) == {n}" for name, n in zip(rule.list_names, lengths))
                      + (f"; state tensors at {list(nones)} not created yet" if nones else ""))
-        lines.extend(f"param_groups[{i}][{k!r}] == {v!r}" for k, v in hyper)
+        inputs = {pos for g, pos in (plan.scalar_inputs if plan is not None else ()) if g == i}
+        names = iter(enumerate(scalar_names(hyper)))
+        for k, v in hyper:
+            if v is float or v == _FLOAT_PAIR:
+                for _ in range(1 if v is float else 2):
+                    pos, name = next(names)
+                    where = f"param_groups[{i}][{k!r}]" + (name[len(k):] if name != k else "")
+                    lines.append(f"{where} is a float (any value: a graph input)" if pos in inputs
+                                 else f"{where} == {snap.scalars[i][pos]!r}")
+            else:
+                lines.append(f"param_groups[{i}][{k!r}] == {v!r}")
         if plan is not None and plan.lr_dtype is not None:
             lines.append(f"param_groups[{i}]['lr'] is a {lr_type.__name__} (any value: a graph input)")
         else:
@@ -265,23 +316,32 @@ def _entry(opt: Any, rule: OptimizerRule, snap: Snapshot, plan: Plan | None, **f
         if key is None:
             return live.refused is not None
         return live.refused is None and live.key == key and (lrs is None or live.lrs == lrs) \
-            and tensors_match(live.live)
+            and (scalars_keyed is None or live.scalars == scalars_keyed) \
+            and all(live.scalars[g][i] == v for g, i, v in static) and tensors_match(live.live)
 
     lr_dtype = plan.lr_dtype if plan is not None else None
-    last_lr: list = [None, None]  # the lrs of the last call and their tensors (the graph only reads them)
+    inputs = plan.scalar_inputs if plan is not None else ()
+    scalars_keyed = snap.scalars if not inputs else None  # every float hyperparameter by value
+    static = [(g, i, v) for g, floats in enumerate(snap.scalars) for i, v in enumerate(floats)
+              if (g, i) not in inputs] if inputs else []
+    last: list = [None, []]  # the floats of the last call and their tensors (the graph only reads them)
 
     def fetch(L: dict, G: dict, F: Any) -> list:
         live = snapshot(opt_ref(), rule, L)
-        if lr_dtype is None:
+        if lr_dtype is None and not inputs:
             return live.live
-        if last_lr[0] != live.lrs:
-            last_lr[:] = live.lrs, [torch.tensor(lr, dtype=lr_dtype) for lr in live.lrs]
-        return live.live + last_lr[1]
+        floats = (live.lrs if lr_dtype is not None else ()) + tuple(live.scalars[g][i] for g, i in inputs)
+        if last[0] != floats:
+            dtypes = [lr_dtype] * (len(floats) - len(inputs)) + [torch.float64] * len(inputs)
+            last[:] = floats, [torch.tensor(v, dtype=d) for v, d in zip(floats, dtypes)]
+        return live.live + last[1]
 
     lines = guard_lines(rule, snap, plan, opt)
     entry = OptimizerStepEntry(check=check, guard_source="\n".join(f"# {line}" for line in lines), fetch=fetch,
                                **fields)
     entry.opt_ref, entry.key, entry.lrs, entry.warn, entry.guard_lines = opt_ref, key, lrs, False, lines
+    entry.static_scalars = static if inputs else [(g, i, v) for g, floats in enumerate(snap.scalars)
+                                                  for i, v in enumerate(floats)] if key is not None else []
     entry.form = plan.form if plan is not None else None
     return entry
 
@@ -317,7 +377,22 @@ def _layout(opt: Any, rule: OptimizerRule, snap: Snapshot) -> tuple[list, str | 
 def _trace(opt: Any, rule: OptimizerRule, snap: Snapshot, layout: list, form: str,
            dynamic_lr: bool) -> tuple[torch.fx.GraphModule, list, Plan]:
     """The update of every group traced in ``form``: ``(graph, example inputs, plan)``. ``lr`` is an input where
-    ``dynamic_lr`` and the form takes it (raises ValueError where a branch of torch's code read its value)."""
+    ``dynamic_lr`` and the form takes it (raises ValueError where a branch of torch's code read its value); in
+    the eager form the other float hyperparameters are inputs too, but those torch's code branches on
+    (``if weight_decay != 0``), which are traced again as constants."""
+    scalar_inputs = {(g, i) for g, floats in enumerate(snap.scalars) for i in range(len(floats))} \
+        if form == "eager" else set()
+    while True:
+        traced, guarded = _trace_once(opt, rule, snap, layout, form, dynamic_lr, tuple(sorted(scalar_inputs)))
+        if guarded is None:
+            return traced
+        scalar_inputs -= guarded
+
+
+def _trace_once(opt: Any, rule: OptimizerRule, snap: Snapshot, layout: list, form: str, dynamic_lr: bool,
+                scalar_inputs: tuple) -> tuple[tuple | None, set | None]:
+    """One trace for :func:`_trace`: ``(traced, None)``, or ``(None, guarded)`` where torch's code branched on
+    the float inputs ``guarded`` (``(group, position)``)."""
     groups = list(opt.param_groups)
     tensors = snap.tensors()
     lr_dtype = None
@@ -325,10 +400,16 @@ def _trace(opt: Any, rule: OptimizerRule, snap: Snapshot, layout: list, form: st
         lr_dtype = torch.float64 if form == "eager" else torch.float32
     mode = compat.optimizer_fake_mode()
     lr_inputs = []
+    lr_symbols = set()
     if lr_dtype is torch.float64:  # faked first: its fake's .item() is a SymFloat of the mode's ShapeEnv
-        lr_inputs = [compat.symbolic_float(mode, lr, f"param_groups[{i}]['lr']")[0] for i, lr in enumerate(snap.lrs)]
+        made = [compat.symbolic_float(mode, lr, f"param_groups[{i}]['lr']") for i, lr in enumerate(snap.lrs)]
+        lr_inputs = [tensor for tensor, _, _ in made]
+        lr_symbols = {compat.symbol_name(sym) for _, _, sym in made}
     elif lr_dtype is not None:
         lr_inputs = [torch.tensor(lr, dtype=lr_dtype) for lr in snap.lrs]
+    scalar_fakes = [compat.symbolic_float(mode, snap.scalars[g][i], f"param_groups[{g}] float {i}")
+                    for g, i in scalar_inputs]
+    by_symbol = {compat.symbol_name(sym): where for (_, _, sym), where in zip(scalar_fakes, scalar_inputs)}
     created: list = []
     param_at = 0
     for (lengths, _, nones), group in zip(layout, groups):
@@ -351,7 +432,9 @@ def _trace(opt: Any, rule: OptimizerRule, snap: Snapshot, layout: list, form: st
             else:
                 lr_input = flat[len(tensors) + gi]
                 lr = lr_input.item() if lr_dtype is torch.float64 else lr_input
-            rule.update(tuple(lists), group, foreach, lr, form)
+            mine = {i: flat[len(tensors) + len(lr_inputs) + k].item()
+                    for k, (g, i) in enumerate(scalar_inputs) if g == gi}
+            rule.update(tuple(lists), _with_scalars(group, snap.key[gi][1], mine), foreach, lr, form)
             for p in nones:
                 li, j = _locate(lengths, p)
                 if lists[li][j] is None:
@@ -359,13 +442,33 @@ def _trace(opt: Any, rule: OptimizerRule, snap: Snapshot, layout: list, form: st
                 outputs.append(lists[li][j])
         return tuple(outputs)
 
-    examples = tensors + lr_inputs
+    examples = tensors + lr_inputs + [tensor for tensor, _, _ in scalar_fakes]
     gm = compat.trace_aten(update, examples, mode=mode, compiling=form == "tensor")
-    if compat.symbol_guards(mode):
+    guarded = compat.guarded_symbols(mode)
+    if guarded & lr_symbols:
         raise ValueError("torch's update branched on the value of lr")
+    if guarded:
+        return None, {by_symbol[name] for name in guarded if name in by_symbol} or set(scalar_inputs)
     if form == "eager":  # eager's own calls, as eager makes them (the tensor form goes to AOTAutograd as ATen)
         compat.public_calls(gm)
-    return gm, examples, Plan(form, lr_dtype, tuple(created))
+    return (gm, examples, Plan(form, lr_dtype, tuple(created), scalar_inputs)), None
+
+
+def _with_scalars(group: dict, hyper: tuple, inputs: dict) -> dict:
+    """``group`` with the float hyperparameters at the positions of ``inputs`` (see :func:`scalar_names`)
+    replaced by their SymFloats."""
+    if not inputs:
+        return group
+    group = dict(group)
+    at = 0
+    for k, v in hyper:
+        if v is float:
+            group[k] = inputs.get(at, group[k])
+            at += 1
+        elif v == _FLOAT_PAIR:
+            group[k] = (inputs.get(at, group[k][0]), inputs.get(at + 1, group[k][1]))
+            at += 2
+    return group
 
 
 def _locate(lengths: tuple, p: int) -> tuple[int, int]:

@@ -381,8 +381,9 @@ def test_fullgraph_captures_every_step(name):
 
 
 def test_explain_shows_the_optimizer_guards():
-    """``explain`` lists what an optimizer entry checks, readable: the optimizer, each hyperparameter by value,
-    ``lr`` as an input, and every tensor by list and position."""
+    """``explain`` lists what an optimizer entry checks, readable: the optimizer, each hyperparameter by value
+    (``weight_decay``: torch's AdamW branches on it) or as an input (``lr``, ``eps``), and every tensor by list
+    and position."""
     eager, comp = Side(OPTIMIZERS["adamw"], lambda s: s), Side(OPTIMIZERS["adamw"], stillframe.explain)
     for i in range(2):
         for side in (eager, comp):
@@ -391,8 +392,8 @@ def test_explain_shows_the_optimizer_guards():
     assert_same(eager, comp, True, "after 2 explained steps")
     text = report.format(code=False)
     assert "1 graph, 0 graph breaks" in text
-    for line in ("L['self'] is AdamW optimizer", "param_groups[0]['betas'] == (0.9, 0.999)",
-                 "param_groups[0]['weight_decay'] == 0.01",
+    for line in ("L['self'] is AdamW optimizer", "param_groups[0]['weight_decay'] == 0.01",
+                 "param_groups[0]['eps'] is a float (any value: a graph input)",
                  "param_groups[0]['lr'] is a float (any value: a graph input)",
                  "param_groups[0] params_with_grad[0]: Parameter(dtype=torch.float32, device=cpu, shape=(16, 8), "
                  "stride=(8, 1), requires_grad=True)",

@@ -617,6 +617,23 @@ def guarded_symbols(mode: FakeTensorMode) -> set[str]:
     return {str(s) for guard in mode.shape_env.guards for s in guard.expr.free_symbols}
 
 
+def guard_function(mode: FakeTensorMode, names: list[str]) -> tuple[Callable | None, list[str]]:
+    """The guards of ``mode``'s ShapeEnv as one Python function of the values of the symbols ``names``
+    (``zf0``, ...: True where every guard holds, as TorchDynamo checks its float guards), and their text; ``None``
+    for the function where a guard reads another symbol or cannot be made a function."""
+    import sympy
+
+    exprs = [guard.expr for guard in mode.shape_env.guards]
+    symbols = {str(s): s for expr in exprs for s in expr.free_symbols}
+    if not set(symbols) <= set(names):
+        return None, []
+    try:
+        check = sympy.lambdify([symbols.get(name, sympy.Dummy()) for name in names], sympy.And(*exprs), "math")
+        return check, [str(expr) for expr in exprs]
+    except Exception:  # a function of torch's sympy with no Python form
+        return None, []
+
+
 def symbol_name(sym: Any) -> str:
     """The name of the symbol a SymFloat of :func:`symbolic_float` stands for (``zf0``)."""
     return str(sym.node.expr)

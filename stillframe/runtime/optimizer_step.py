@@ -233,6 +233,8 @@ class Plan:
     lr_dtype: torch.dtype | None
     created: tuple
     scalar_inputs: tuple = ()  # (group, position) of the float hyperparameters that are graph inputs (float64)
+    scalar_check: Callable | None = None  # the ShapeEnv's guards on them: a function of their values
+    scalar_guards: tuple = ()  # those guards, readable
 
 
 class OptimizerStepEntry(CacheEntry):
@@ -296,6 +298,7 @@ def guard_lines(rule: OptimizerRule, snap: Snapshot, plan: Plan | None, opt: Any
                              f"device={t.device}, shape={tuple(t.shape)}, stride={t.stride()}, "
                              f"requires_grad={t.requires_grad})")
         at += sum(lengths)
+    lines.extend(plan.scalar_guards if plan is not None else ())
     lines.append("no two of these tensors share storage")
     return tuple(lines)
 
@@ -317,7 +320,21 @@ def _entry(opt: Any, rule: OptimizerRule, snap: Snapshot, plan: Plan | None, **f
             return live.refused is not None
         return live.refused is None and live.key == key and (lrs is None or live.lrs == lrs) \
             and (scalars_keyed is None or live.scalars == scalars_keyed) \
-            and all(live.scalars[g][i] == v for g, i, v in static) and tensors_match(live.live)
+            and all(live.scalars[g][i] == v for g, i, v in static) and scalars_hold(live) \
+            and tensors_match(live.live)
+
+    scalar_check = plan.scalar_check if plan is not None else None
+    held: list = [None]  # the input floats the guards last held for
+
+    def scalars_hold(live: Snapshot) -> bool:
+        if scalar_check is None:
+            return True
+        values = tuple(live.scalars[g][i] for g, i in inputs)
+        if values != held[0]:
+            if not scalar_check(*values):
+                return False
+            held[0] = values
+        return True
 
     lr_dtype = plan.lr_dtype if plan is not None else None
     inputs = plan.scalar_inputs if plan is not None else ()
@@ -386,6 +403,8 @@ def _trace(opt: Any, rule: OptimizerRule, snap: Snapshot, layout: list, form: st
         traced, guarded = _trace_once(opt, rule, snap, layout, form, dynamic_lr, tuple(sorted(scalar_inputs)))
         if guarded is None:
             return traced
+        if not guarded & scalar_inputs:
+            raise ValueError("torch's update branched on a value that is not an input")
         scalar_inputs -= guarded
 
 
@@ -447,11 +466,30 @@ def _trace_once(opt: Any, rule: OptimizerRule, snap: Snapshot, layout: list, for
     guarded = compat.guarded_symbols(mode)
     if guarded & lr_symbols:
         raise ValueError("torch's update branched on the value of lr")
-    if guarded:
-        return None, {by_symbol[name] for name in guarded if name in by_symbol} or set(scalar_inputs)
+    check, texts = None, []
+    if guarded:  # a branch on a float input (torch's pow asks `beta1 >= 0`): checked per call, as TorchDynamo
+        names = [compat.symbol_name(sym) for _, _, sym in scalar_fakes]
+        check, texts = compat.guard_function(mode, names)
+        if check is None:
+            return None, {by_symbol[name] for name in guarded if name in by_symbol} or set(scalar_inputs)
+        texts = [_readable(text, names, scalar_inputs, snap) for text in texts]
     if form == "eager":  # eager's own calls, as eager makes them (the tensor form goes to AOTAutograd as ATen)
         compat.public_calls(gm)
-    return (gm, examples, Plan(form, lr_dtype, tuple(created), scalar_inputs)), None
+    return (gm, examples, Plan(form, lr_dtype, tuple(created), scalar_inputs, check, tuple(texts))), None
+
+
+def _readable(text: str, names: list, scalar_inputs: tuple, snap: Snapshot) -> str:
+    """A ShapeEnv guard over the float inputs (``zf3 >= 0.0``) in the user's names."""
+    for name, (g, i) in sorted(zip(names, scalar_inputs), key=lambda item: -len(item[0])):
+        text = text.replace(name, f"param_groups[{g}]{_scalar_path(snap.key[g][1], i)}")
+    return text
+
+
+def _scalar_path(hyper: tuple, position: int) -> str:
+    """Where float hyperparameter ``position`` of a group sits: ``['betas'][0]``, ``['eps']``."""
+    name = scalar_names(hyper)[position]
+    key, _, index = name.partition("[")
+    return f"[{key!r}]" + (f"[{index}" if index else "")
 
 
 def _with_scalars(group: dict, hyper: tuple, inputs: dict) -> dict:

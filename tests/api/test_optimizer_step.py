@@ -35,6 +35,8 @@ SCHEDULERS = {
     "step": lambda opt: torch.optim.lr_scheduler.StepLR(opt, step_size=4, gamma=0.5),
     "lambda": lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1 / (1 + i)),  # a new lr every step
     "cosine": lambda opt: torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=20),
+    # lr and betas[0] (Adam) or momentum (SGD) change every step
+    "one_cycle": lambda opt: torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=21),
 }
 EXACT = {"sgd_momentum", "sgd_nesterov", "sgd_plain"}
 
@@ -326,10 +328,11 @@ def test_in_a_compiled_training_step_the_sgd_update_is_its_own_graph(name):
             assert_same(eager, comp, True, f"after step {i}")
     update_graphs = [gm for gm in graphs if any(n.op == "call_method" and n.target in ("add_", "mul_")
                                                 for n in gm.graph.nodes)]  # the update, in place on its inputs
-    if name.startswith("sgd"):  # the first step (creates the momentum buffers: 2 lists of 4 tensors, lr), the rest
+    if name.startswith("sgd"):  # the first step (creates the momentum buffers: 2 lists of 4 tensors), the rest
         assert len(update_graphs) == 2
         inputs = [len([n for n in gm.graph.nodes if n.op == "placeholder"]) for gm in update_graphs]
-        assert inputs == [2 * 4 + 1, 3 * 4 + 1]
+        floats = inputs[0] - 2 * 4  # lr, momentum, dampening, weight_decay where they are floats
+        assert floats >= 1 and inputs == [2 * 4 + floats, 3 * 4 + floats]
     else:
         assert update_graphs == []
 
@@ -381,9 +384,9 @@ def test_fullgraph_captures_every_step(name):
 
 
 def test_explain_shows_the_optimizer_guards():
-    """``explain`` lists what an optimizer entry checks, readable: the optimizer, each hyperparameter by value
-    (``weight_decay``: torch's AdamW branches on it) or as an input (``lr``, ``eps``), and every tensor by list
-    and position."""
+    """``explain`` lists what an optimizer entry checks, readable: the optimizer, each hyperparameter by value or
+    as an input (the floats), the conditions torch's update put on those inputs (``weight_decay != 0``: AdamW
+    branches on it), and every tensor by list and position."""
     eager, comp = Side(OPTIMIZERS["adamw"], lambda s: s), Side(OPTIMIZERS["adamw"], stillframe.explain)
     for i in range(2):
         for side in (eager, comp):
@@ -392,8 +395,10 @@ def test_explain_shows_the_optimizer_guards():
     assert_same(eager, comp, True, "after 2 explained steps")
     text = report.format(code=False)
     assert "1 graph, 0 graph breaks" in text
-    for line in ("L['self'] is AdamW optimizer", "param_groups[0]['weight_decay'] == 0.01",
+    for line in ("L['self'] is AdamW optimizer", "param_groups[0]['amsgrad'] == False",
                  "param_groups[0]['eps'] is a float (any value: a graph input)",
+                 "param_groups[0]['betas'][0] is a float (any value: a graph input)",
+                 "Ne(param_groups[0]['weight_decay'], 0.0)", "param_groups[0]['betas'][1] >= 0.0",
                  "param_groups[0]['lr'] is a float (any value: a graph input)",
                  "param_groups[0] params_with_grad[0]: Parameter(dtype=torch.float32, device=cpu, shape=(16, 8), "
                  "stride=(8, 1), requires_grad=True)",
@@ -438,3 +443,18 @@ def test_params_that_come_to_share_storage_run_for_real():
             side.backward(5)
             side.step()
     assert_same(eager, comp, True, "after the step with shared storage")
+
+
+def test_a_hyperparameter_torch_branches_on_is_checked():
+    """``weight_decay`` is a graph input, with the condition torch's update put on it (``weight_decay != 0``):
+    another nonzero value reuses the graph; 0 takes the other branch, a new graph; every step bit for bit
+    eager's."""
+    eager, comp = Side(OPTIMIZERS["adamw"], lambda s: s), \
+        Side(OPTIMIZERS["adamw"], lambda s: stillframe.compile(s, backend="eager"))
+    for i, wd in enumerate([0.01, 0.02, 0.0, 0.0, 0.03]):
+        for side in (eager, comp):
+            side.opt.param_groups[0]["weight_decay"] = wd
+            side.backward(i)
+            side.step()
+        assert_same(eager, comp, True, f"after step {i} (weight_decay={wd})")
+    assert stillframe.counters["graphs"] == 2

@@ -486,6 +486,27 @@ def shape_guard_exprs(mode: FakeTensorMode, fakes: list) -> list[str]:
     return list(env.produce_guards(fakes, [_NamedSource(f"___t{i}") for i in range(len(fakes))]))
 
 
+def active_dispatch_modes() -> list[str]:
+    """The class names of the modes on torch's dispatch-mode stack (``[]`` in eager code)."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    return [type(m).__name__ for m in _get_current_dispatch_mode_stack()]
+
+
+def pop_dispatch_modes() -> list[str]:
+    """Leave torch's dispatch-mode stack empty, returning the class names of the modes that were on it.
+
+    Eager code runs with no mode active; one left there (a ``FakeTensorMode`` a compiler entered and an
+    exception skipped the exit of) turns every later tensor op of the process fake. The fuzzer checks this
+    after each program (``torch.utils._python_dispatch``'s mode stack)."""
+    from torch.utils._python_dispatch import _pop_mode
+
+    names = active_dispatch_modes()
+    for _ in names:
+        _pop_mode()
+    return names
+
+
 def python_dispatcher() -> Any:
     """A context in which ops dispatch through torch's Python dispatcher (``torch._dispatch.python``), as
     torch.compile propagates every op of a trace. With symbolic sizes it matters: a C++ kernel that reads a

@@ -486,6 +486,40 @@ def shape_guard_exprs(mode: FakeTensorMode, fakes: list) -> list[str]:
     return list(env.produce_guards(fakes, [_NamedSource(f"___t{i}") for i in range(len(fakes))]))
 
 
+@contextlib.contextmanager
+def torch_compile_counted(flags: dict | None = None) -> Iterator[dict]:
+    """Count what torch.compile does inside the block: on exit the yielded dict holds ``graphs`` (Dynamo's
+    ``unique_graphs``) and ``recompiles`` (records of its ``recompiles`` log artifact, one per recompiled
+    frame). Dynamo's caches are reset before and after; ``flags`` patch ``torch._dynamo.config`` inside."""
+    import logging
+
+    from torch._dynamo.utils import counters
+
+    class _Count(logging.Handler):
+        def __init__(self):
+            super().__init__()
+            self.count = 0
+
+        def emit(self, record):
+            self.count += 1
+
+    torch._dynamo.reset()
+    counters.clear()
+    handler = _Count()
+    logger = logging.getLogger("torch._dynamo.guards.__recompiles")
+    torch._logging.set_logs(recompiles=True)
+    logger.addHandler(handler)
+    result: dict = {}
+    try:
+        with torch._dynamo.config.patch(**(flags or {})):
+            yield result
+    finally:
+        result.update(graphs=counters["stats"]["unique_graphs"], recompiles=handler.count)
+        logger.removeHandler(handler)
+        torch._logging.set_logs()
+        torch._dynamo.reset()
+
+
 def active_dispatch_modes() -> list[str]:
     """The class names of the modes on torch's dispatch-mode stack (``[]`` in eager code)."""
     from torch.utils._python_dispatch import _get_current_dispatch_mode_stack

@@ -112,7 +112,20 @@ class StateCodegen:
                 tx.unsupported("hidden_base", "the base of an input view is needed outside the graph")
             self.output_index[var.tid] = len(self.output_nodes)
             self.output_nodes.append(entry.node)
-        return f"___out[{self.output_index[var.tid]}]"
+        out = f"___out[{self.output_index[var.tid]}]"
+        if self._stale(var):  # a backend's output view has a grad_fn; the view eager has here has none yet
+            return self._once(("stale view", var.tid), f"{self.gen.const(compat.stale_view)}({out}._base, "
+                              f"{out}.shape, {out}.stride(), {out}.storage_offset())", lambda name: "pass")
+        return out
+
+    def _stale(self, var: TensorVariable) -> bool:
+        """Whether ``var`` is a view that autograd treats as a leaf (:func:`compat.is_stale_view`), which no
+        backend returns (a graph's output views are made after the graph's in-place ops)."""
+        entry = self.tracer.tensor(var)
+        if not entry.meta.grad_fn_pending:
+            return False
+        with self.tracer.fake_context():
+            return compat.is_stale_view(entry.fake)
 
     def _callable(self, fn: Any) -> str:
         if isinstance(fn, NestedFunctionVariable):

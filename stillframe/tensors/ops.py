@@ -196,12 +196,13 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     if mutated:
         _refuse_write_beside_data(tx, mutated)
         roots, views = tx.alias_group({v.tid for v in mutated})
+        stale = {tid for tid in views if _stale_view(tx, tid)}
         with tx.fake_mode:
             for tid in roots:
                 fresh[tid] = fresh_base(tx.state.heap[tid].meta)
             for tid in views:
                 meta = tx.state.heap[tid].meta
-                fresh[tid] = fresh_view(fresh[meta.base], meta)
+                fresh[tid] = fresh_view(fresh[meta.base], meta, tid in stale)
     if mutated and _overlapping_write(tx, mutated, args, kwargs):
         refused = _probe_overlap(tx, kind, target, args, kwargs)
         if refused is not None:
@@ -287,6 +288,22 @@ def _as_prologue(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> 
     plain_kwargs = {k: _as_const(v) for k, v in kwargs.items()}
     tx.state = tx.state.replace(prologue=tx.state.prologue.append((entry.source, target, plain, plain_kwargs)))
     return entry.node
+
+
+def _stale_view(tx: Any, tid: int) -> bool:
+    """Whether view ``tid`` is stale (:func:`compat.is_stale_view`: eager refuses in-place ops on it as on a leaf
+    that requires grad), asked of its fake, whose autograd state follows eager's. A graph input's fake is made
+    stale when the live view is, and a guard keeps the answer (asking the live view each call costs a failed
+    op, so only a plan whose in-place op depends on it asks)."""
+    entry = tx.state.heap[tid]
+    live = tx.input_values.get(tid) if entry.source is not None else None
+    if live is not None and compat.grad_fn_made_on_read(live):
+        stale = compat.is_stale_view(live)
+        tx.add_guard(Guard(entry.source, "STALE_VIEW", stale))
+    if not entry.meta.grad_fn_pending:
+        return False
+    with tx.fake_context():
+        return compat.is_stale_view(entry.fake)
 
 
 def _overlapping_write(tx: Any, mutated: list, args: tuple, kwargs: dict) -> bool:

@@ -24,6 +24,7 @@ import itertools
 import math
 import operator
 import types
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -364,7 +365,14 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
                        "through an object stillframe cannot name)")
     if type(value) not in (torch.Tensor, torch.nn.Parameter) and not isinstance(value, torch.nn.parameter.Buffer):
         tx.unsupported("tensor_subclass", f"tensor subclass {type(value).__name__} is not supported")
-    fake = _fake_input(tx, value, source)
+    stale = compat.is_stale_view(value)  # before anything asks for its grad_fn, which would end that state
+    if stale:  # fakeified through a stand-in with its geometry (fakeifying reads is_leaf), then made stale
+        fake = _fake_input(tx, compat.stale_view(value._base, value.shape, value.stride(), value.storage_offset()),
+                           source)
+        with tx.fake_mode:
+            fake = compat.stale_view(fake._base, fake.shape, fake.stride(), fake.storage_offset())
+    else:
+        fake = _fake_input(tx, value, source)
     existing = tx.tid_of_fake(fake)
     node = tx.graph.placeholder(source.name, fake)  # the fake: a graph must not keep the real input alive
     if existing is not None:  # a hidden base (seen as the base of a view) now read directly
@@ -373,6 +381,9 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
         var = TensorVariable(existing)
     else:
         var = tx.new_tensor(fake, node, source)
+    if stale:
+        entry = tx.state.heap[var.tid]
+        tx.heap_set(var.tid, replace(entry, meta=replace(entry.meta, grad_fn_pending=True)))
     tx.state = tx.state.replace(memo=tx.state.memo.set(key, var),
                                 inputs=tx.state.inputs.append((source, var.tid)))
     tx.input_values[var.tid] = value

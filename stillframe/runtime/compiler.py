@@ -24,7 +24,7 @@ import torch
 from .. import compat
 from ..bytecode.reader import read
 from ..config import config
-from ..errors import GraphBreak, GraphBreakKind, RetraceSymbolic, Unsupported, UserLocation
+from ..errors import GraphBreak, GraphBreakKind, RetraceSavedTensor, RetraceSymbolic, Unsupported, UserLocation
 from ..tensors.effects import runs_for_real
 from ..guards.guard import Guard, GuardCodegen, aliasing_pattern, compile_guards, tensor_examples
 from ..guards.source import (
@@ -178,15 +178,20 @@ def compile_frame(fn: types.FunctionType, L: dict, G: dict, F: Any, backend: Cal
 def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any, backend: Callable,
                      fullgraph: bool, fn: Any = None, shapes: ShapePolicy | None = None) -> TraceOutcome:
     """:func:`compile_segment` on a fresh tracer; when a generator stepped by ``next()`` is still suspended
-    at the graph break (no real generator can stand for it), trace again draining generators at once. A static
+    at the graph break (no real generator can stand for it), trace again draining generators at once. A trace
+    that writes in place a tensor saved for backward is traced again with the saving calls run for real. A static
     trace that meets a dimension the shape policy makes dynamic is traced again with a ShapeEnv; a backend that
     fails on higher-order ops gets the frame again with those ops as graph breaks."""
     rejected: set[str] = set()
+    run_for_real: set = set()  # calls saving for backward a tensor written in place later (tensors/saved.py)
     while True:
         tracer = make_tracer()
         tracer.uncaptured_ops = frozenset(rejected)
+        tracer.run_for_real = frozenset(run_for_real)
         try:
             return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
+        except RetraceSavedTensor as e:
+            run_for_real |= e.locations
         except RetraceSymbolic as e:
             if shapes is None or shapes.symbolic:
                 raise InternalError(f"a symbolic trace asked to be traced symbolically again: {e}") from None
@@ -205,10 +210,15 @@ def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any
             if e.graph_break.kind is not GraphBreakKind.SUSPENDED_GENERATOR:
                 raise
             break
-    tracer = make_tracer()
-    tracer.lazy_generators = False
-    tracer.uncaptured_ops = frozenset(rejected)
-    return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
+    while True:
+        tracer = make_tracer()
+        tracer.lazy_generators = False
+        tracer.uncaptured_ops = frozenset(rejected)
+        tracer.run_for_real = frozenset(run_for_real)
+        try:
+            return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
+        except RetraceSavedTensor as e:
+            run_for_real |= e.locations
 
 
 class BackendSpecializedFloats(Exception):

@@ -101,6 +101,11 @@ class Tracer:
         self.keepalive: list[Any] = []  # objects whose id() a guard checks stay alive while tracing
         self.input_nodes: dict[int, Any] = {}  # tid -> placeholder node (for finishing the graph)
         self.uncaptured_ops: frozenset = frozenset()  # higher-order ops the backend failed on: graph breaks
+        # tensors saved for backward (tensors/saved.py): the calls that run for real ((code, instruction index)),
+        # (fakes saved, call) per traced call that saved some, (fake, fake) pairs sharing a version counter
+        self.run_for_real: frozenset = frozenset()
+        self.saved_for_backward: list[tuple[tuple, tuple]] = []
+        self.shared_versions: list[tuple[Any, Any]] = []
         self.shapes: Any = None  # which input dimensions are symbolic (runtime.shapes.ShapePolicy); None: static
         # (source, fake or SymInt) of each symbolic graph input as it entered, rolled-back ones included: the
         # ShapeEnv's guards may name their symbols (DESIGN invariant 5: never the fake an in-place op changed)

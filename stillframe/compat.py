@@ -567,6 +567,11 @@ _DEFAULT_VIEW = torch._C._autograd.CreationMeta.DEFAULT
 _LEAF_IN_PLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 
 
+def view_made_in_grad_mode(t: torch.Tensor) -> bool:
+    """Whether view ``t`` was made with grad mode on (autograd then allows in-place ops on it in grad mode)."""
+    return torch._C._autograd._get_creation_meta(t) != torch._C._autograd.CreationMeta.NO_GRAD_MODE
+
+
 def grad_fn_made_on_read(t: torch.Tensor) -> bool:
     """Whether reading ``t.is_leaf`` or ``t.grad_fn`` may make ``t``'s grad_fn: ``t`` is a view (made in grad
     mode) whose base requires grad, and autograd makes a view's grad_fn lazily, when it is asked for. Such a
@@ -589,9 +594,15 @@ def made_without_grad_fn(t: torch.Tensor) -> bool:
             and torch._C._autograd._get_creation_meta(t) == _DEFAULT_VIEW and t.grad_fn is None)
 
 
-def is_leaf(t: torch.Tensor) -> bool:
-    """``t.is_leaf`` without making a view's grad_fn (:func:`autograd_flags`)."""
-    return False if grad_fn_made_on_read(t) else t.is_leaf
+def is_leaf(t: torch.Tensor) -> bool | None:
+    """``t.is_leaf`` without making a view's grad_fn (:func:`autograd_flags`); ``None`` where reading it raises
+    (a view made under ``no_grad`` whose base was written in place since)."""
+    if grad_fn_made_on_read(t):
+        return False
+    try:
+        return t.is_leaf
+    except RuntimeError:
+        return None
 
 
 def is_stale_view(t: torch.Tensor) -> bool:
@@ -618,6 +629,16 @@ def stale_view(base: torch.Tensor, shape: Any, stride: Any, offset: Any) -> torc
     grad_fn although ``base`` requires grad), then marked as made in grad mode, and made at another version of
     the storage than the current one (the version counter is set back right after, so nothing saved for
     backward sees a change), so that asking for its grad_fn makes one, as for the view it stands for."""
+    view = no_grad_view_before_write(base, shape, stride, offset)
+    torch._C._autograd._set_creation_meta(view, _DEFAULT_VIEW)
+    return view
+
+
+def no_grad_view_before_write(base: torch.Tensor, shape: Any, stride: Any, offset: Any) -> torch.Tensor:
+    """A view of ``base`` with this geometry made under ``no_grad`` at another version of the storage than the
+    current one (the version counter is set back right after, so nothing saved for backward sees a change):
+    as a view made under ``no_grad`` before a write to its base, reading its ``grad_fn`` or ``is_leaf`` raises
+    where the base requires grad."""
     version = base._version
     torch._C._autograd._unsafe_set_version_counter((base,), (version + 1,))
     try:
@@ -625,7 +646,6 @@ def stale_view(base: torch.Tensor, shape: Any, stride: Any, offset: Any) -> torc
             view = base.as_strided(shape, stride, offset)
     finally:
         torch._C._autograd._unsafe_set_version_counter((base,), (version,))
-    torch._C._autograd._set_creation_meta(view, _DEFAULT_VIEW)
     return view
 
 

@@ -23,7 +23,7 @@ TENSOR_VIEW_PROPERTIES = {"T", "mT", "H", "mH", "real", "imag"}
 
 def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
     meta = tx.tensor(var).meta
-    if meta.autograd_error is not None and name in ("requires_grad", "is_leaf", "grad_fn"):
+    if meta.autograd_error is not None and name in ("is_leaf", "grad_fn"):
         tx.user_error(RuntimeError(meta.autograd_error))
     if name in ("shape",):
         return shape_of(tx, tx.tensor(var))

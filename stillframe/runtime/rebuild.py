@@ -106,6 +106,14 @@ class StateCodegen:
         tx = self.tracer
         if var.tid in self.input_position:
             return f"___in[{self.input_position[var.tid]}]"  # the very object fetched, as eager returns it
+        meta = tx.tensor(var).meta
+        if meta.autograd_error is not None and meta.base is not None and tx.state.heap[meta.base].node is not None \
+                and all(type(n) is int for n in (*meta.shape, *meta.stride, meta.storage_offset)):
+            # a view made under no_grad whose base was written since: reading its autograd metadata raises, so no
+            # backend returns it (AOTAutograd fails); it is made again from its base, in that state
+            base = self._tensor(TensorVariable(meta.base))
+            return self._once(("no_grad view", var.tid), f"{self.gen.const(compat.no_grad_view_before_write)}("
+                              f"{base}, {meta.shape!r}, {meta.stride!r}, {meta.storage_offset!r})", lambda name: "pass")
         if var.tid not in self.output_index:
             entry = tx.tensor(var)
             if entry.node is None:

@@ -72,8 +72,8 @@ class TensorMeta:
             requires_grad, is_leaf, has_grad_fn = compat.autograd_flags(t)
             pending = compat.made_without_grad_fn(t)
             error = None
-        except RuntimeError as e:
-            requires_grad = is_leaf = has_grad_fn = None
+        except RuntimeError as e:  # (requires_grad alone still reads)
+            requires_grad, is_leaf, has_grad_fn = t.requires_grad, None, None
             pending = False
             error = str(e)
         return TensorMeta(

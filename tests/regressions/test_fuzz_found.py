@@ -433,3 +433,45 @@ def f(x, y, w, k):
     return {'t1': t1, 'k': k}
 '''):
         assert_like_eager(program(text, n=3, x_rg=True, ks=(2, 3, 3)), compiler_for("stillframe", "aot_eager"))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_leaf_whose_grad_no_longer_has_its_shape(backend):
+    # fuzz 22:730: after a backward filled w.grad (shape (n,)), w.unsqueeze_(0) under no_grad (eager allows it);
+    # the resumed trace fakeified t1 = w[0], whose base w carries that .grad: torch's fakeification copies .grad
+    # and refused ("attempting to assign a gradient of size '[2]' to a tensor of size '[1, 2]'"), and the rest
+    # of f ran instruction by instruction with a warning. A stand-in leaf without the .grad is fakeified now
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t1 = w[0]
+    torch.autograd.backward([t1.sum()], retain_graph=True)
+    with torch.no_grad():
+        w.unsqueeze_(0)
+    if bool((w > 0).any()):
+        pass
+    return (x, t1, y, w.grad)
+''', n=2, x_rg=False, ks=(2, 2, 2)), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_view_made_under_no_grad_whose_base_was_written(backend):
+    # fuzz 22:5263: t1 = x.unsqueeze(0) under no_grad, then t1[1:] += t1 (an overlapping write: it runs for
+    # real); the resumed trace fakeified t1, whose is_leaf raises "A view was created in no_grad mode and its
+    # base or another view of its base has been modified inplace with grad mode enabled" (eager never reads
+    # it), and the rest of f ran instruction by instruction with a warning. Reading requires_grad is allowed
+    # (True), reading is_leaf raises eager's error inside the try
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    with torch.no_grad():
+        t1 = x.unsqueeze(0)
+        try:
+            t1[1:] += t1
+        except (RuntimeError, ValueError, IndexError, KeyError) as e4:
+            pass
+    OUT.append(t1.requires_grad)
+    try:
+        OUT.append(t1.is_leaf)
+    except RuntimeError as e:
+        OUT.append(str(e)[:40])
+    return t1 * 2
+''', n=3, x_rg=True, ks=(2, 2, 1)), compiler_for("stillframe", backend))

@@ -187,6 +187,11 @@ def resolve_backend(backend: Any, mode: str | None, options: dict | None, dynami
     return torch._TorchCompileWrapper(backend, mode, options, dynamic)
 
 
+def is_eager_backend(backend: Any) -> bool:
+    """Whether ``backend`` (from :func:`resolve_backend`) is torch.compile's ``"eager"``: the graph runs as is."""
+    return getattr(backend, "compiler_name", None) == "eager"
+
+
 def tensor_guards(examples: list, sizes: list | None = None, strides: list | None = None) -> Any:
     """torch's C++ tensor check (TorchDynamo's ``TensorGuards``) for tensors like ``examples``, or ``None``.
 

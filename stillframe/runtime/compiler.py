@@ -45,7 +45,9 @@ from ..rules.attrs import EMPTY_CELLS
 from ..rules.generators import refuse_unclosed
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace.interpreter import Tracer
+from ..tensors import saved as saved_tensors
 from . import live
+from .function_apply import with_checked_function_apply
 from .executors import EXECUTORS
 from .optimizer_step import optimizer_outcome
 from .entry import CacheEntry
@@ -267,6 +269,8 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     try:
         result = tracer.run()
         refuse_unclosed(tracer)
+        if not compat.is_eager_backend(backend):
+            saved_tensors.check_written_inputs(tracer)
         codegen = StateCodegen(tracer)
         if result is not None:
             if tracer.state.autocast and len(tracer.state.autocast) != int(torch.is_autocast_enabled("cpu")):
@@ -344,6 +348,8 @@ def _call_backend(backend: Callable, gm: torch.fx.GraphModule, example_inputs: l
     """``backend(gm, example_inputs)``, which must return a callable; else torch.compile's error for it,
     ``BackendCompilerFailed`` naming the backend and its exception (a fake tensor's refusal is let through:
     torch.compile runs that code eagerly). The error carries ``tracer``: its guards say which calls it covers."""
+    if compat.is_eager_backend(backend):  # it runs the graph as is: a Function's saves must be eager's
+        gm = with_checked_function_apply(gm)
     try:
         compiled = backend(gm, example_inputs)
         if callable(compiled):

@@ -198,7 +198,6 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     if mutated:
         _refuse_write_beside_data(tx, mutated)
         roots, views = tx.alias_group({v.tid for v in mutated})
-        saved.check_write(tx, roots)
         stale = {tid for tid in views if _stale_view(tx, tid)}
         with tx.fake_mode:
             for tid in roots:
@@ -239,6 +238,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     for t, v in zip(watched, versions):
         if t._version != v and not any(t is f for f in fresh.values()):
             raise InternalError(f"{_describe(kind, target)} mutated a tensor stillframe did not know it writes")
+    if any(t._version != v and any(t is f for f in fresh.values()) for t, v in zip(watched, versions)):
+        saved.check_write(tx, roots)  # a write bumps the version counter (requires_grad_, detach_ do not)
     if not mutated and not _contains_tensor(result):
         checker = query_checker(kind, target, bool(tx.state.autocast))
         if checker is not None and not kwargs and all(type(a) is ConstantVariable for a in args):

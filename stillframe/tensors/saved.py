@@ -107,3 +107,21 @@ def _sharing_version(tx: Any, roots: set) -> set:
                 roots |= {a, b}
                 grown = True
     return roots
+
+
+def check_written_inputs(tx: Any) -> None:
+    """At the end of a trace for a backend that functionalizes it (AOTAutograd): a tensor saved for backward
+    that is a graph input written in this graph (or a view of one) is saved as the graph's new value of it, a
+    tensor apart from the input, so a write to the input after the graph would not be seen by backward, where
+    eager's raises. The frame is traced again with those saving calls run for real."""
+    locations = set()
+    for fakes, location in tx.saved_for_backward:
+        for f in fakes:
+            root = _root(tx, tx.tid_of_fake(f))
+            if root is None:
+                continue
+            entry = tx.state.heap[root]
+            if entry.meta.version != 0 and (root in tx.input_values or entry.node is None):
+                locations.add(location)
+    if locations - tx.run_for_real:
+        raise RetraceSavedTensor(frozenset(locations | tx.run_for_real))

@@ -508,3 +508,20 @@ def f(x, y, w, k):
     t13 = h11(y, k)
     return (y, t8)
 ''', n=3, x_rg=True, ks=(2, 2, 1)), compiler_for("stillframe", backend))
+
+
+def test_fuzz_index_out_of_range_message_of_a_tuple_subclass():
+    # fuzz 26:2623: t3.shape[0] on a 0-d tensor, in a closure inside a try: eager's message is "tuple index out
+    # of range" (torch.Size is a tuple); the trace wrote "Size index out of range", and "range index out of
+    # range" where eager says "range object index out of range"
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t3 = torch.stack([w[0], w[0]]).sum(0)
+    for seq in (t3.shape, [1, 2], range(2), (1, 2), x.shape):
+        for key in (5, 'a', 1.5):
+            try:
+                OUT.append(seq[key])
+            except (IndexError, TypeError) as e:
+                OUT.append(repr(e))
+    return t3 * k
+''', ks=(1, 2, 3)))

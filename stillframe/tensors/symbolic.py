@@ -25,6 +25,7 @@ import torch
 
 from .. import compat
 from ..guards.guard import Guard
+from ..guards.source import ScalarOutputSource
 from ..variables.base import ConstantVariable, SymNodeVariable, TupleVariable, VariableTracker
 
 SYM_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
@@ -162,9 +163,30 @@ def specialize(tx: Any, var: SymNodeVariable) -> Any:
     """The Python value of ``var`` for code that needs a constant; the ShapeEnv records the guard that pins it
     (``L['x'].size()[0] == 3``), so the plan is only used where it holds. A value that depends on tensor data
     (an unbacked symbol: ``t.item()`` under ``capture_scalar_outputs``) cannot be guarded: the graph breaks
-    there, as torch.compile breaks it."""
+    there, as torch.compile breaks it; nor is a float a real step read out of a tensor (a
+    ``ScalarOutputSource``): that use breaks the graph too, rather than re-tracing for every new value."""
+    if reads_data(tx, var.value):
+        tx.unsupported("data_dependent", "a float produced at run time (read from a tensor by .item() or float(t), "
+                       "or returned by a call that ran for real) is used in Python code",
+                       ("that step runs for real, so the plan does not depend on the value",))
+    return truth(tx, var) if isinstance(var.value, torch.SymBool) else _evaluate(tx, var, plain)
+
+
+def reads_data(tx: Any, value: Any) -> bool:
+    """Whether ``value`` is computed from a float a real step read out of a tensor (a ``ScalarOutputSource``
+    input: never guarded by value)."""
+    data = {compat.symbol_of(sym) for source, sym, _ in tx.entry_fakes if isinstance(source, ScalarOutputSource)}
+    return bool(data) and bool(data & value.node.expr.free_symbols)
+
+
+def truth(tx: Any, var: VariableTracker) -> bool:
+    """The truth of a SymBool (or constant) result, guarded by the ShapeEnv (``0.0 <= L['lr']``)."""
+    return bool(var.value) if isinstance(var, ConstantVariable) else _evaluate(tx, var, bool)
+
+
+def _evaluate(tx: Any, var: SymNodeVariable, convert: Callable) -> Any:
     try:
-        return plain(var.value) if not isinstance(var.value, torch.SymBool) else bool(var.value)
+        return convert(var.value)
     except compat.GuardOnDataDependentSymNode:
         tx.unsupported("data_dependent", "Python needs the value of a number read from tensor data (an unbacked "
                        "symbol)", ("the graph so far runs, this step runs for real, tracing resumes",))
@@ -271,7 +293,3 @@ def _min_max(tx: Any, fn: Any, args: list) -> VariableTracker:
             best = var
     return best
 
-
-def truth(tx: Any, var: VariableTracker) -> bool:
-    """The truth of a SymBool (or constant) result, guarded by the ShapeEnv."""
-    return bool(var.value) if isinstance(var, ConstantVariable) else bool(specialize(tx, var))

@@ -376,12 +376,14 @@ _NamedSource = _torch_source_class()
 
 
 def fake_symbolic(mode: FakeTensorMode, value: torch.Tensor, dynamic: tuple, name: str,
-                  ranges: dict | None = None) -> Any:
+                  ranges: dict | None = None, base_dynamic: tuple | None = None) -> Any:
     """The fake of ``value`` under ``mode`` with the dimensions flagged in ``dynamic`` symbolic (0/1 sized ones
     stay static, as torch.compile specializes them); ``name`` names it in the ShapeEnv's messages.
 
     ``ranges``: dim -> (min, max) (either may be None) from ``mark_dynamic(..., min=, max=)``: the symbol's
     value range, guarded (``2 <= L['x'].size()[0] <= 16``); a trace that specializes it fails to compile.
+    ``base_dynamic``: for a view, which dimensions of its ``_base`` are symbolic (torch's default, when no
+    context is given for the base, is all of them, as TorchDynamo avoids by giving one).
     """
     from torch.fx.experimental.symbolic_shapes import StrictMinMaxConstraint
     from torch.utils._sympy.numbers import int_oo
@@ -394,7 +396,12 @@ def fake_symbolic(mode: FakeTensorMode, value: torch.Tensor, dynamic: tuple, nam
             constraints[dim] = StrictMinMaxConstraint(
                 vr=ValueRanges(lower=0 if low is None else low, upper=int_oo if high is None else high),
                 warn_only=False)
-    context = StatelessSymbolicContext(dynamic_sizes=dims, constraint_sizes=constraints)
+    base_context = None
+    if value._base is not None:
+        base_context = StatelessSymbolicContext(dynamic_sizes=[
+            DimDynamic.DYNAMIC if d else DimDynamic.STATIC for d in (base_dynamic or (False,) * value._base.dim())])
+    context = StatelessSymbolicContext(dynamic_sizes=dims, constraint_sizes=constraints,
+                                       view_base_context=base_context)
     return mode.from_tensor(value, symbolic_context=context, source=_NamedSource(name))
 
 

@@ -231,14 +231,27 @@ def call(tx: Any, fn: Any, args: list) -> VariableTracker | None:
     if fn is min or fn is max:
         return _min_max(tx, fn, args) if len(args) >= 2 else None
     if fn is round and len(args) in (1, 2):
-        # round(x) is an int: an infinity raises OverflowError; round(x, n) of one is itself
-        return apply(tx, round, tuple(args)) if len(args) == 2 or _within(tx, args[0], FINITE) else None
+        return _round(tx, args)
     if fn is pow and len(args) == 2:
         return apply(tx, operator.pow, tuple(args))
     traced, domain = SYMBOLIC_FUNCTIONS.get(fn, (None, None))
     if traced is None or len(args) != 1 or (domain is not None and not _within(tx, args[0], domain)):
         return None
     return apply(tx, traced, tuple(args))
+
+
+def _round(tx: Any, args: list) -> VariableTracker | None:
+    """``round(x)`` (an int: an infinity raises OverflowError) or ``round(x, n)`` for a constant ``n >= 0``
+    (``SymInt.__round__`` ignores ``n``, right only where ``n >= 0``; a symbolic ``n`` has no symbolic form)."""
+    if len(args) == 2:
+        digits = args[1]
+        if not isinstance(digits, ConstantVariable) or type(digits.value) is not int or digits.value < 0 or \
+                isinstance(args[0], ConstantVariable):
+            return None
+        return args[0] if _kind(args[0]) is int else apply(tx, round, tuple(args))
+    if _kind(args[0]) is int:
+        return args[0]
+    return apply(tx, round, tuple(args)) if _within(tx, args[0], FINITE) else None
 
 
 def _kind(var: VariableTracker) -> type | None:

@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import importlib
 import inspect
+import math
 import types
 from typing import Any, Callable, Iterator
 
@@ -322,6 +323,10 @@ def dynamo_config_default(name: str) -> Any:
 size_checks: tuple = tuple(f for f in (getattr(torch, "_check", None), getattr(torch, "_check_is_size", None)) if f)
 #: ``torch.ops.aten.sym_size.int``: the graph node that reads one (symbolic) size of a tensor.
 sym_size = torch.ops.aten.sym_size.int
+#: ``math.<name>`` -> ``torch._sym_<name>``: the math functions a SymInt / SymFloat computes symbolically (the
+#: ones torch.compile records in its graph instead of specializing).
+sym_math = {getattr(math, name): getattr(torch, f"_sym_{name}") for name in
+            ("sqrt", "cos", "cosh", "sin", "sinh", "tan", "tanh", "asin", "acos", "atan", "log2")}
 
 
 def is_symbolic(value: Any) -> bool:

@@ -132,6 +132,8 @@ def _guard(tx: Any, source: Source | None, kind: str, expected: Any = None) -> N
 
 def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> VariableTracker:
     if isinstance(source, ScalarOutputSource):
+        if tx.shapes is not None and tx.shapes.data_dynamic(source, value):
+            return _symbolic_float(tx, value, source)
         tx.unsupported("data_dependent", "a float produced at run time (read from a tensor by .item() or float(t), "
                        "or returned by a call that ran for real) is used in Python code",
                        ("that step runs for real, so the plan does not depend on the value",))

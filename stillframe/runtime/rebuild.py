@@ -27,7 +27,7 @@ import torch
 from .. import compat
 from ..guards.guard import GuardCodegen
 from ..guards.source import ScalarOutputSource
-from ..tensors.symbolic import plain
+from ..tensors.symbolic import plain, reads_data
 from ..variables.base import (
     AttrsView,
     AutocastExitVariable,
@@ -106,13 +106,34 @@ class StateCodegen:
         tx = self.tracer
         if var.tid in self.input_position:
             return f"___in[{self.input_position[var.tid]}]"  # the very object fetched, as eager returns it
+        meta = tx.tensor(var).meta
+        if meta.autograd_error is not None and meta.base is not None and tx.state.heap[meta.base].node is not None \
+                and all(type(n) is int for n in (*meta.shape, *meta.stride, meta.storage_offset)):
+            # a view made under no_grad whose base was written since: reading its autograd metadata raises, so no
+            # backend returns it (AOTAutograd fails); it is made again from its base, in that state
+            base = self._tensor(TensorVariable(meta.base))
+            return self._once(("no_grad view", var.tid), f"{self.gen.const(compat.no_grad_view_before_write)}("
+                              f"{base}, {meta.shape!r}, {meta.stride!r}, {meta.storage_offset!r})", lambda name: "pass")
         if var.tid not in self.output_index:
             entry = tx.tensor(var)
             if entry.node is None:
                 tx.unsupported("hidden_base", "the base of an input view is needed outside the graph")
             self.output_index[var.tid] = len(self.output_nodes)
             self.output_nodes.append(entry.node)
-        return f"___out[{self.output_index[var.tid]}]"
+        out = f"___out[{self.output_index[var.tid]}]"
+        if self._stale(var):  # a backend's output view has a grad_fn; the view eager has here has none yet
+            return self._once(("stale view", var.tid), f"{self.gen.const(compat.stale_view)}({out}._base, "
+                              f"{out}.shape, {out}.stride(), {out}.storage_offset())", lambda name: "pass")
+        return out
+
+    def _stale(self, var: TensorVariable) -> bool:
+        """Whether ``var`` is a view that autograd treats as a leaf (:func:`compat.is_stale_view`), which no
+        backend returns (a graph's output views are made after the graph's in-place ops)."""
+        entry = self.tracer.tensor(var)
+        if not entry.meta.grad_fn_pending:
+            return False
+        with self.tracer.fake_context():
+            return compat.is_stale_view(entry.fake)
 
     def _callable(self, fn: Any) -> str:
         if isinstance(fn, NestedFunctionVariable):
@@ -217,8 +238,9 @@ class StateCodegen:
             cells = "{" + ", ".join(f"{k!r}: {self.cell(v)}" for k, v in frame.cells.items()) + "}"
             globals_ = "G" if frame.globals_module is None else f"___module_globals({frame.globals_module!r})"
             yields = "None" if frame.yields is None else f"[{self._items(frame.yields)}]"
-            data = frozenset(k for k, v in frame.locals.items()
-                             if isinstance(v, LazyArgument) and isinstance(v.source, ScalarOutputSource))
+            data = frozenset(k for k, v in frame.locals.items()  # floats read from tensor data stay data
+                             if isinstance(v, LazyArgument) and isinstance(v.source, ScalarOutputSource)
+                             or isinstance(v, SymNodeVariable) and reads_data(self.tracer, v.value))
             parts.append(f"{self.gen.const(live.LiveFrame)}({self.gen.const(frame.code)}, {frame.ip}, [{stack}], "
                          f"{locals_}, {cells}, {globals_}, {frame.globals_module!r}, {frame.kw_names!r}, {yields}, "
                          f"{self.gen.const(data)})")
@@ -260,10 +282,11 @@ def _rebuild_tensor(cg: StateCodegen, var: TensorVariable) -> str:
 def _rebuild_symbolic(cg: StateCodegen, var: SymNodeVariable) -> str:
     """A symbolic size is a graph output: the graph computes it from the inputs' sizes. A symbolic bool (a
     comparison of sizes, mostly one a branch already tested) is specialized: the ShapeEnv guards its value; one
-    that depends on tensor data (``t.item() > 0`` under capture_scalar_outputs) cannot be, and is an output."""
+    that depends on tensor data (``t.item() > 0`` under capture_scalar_outputs, or on a float read by a real
+    ``t.item()``) cannot be, and is an output."""
     if not compat.is_symbolic(var.value):
         return repr(plain(var.value))
-    if isinstance(var.value, torch.SymBool):
+    if isinstance(var.value, torch.SymBool) and not reads_data(cg.tracer, var.value):
         try:
             return repr(plain(var.value))
         except compat.GuardOnDataDependentSymNode:

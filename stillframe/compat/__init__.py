@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import importlib
 import inspect
+import math
 import types
 from typing import Any, Callable, Iterator
 
@@ -187,6 +188,11 @@ def resolve_backend(backend: Any, mode: str | None, options: dict | None, dynami
     return torch._TorchCompileWrapper(backend, mode, options, dynamic)
 
 
+def is_eager_backend(backend: Any) -> bool:
+    """Whether ``backend`` (from :func:`resolve_backend`) is torch.compile's ``"eager"``: the graph runs as is."""
+    return getattr(backend, "compiler_name", None) == "eager"
+
+
 def tensor_guards(examples: list, sizes: list | None = None, strides: list | None = None) -> Any:
     """torch's C++ tensor check (TorchDynamo's ``TensorGuards``) for tensors like ``examples``, or ``None``.
 
@@ -317,6 +323,10 @@ def dynamo_config_default(name: str) -> Any:
 size_checks: tuple = tuple(f for f in (getattr(torch, "_check", None), getattr(torch, "_check_is_size", None)) if f)
 #: ``torch.ops.aten.sym_size.int``: the graph node that reads one (symbolic) size of a tensor.
 sym_size = torch.ops.aten.sym_size.int
+#: ``math.<name>`` -> ``torch._sym_<name>``: the math functions a SymInt / SymFloat computes symbolically (the
+#: ones torch.compile records in its graph instead of specializing).
+sym_math = {getattr(math, name): getattr(torch, f"_sym_{name}") for name in
+            ("sqrt", "cos", "cosh", "sin", "sinh", "tan", "tanh", "asin", "acos", "atan", "log2")}
 
 
 def is_symbolic(value: Any) -> bool:
@@ -486,6 +496,61 @@ def shape_guard_exprs(mode: FakeTensorMode, fakes: list) -> list[str]:
     return list(env.produce_guards(fakes, [_NamedSource(f"___t{i}") for i in range(len(fakes))]))
 
 
+@contextlib.contextmanager
+def torch_compile_counted(flags: dict | None = None) -> Iterator[dict]:
+    """Count what torch.compile does inside the block: on exit the yielded dict holds ``graphs`` (Dynamo's
+    ``unique_graphs``) and ``recompiles`` (records of its ``recompiles`` log artifact, one per recompiled
+    frame). Dynamo's caches are reset before and after; ``flags`` patch ``torch._dynamo.config`` inside."""
+    import logging
+
+    from torch._dynamo.utils import counters
+
+    class _Count(logging.Handler):
+        def __init__(self):
+            super().__init__()
+            self.count = 0
+
+        def emit(self, record):
+            self.count += 1
+
+    torch._dynamo.reset()
+    counters.clear()
+    handler = _Count()
+    logger = logging.getLogger("torch._dynamo.guards.__recompiles")
+    torch._logging.set_logs(recompiles=True)
+    logger.addHandler(handler)
+    result: dict = {}
+    try:
+        with torch._dynamo.config.patch(**(flags or {})):
+            yield result
+    finally:
+        result.update(graphs=counters["stats"]["unique_graphs"], recompiles=handler.count)
+        logger.removeHandler(handler)
+        torch._logging.set_logs()
+        torch._dynamo.reset()
+
+
+def active_dispatch_modes() -> list[str]:
+    """The class names of the modes on torch's dispatch-mode stack (``[]`` in eager code)."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    return [type(m).__name__ for m in _get_current_dispatch_mode_stack()]
+
+
+def pop_dispatch_modes() -> list[str]:
+    """Leave torch's dispatch-mode stack empty, returning the class names of the modes that were on it.
+
+    Eager code runs with no mode active; one left there (a ``FakeTensorMode`` a compiler entered and an
+    exception skipped the exit of) turns every later tensor op of the process fake. The fuzzer checks this
+    after each program (``torch.utils._python_dispatch``'s mode stack)."""
+    from torch.utils._python_dispatch import _pop_mode
+
+    names = active_dispatch_modes()
+    for _ in names:
+        _pop_mode()
+    return names
+
+
 def python_dispatcher() -> Any:
     """A context in which ops dispatch through torch's Python dispatcher (``torch._dispatch.python``), as
     torch.compile propagates every op of a trace. With symbolic sizes it matters: a C++ kernel that reads a
@@ -573,6 +638,94 @@ def trace_aten(fn: Callable, examples: list, mode: FakeTensorMode | None = None,
     with torch.no_grad(), context, (_compiling() if compiling else contextlib.nullcontext()):
         return make_fx(fn, tracing_mode="fake")(*examples)
 
+
+
+# ---------------------------------------------------------------- a view's grad_fn, made when asked for
+
+_DEFAULT_VIEW = torch._C._autograd.CreationMeta.DEFAULT
+_LEAF_IN_PLACE = "a leaf Variable that requires grad is being used in an in-place operation."
+
+
+def view_made_in_grad_mode(t: torch.Tensor) -> bool:
+    """Whether view ``t`` was made with grad mode on (autograd then allows in-place ops on it in grad mode)."""
+    return torch._C._autograd._get_creation_meta(t) != torch._C._autograd.CreationMeta.NO_GRAD_MODE
+
+
+def grad_fn_made_on_read(t: torch.Tensor) -> bool:
+    """Whether reading ``t.is_leaf`` or ``t.grad_fn`` may make ``t``'s grad_fn: ``t`` is a view (made in grad
+    mode) whose base requires grad, and autograd makes a view's grad_fn lazily, when it is asked for. Such a
+    read changes what eager does next (see :func:`is_stale_view`), so stillframe never makes it itself."""
+    return t._is_view() and t._base.requires_grad and torch._C._autograd._get_creation_meta(t) == _DEFAULT_VIEW
+
+
+def autograd_flags(t: torch.Tensor) -> tuple[bool, bool, bool]:
+    """``(requires_grad, is_leaf, grad_fn is not None)`` as Python reads them, without making a view's grad_fn
+    (:func:`grad_fn_made_on_read`: such a view requires grad and the read would give it a grad_fn)."""
+    if grad_fn_made_on_read(t):
+        return True, False, True
+    return t.requires_grad, t.is_leaf, t.grad_fn is not None
+
+
+def made_without_grad_fn(t: torch.Tensor) -> bool:
+    """Whether view ``t`` has no grad_fn because its base did not require grad when it was made (read without
+    making one): if the base takes history later, ``t`` may become a stale view (:func:`is_stale_view`)."""
+    return (t._is_view() and not t._base.requires_grad
+            and torch._C._autograd._get_creation_meta(t) == _DEFAULT_VIEW and t.grad_fn is None)
+
+
+def is_leaf(t: torch.Tensor) -> bool | None:
+    """``t.is_leaf`` without making a view's grad_fn (:func:`autograd_flags`); ``None`` where reading it raises
+    (a view made under ``no_grad`` whose base was written in place since)."""
+    if grad_fn_made_on_read(t):
+        return False
+    try:
+        return t.is_leaf
+    except RuntimeError:
+        return None
+
+
+def is_stale_view(t: torch.Tensor) -> bool:
+    """Whether autograd treats view ``t`` as a leaf that requires grad: it was made while its base did not
+    require grad, the base took history since (an in-place op through another alias: ``v = y.t(); y[0] = w``),
+    and nothing has asked for ``t``'s grad_fn since (reading ``is_leaf`` or ``grad_fn``, or a differentiable op
+    on ``t``, makes it). Eager refuses an in-place op on it in grad mode ("a leaf Variable that requires grad is
+    being used in an in-place operation."). Found out from autograd's own in-place check, with an ``add_``
+    whose shapes cannot match, so nothing is written; on a view that is not stale the check goes on to make
+    the grad_fn, as any differentiable op on it would. Works on real and fake tensors."""
+    if not grad_fn_made_on_read(t):
+        return False
+    wrong_shape = t.new_empty((1,)).expand(2, *t.shape)
+    try:
+        with torch.enable_grad():
+            torch.Tensor.add_(t, wrong_shape)
+    except RuntimeError as e:
+        return str(e).startswith(_LEAF_IN_PLACE)
+    raise AssertionError("an add_ of a wrong shape succeeded")  # pragma: no cover
+
+
+def stale_view(base: torch.Tensor, shape: Any, stride: Any, offset: Any) -> torch.Tensor:
+    """A view of ``base`` with this geometry that :func:`is_stale_view`: made under ``no_grad`` (so without a
+    grad_fn although ``base`` requires grad), then marked as made in grad mode, and made at another version of
+    the storage than the current one (the version counter is set back right after, so nothing saved for
+    backward sees a change), so that asking for its grad_fn makes one, as for the view it stands for."""
+    view = no_grad_view_before_write(base, shape, stride, offset)
+    torch._C._autograd._set_creation_meta(view, _DEFAULT_VIEW)
+    return view
+
+
+def no_grad_view_before_write(base: torch.Tensor, shape: Any, stride: Any, offset: Any) -> torch.Tensor:
+    """A view of ``base`` with this geometry made under ``no_grad`` at another version of the storage than the
+    current one (the version counter is set back right after, so nothing saved for backward sees a change):
+    as a view made under ``no_grad`` before a write to its base, reading its ``grad_fn`` or ``is_leaf`` raises
+    where the base requires grad."""
+    version = base._version
+    torch._C._autograd._unsafe_set_version_counter((base,), (version + 1,))
+    try:
+        with torch.no_grad():
+            view = base.as_strided(shape, stride, offset)
+    finally:
+        torch._C._autograd._unsafe_set_version_counter((base,), (version,))
+    return view
 
 def public_calls(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """``gm`` (an ATen graph from :func:`trace_aten`) calling torch's public API instead of ``torch.ops.aten``

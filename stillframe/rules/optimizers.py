@@ -26,7 +26,10 @@ The update is traced in one of two :data:`FORMS`:
 * ``"eager"``: eager's own code path (not ``capturable``, and
   ``torch.compiler.is_compiling()`` False): the bias corrections are Python
   floats read from ``state['step']`` with ``.item()``, which the graph does too,
-  and ``lr`` is a SymFloat read from a float64 0-dim graph input. The graph
+  and ``lr`` and the other float hyperparameters (``betas``, ``eps``,
+  ``momentum``, ``dampening``, ``weight_decay``) are SymFloats read from
+  float64 0-dim graph inputs (the conditions torch's code puts on them, such as
+  ``weight_decay != 0``, are checked on every call). The graph
   runs eager's very ops with eager's very scalars: its values are eager's bit
   for bit. A backend that runs the FX graph as it is (``"eager"``, a callable
   calling ``gm.forward``) takes it.

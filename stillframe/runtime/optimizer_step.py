@@ -17,13 +17,15 @@ A cache entry holds for one optimizer (compared by identity through a weak
 reference) and one *key*: per group, how many tensors each list has, which
 state tensors do not exist yet (SGD's momentum buffers before the first step:
 the graph creates them and they are stored in ``opt.state`` as eager stores
-them), the implementation (foreach or not) and every hyperparameter but ``lr``
-by value; per tensor, shape, stride, dtype, device and ``requires_grad``. A
-float ``lr`` is a graph input (a 0-dim tensor made on each call), so an LR
-scheduler that changes it on every step reuses the graph, as torch.compile
-does for a tensor ``lr`` (a Python float ``lr`` recompiles torch.compile
-whenever it changes). Where the traced form cannot take ``lr`` as an input
-(SGD's tensor form) it is part of the key. A param whose grad is ``None`` is
+them), the implementation (foreach or not) and every hyperparameter that is
+not a graph input by value; per tensor, shape, stride, dtype, device and
+``requires_grad``. A float ``lr`` is a graph input (a 0-dim tensor made when it
+changes), so an LR scheduler that changes it on every step reuses the graph
+(torch.compile 2.13 compiles it as a constant first, then as a symbolic float).
+In the eager form the other float hyperparameters (:data:`SCALARS`) are inputs
+too, with the conditions torch's update puts on them checked per call. Where
+the traced form cannot take ``lr`` as an input yet (SGD's tensor form before
+``lr`` changed) it is part of the key. A param whose grad is ``None`` is
 not collected (``_init_group`` skips it, as eager does), so it changes the key.
 Tensors that share storage are not captured. A call the rule refuses (a
 closure, step hooks, ``fused``/``capturable``/``differentiable``, sparse or

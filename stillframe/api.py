@@ -38,7 +38,7 @@ from .runtime import live, tracebacks
 from .rules.disable import ORIGINAL, disable, is_disabled  # noqa: F401  (public: stillframe.disable)
 from .runtime.compiler import compile_frame, compile_retrying, eager_entry, start_resume
 from .runtime.entry import CacheEntry, watch
-from .runtime.optimizer_step import StepRouter
+from .runtime.step_router import StepRouter
 from .runtime.shapes import ShapePolicy, mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: F401  (public)
 from .diagnostics import log
 

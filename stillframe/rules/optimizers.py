@@ -79,6 +79,10 @@ class OptimizerRule:
     list_names: tuple = ()  # the names of the lists, as _init_group's parameters name them
 
 
+#: The float hyperparameters besides lr that a scheduler may change on every step (OneCycleLR cycles
+#: ``betas[0]`` or ``momentum``): graph inputs in the eager form (``betas``: both).
+SCALARS = ("betas", "eps", "weight_decay", "momentum", "dampening")
+
 #: How an update is traced (see the module docstring): eager's own path first, torch.compile's tensor form for a
 #: backend that cannot take the eager form's scalars.
 FORMS = ("eager", "tensor")

@@ -340,17 +340,20 @@ def _entry(opt: Any, rule: OptimizerRule, snap: Snapshot, plan: Plan | None, **f
     scalars_keyed = snap.scalars if not inputs else None  # every float hyperparameter by value
     static = [(g, i, v) for g, floats in enumerate(snap.scalars) for i, v in enumerate(floats)
               if (g, i) not in inputs] if inputs else []
-    last: list = [None, []]  # the floats of the last call and their tensors (the graph only reads them)
+    last: list = [((), [])]  # the floats of the last call and their tensors (the graph only reads them)
+    dtypes = [lr_dtype] * len(snap.lrs) * (lr_dtype is not None) + [torch.float64] * len(inputs)
 
     def fetch(L: dict, G: dict, F: Any) -> list:
         live = snapshot(opt_ref(), rule, L)
         if lr_dtype is None and not inputs:
             return live.live
         floats = (live.lrs if lr_dtype is not None else ()) + tuple(live.scalars[g][i] for g, i in inputs)
-        if last[0] != floats:
-            dtypes = [lr_dtype] * (len(floats) - len(inputs)) + [torch.float64] * len(inputs)
-            last[:] = floats, [torch.tensor(v, dtype=d) for v, d in zip(floats, dtypes)]
-        return live.live + last[1]
+        held = last[0]  # one read: another thread's call may replace it meanwhile (tensors are never mutated)
+        if held[0] != floats:  # a tensor made anew only for a value that changed
+            tensors = [t if i < len(held[0]) and held[0][i] == v else torch.tensor(v, dtype=d)
+                       for i, (v, d, t) in enumerate(zip(floats, dtypes, held[1] or [None] * len(floats)))]
+            held = last[0] = (floats, tensors)
+        return live.live + held[1]
 
     lines = guard_lines(rule, snap, plan, opt)
     entry = OptimizerStepEntry(check=check, guard_source="\n".join(f"# {line}" for line in lines), fetch=fetch,

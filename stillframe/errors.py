@@ -62,6 +62,7 @@ class GraphBreakKind(enum.StrEnum):
     CONSTANT_TENSOR = "constant_tensor"  # a tensor created outside the trace and captured as a constant
     AUTOCAST_EXIT = "autocast_exit"  # leaving an autocast block in a way with no rule
     USER_EXCEPTION = "user_exception"  # the traced code raises: the step runs for real, so eager raises it
+    SAVED_FOR_BACKWARD = "saved_for_backward"  # an op saving for backward a tensor written in place later: it runs for real
     HIGHER_ORDER = "higher_order"  # a higher-order op (torch.cond ...) whose callables cannot become subgraphs
     EFFECTFUL_CALL = "effectful_call"  # a torch call whose effect a fake tensor cannot show (loss.backward(), hooks, RNG state ...)
 
@@ -129,6 +130,19 @@ class InternalError(StillframeError):
 class RetraceSymbolic(StillframeError):
     """A trace with static shapes met a tensor that must have symbolic sizes (marked dynamic, or a size that
     changed since the last trace): the runtime traces the frame again with a ShapeEnv. Never reaches the user."""
+
+
+class RetraceSavedTensor(StillframeError):
+    """An in-place op writes a tensor that an op traced earlier saved for backward (``t3 = t2.sin(); t2.add_(1)``):
+    eager's backward through that op then raises "one of the variables needed for gradient computation has been
+    modified by an inplace operation", which no graph reproduces (a backend saves the value from before the
+    write, or saves it where no version is checked). The runtime traces the frame again with the saving calls
+    (instructions in ``locations``: ``(code object, instruction index)``) run for real, so autograd saves the
+    real tensor and checks its version, as in eager. Never reaches the user."""
+
+    def __init__(self, locations: frozenset) -> None:
+        super().__init__(f"{len(locations)} call(s) save for backward a tensor written in place later")
+        self.locations = locations
 
 
 class StillframeWarning(UserWarning):

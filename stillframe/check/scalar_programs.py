@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import io
-import logging
 import math
 from typing import Any, Callable
 
 import torch
-from torch._dynamo.utils import counters as torch_counters
 
 import stillframe
+
+from .. import compat
 
 
 def step(x, i):
@@ -137,34 +137,12 @@ def quiet(run: Callable[[], Any]) -> Any:
         return run()
 
 
-class _Recompiles(logging.Handler):
-    """Counts torch.compile's recompiles (its ``recompiles`` log artifact: one record per recompiled frame)."""
-
-    def __init__(self):
-        super().__init__()
-        self.count = 0
-
-    def emit(self, record):
-        self.count += 1
-
-
 def torch_compile_counts(fn: Callable, drive: Callable, backend: str = "eager", flags: dict | None = None) -> tuple:
     """``(outputs, graphs, recompiles)`` of torch.compile running ``drive`` on ``fn`` with
     ``torch._dynamo.config`` patched by ``flags``."""
-    torch._dynamo.reset()
-    torch_counters.clear()
-    handler = _Recompiles()
-    logger = logging.getLogger("torch._dynamo.guards.__recompiles")
-    torch._logging.set_logs(recompiles=True)
-    logger.addHandler(handler)
-    try:
-        with torch._dynamo.config.patch(**(flags or {})):
-            out = quiet(lambda: drive(torch.compile(fn, backend=backend)))
-    finally:
-        logger.removeHandler(handler)
-        torch._logging.set_logs()
-        torch._dynamo.reset()
-    return out, torch_counters["stats"]["unique_graphs"], handler.count
+    with compat.torch_compile_counted(flags) as counts:
+        out = quiet(lambda: drive(torch.compile(fn, backend=backend)))
+    return out, counts["graphs"], counts["recompiles"]
 
 
 def stillframe_counts(fn: Callable, drive: Callable, backend: str = "eager", flags: dict | None = None) -> tuple:

@@ -34,6 +34,8 @@ Kinds (:data:`GUARD_KINDS` holds each one's check code and readable text):
                snapshots (``2 <= L['x'].size()[0]``)
 ``NO_HOOKS``   the module has no forward hooks or pre-hooks
 ``HOOKS``      the module's forward hooks and pre-hooks are the same objects
+``STALE_VIEW`` whether a view input is one autograd treats as a leaf
+               (``compat.is_stale_view``)
 ``SAME``       ``v is <other source>`` (one object reached two ways)
 ``ALIASING``   the storage-sharing pattern among argument tensors
 ``GLOBAL``     a global torch state (grad mode, default dtype)
@@ -111,7 +113,7 @@ def actual(value: Any) -> str:
         strided = value.layout == torch.strided
         return (f"a {type(value).__name__}(dtype={value.dtype}, device={value.device}, shape={tuple(value.shape)}, "
                 f"stride={tuple(value.stride()) if strided else None}, requires_grad={value.requires_grad}, "
-                f"is_leaf={value.is_leaf})")
+                f"is_leaf={compat.is_leaf(value)})")
     try:
         text = repr(value)
     except Exception:  # a user's __repr__ that raises
@@ -150,7 +152,7 @@ def tensor_signature(t: torch.Tensor, symbolic_sizes: tuple = (), symbolic_strid
         stride,
         t.storage_offset() if strided else 0,
         t.requires_grad,
-        t.is_leaf,
+        compat.is_leaf(t),
         t._base is not None,
     )
 
@@ -176,7 +178,7 @@ def _tensor_symbolic_ok(t: Any, expected: tuple) -> bool:
         and ((expected[4] is None and not strided) or (strided and _dims_ok(t.stride(), expected[4])))
         and (t.storage_offset() if strided else 0) == expected[5]
         and t.requires_grad is expected[6]
-        and t.is_leaf is expected[7]
+        and compat.is_leaf(t) is expected[7]
         and (t._base is not None) is expected[8]
     )
 
@@ -192,7 +194,7 @@ def _tensor_ok(t: Any, expected: tuple) -> bool:
         and (t.stride() if strided else None) == expected[4]
         and (t.storage_offset() if strided else 0) == expected[5]
         and t.requires_grad is expected[6]
-        and t.is_leaf is expected[7]
+        and compat.is_leaf(t) is expected[7]
         and (t._base is not None) is expected[8]
     )
 
@@ -204,7 +206,7 @@ def _extras(signature: tuple) -> tuple:
 
 
 def _tensor_extras(tensors: tuple) -> tuple:
-    return tuple((t.storage_offset() if t.layout == torch.strided else 0, t.is_leaf, t._base is not None)
+    return tuple((t.storage_offset() if t.layout == torch.strided else 0, compat.is_leaf(t), t._base is not None)
                  for t in tensors)
 
 
@@ -348,6 +350,7 @@ class GuardCodegen:
             "___tensor_ok": _tensor_ok,
             "___tensor_symbolic_ok": _tensor_symbolic_ok,
             "___tensor_extras": _tensor_extras,
+            "___is_stale_view": compat.is_stale_view,
             "___aliasing": aliasing_pattern,
             "___no_hooks": _no_hooks,
             "___hook_ids": hook_ids,
@@ -459,6 +462,10 @@ GUARD_KINDS: dict[str, GuardKind] = {
     "HAS_KEY": GuardKind(lambda gen, v, exp: f"({_literal(gen, exp[0])} in {v}) is {exp[1]!r}",
                          lambda name, exp: f"({exp[0]!r} in {name}) is {exp[1]!r}"),
     "TENSOR": GuardKind(_tensor_check, _tensor_text),
+    # whether a view input is stale (compat.is_stale_view), for a plan whose in-place op depends on it
+    "STALE_VIEW": GuardKind(lambda gen, v, exp: f"___is_stale_view({v}) is {exp!r}",
+                            lambda name, exp: f"{name} is {'' if exp else 'not '}a view that autograd treats as a "
+                                              "leaf (made before its base took history)"),
     # (sources, an expression over ___t0, ___t1 ...): one of the ShapeEnv's guards on the inputs' symbolic sizes
     "SHAPE": GuardKind(_shape_check, _shape_text),
     "NO_HOOKS": GuardKind(lambda gen, v, exp: f"___no_hooks({v})", lambda name, exp: f"{name} has no forward hooks"),

@@ -50,6 +50,7 @@ from ..variables.base import (
     VariableTracker,
 )
 from ..variables.builder import wrap
+from ..tensors import saved as saved_tensors
 from ..tensors.meta import TensorEntry, fresh_base
 from ..tensors.ops import wrap_result
 from .context import set_grad_mode
@@ -115,6 +116,7 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     if not isinstance(cls, type) or not issubclass(cls, torch.autograd.Function):
         return tx.unsupported("higher_order", "autograd.Function.apply called on something that is not a "
                               "Function subclass")
+    saved_tensors.refuse_if_saving_runs_for_real(tx, f"{cls.__qualname__}.apply")
     forward, backward = cls.forward, cls.backward
     if not isinstance(forward, types.FunctionType) or not isinstance(backward, types.FunctionType) or \
             backward is torch.autograd.Function.backward:
@@ -218,6 +220,7 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         fake_out = HOP(fwd_gm, bwd_gm, *examples, **kwargs_for_op)
     node = tx.graph.call_function(HOP, (tx.graph.get_attr("fwd_body", fwd_gm), tx.graph.get_attr("bwd_body", bwd_gm),
                                         *inputs), kwargs_for_op, fake_out)
+    _record_saved(tx, fwd, ctx, outputs, fake_out)
     if not dirty:
         results = wrap_result(tx, tuple(fake_out), node)
         return tx.push(results.items[0] if single else results)
@@ -234,6 +237,17 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
 
 #: The code of the function ``@once_differentiable`` makes (it runs the backward under ``no_grad``).
 ONCE_DIFFERENTIABLE = torch.autograd.function.once_differentiable(lambda ctx: None).__code__
+
+
+def _record_saved(tx: Tracer, fwd, ctx: VariableTracker, outputs: list, fake_out: tuple) -> None:
+    """What ``ctx.save_for_backward`` saved, as fakes of the trace (inputs of the Function, and its outputs): a
+    later in-place write to one makes the call run for real (tensors/saved.py), since the higher-order op keeps
+    them where autograd checks no version."""
+    out_fakes = {o.tid: f for o, f in zip(outputs, fake_out)}
+    fakes = [out_fakes[t.tid] if t.tid in out_fakes else tx.state.heap[t.tid].fake
+             for t in _tensors(tx, fwd, ctx, "to_save") if t.tid in out_fakes or t.tid < fwd.first_id]
+    if fakes:
+        saved_tensors.record(tx, fakes)
 
 
 def _detached(tx: Tracer, builder, node: torch.fx.Node | None) -> torch.fx.Node | None:

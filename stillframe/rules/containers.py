@@ -63,7 +63,15 @@ def _sequence(tx, container, key):
     try:
         picked = items[k]
     except (IndexError, TypeError) as e:
-        tx.user_error(type(e)(str(e).replace("tuple", container.python_type().__name__)))
+        # eager's message is the base type's: "list index out of range", "range object index out of range", and
+        # "tuple index out of range" for every tuple subclass (torch.Size, a namedtuple)
+        real = list(items) if isinstance(container, ListVariable) else \
+            container.value if isinstance(container, RangeVariable) else items
+        try:
+            real[k]
+        except (IndexError, TypeError) as exact:
+            e = exact
+        tx.user_error(type(e)(*e.args))
     if isinstance(k, slice):
         if isinstance(container, ListVariable):
             return tx.new_list(picked)

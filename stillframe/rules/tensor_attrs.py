@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from .. import compat
 from ..guards.guard import Guard
 from ..guards.source import AttrSource, GetItemSource
 from ..variables.base import ConstantVariable, PythonObjectVariable, TensorMethodVariable, TensorVariable, VariableTracker
@@ -22,7 +23,7 @@ TENSOR_VIEW_PROPERTIES = {"T", "mT", "H", "mH", "real", "imag"}
 
 def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
     meta = tx.tensor(var).meta
-    if meta.autograd_error is not None and name in ("requires_grad", "is_leaf", "grad_fn"):
+    if meta.autograd_error is not None and name in ("is_leaf", "grad_fn"):
         tx.user_error(RuntimeError(meta.autograd_error))
     if name in ("shape",):
         return shape_of(tx, tx.tensor(var))
@@ -31,6 +32,9 @@ def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
     if name == "__class__":
         # an input's own class (Parameter or Tensor: its guard checks it); a tensor made in the trace is a Tensor
         return PythonObjectVariable(type(tx.input_values[var.tid]) if var.tid in tx.input_values else torch.Tensor)
+    if name in ("is_leaf", "grad_fn") and meta.grad_fn_pending and _stale(tx, var):
+        tx.unsupported("unsupported_attribute", f"reading .{name} of a view that autograd treats as a leaf until "
+                       "asked makes its grad_fn (an effect the graph cannot carry)", ("the read runs for real",))
     if name in ("dtype", "device", "layout", "requires_grad", "is_leaf"):
         return ConstantVariable(getattr(meta, name))
     if name == "grad_fn":
@@ -55,6 +59,11 @@ def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
     if is_constant(value):
         return ConstantVariable(value)
     tx.unsupported("unsupported_attribute", f"reading .{name} of a tensor")
+
+
+def _stale(tx: Any, var: TensorVariable) -> bool:
+    with tx.fake_context():
+        return compat.is_stale_view(tx.tensor(var).fake)
 
 
 def _live_tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:

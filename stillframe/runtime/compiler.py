@@ -24,7 +24,7 @@ import torch
 from .. import compat
 from ..bytecode.reader import read
 from ..config import config
-from ..errors import GraphBreak, GraphBreakKind, RetraceSymbolic, Unsupported, UserLocation
+from ..errors import GraphBreak, GraphBreakKind, RetraceSavedTensor, RetraceSymbolic, Unsupported, UserLocation
 from ..tensors.effects import runs_for_real
 from ..guards.guard import Guard, GuardCodegen, aliasing_pattern, compile_guards, tensor_examples
 from ..guards.source import (
@@ -45,7 +45,9 @@ from ..rules.frames import EMPTY_CELLS
 from ..rules.generators import refuse_unclosed
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace.interpreter import Tracer
+from ..tensors import saved as saved_tensors
 from . import live
+from .function_apply import with_checked_function_apply
 from .executors import EXECUTORS
 from .optimizer_step import optimizer_outcome
 from .entry import CacheEntry
@@ -163,7 +165,8 @@ def compile_frame(fn: types.FunctionType, L: dict, G: dict, F: Any, backend: Cal
     state in Python objects, see ``tensors/effects.py``) is not traced at all: Unsupported, so it runs
     eagerly, without the per-call guards and graph breaks of a plan that would capture nothing.
     """
-    captured = optimizer_outcome(fn, L, lambda gm, examples: _call_backend(backend, gm, examples, None))
+    captured = optimizer_outcome(fn, L, lambda gm, examples: _call_backend(backend, gm, examples, None), fullgraph,
+                                 backend)
     if captured is not None:  # opt.step of SGD, Adam, AdamW: the update in one graph (runtime/optimizer_step.py)
         entry, trace_seconds, compile_seconds = captured
         return TraceOutcome(entry, None, trace_seconds, compile_seconds)
@@ -178,15 +181,20 @@ def compile_frame(fn: types.FunctionType, L: dict, G: dict, F: Any, backend: Cal
 def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any, backend: Callable,
                      fullgraph: bool, fn: Any = None, shapes: ShapePolicy | None = None) -> TraceOutcome:
     """:func:`compile_segment` on a fresh tracer; when a generator stepped by ``next()`` is still suspended
-    at the graph break (no real generator can stand for it), trace again draining generators at once. A static
+    at the graph break (no real generator can stand for it), trace again draining generators at once. A trace
+    that writes in place a tensor saved for backward is traced again with the saving calls run for real. A static
     trace that meets a dimension the shape policy makes dynamic is traced again with a ShapeEnv; a backend that
     fails on higher-order ops gets the frame again with those ops as graph breaks."""
     rejected: set[str] = set()
+    run_for_real: set = set()  # calls saving for backward a tensor written in place later (tensors/saved.py)
     while True:
         tracer = make_tracer()
         tracer.uncaptured_ops = frozenset(rejected)
+        tracer.run_for_real = frozenset(run_for_real)
         try:
             return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
+        except RetraceSavedTensor as e:
+            run_for_real |= e.locations
         except RetraceSymbolic as e:
             if shapes is None or shapes.symbolic:
                 raise InternalError(f"a symbolic trace asked to be traced symbolically again: {e}") from None
@@ -205,10 +213,15 @@ def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any
             if e.graph_break.kind is not GraphBreakKind.SUSPENDED_GENERATOR:
                 raise
             break
-    tracer = make_tracer()
-    tracer.lazy_generators = False
-    tracer.uncaptured_ops = frozenset(rejected)
-    return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
+    while True:
+        tracer = make_tracer()
+        tracer.lazy_generators = False
+        tracer.uncaptured_ops = frozenset(rejected)
+        tracer.run_for_real = frozenset(run_for_real)
+        try:
+            return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
+        except RetraceSavedTensor as e:
+            run_for_real |= e.locations
 
 
 class BackendSpecializedFloats(Exception):
@@ -257,6 +270,8 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     try:
         result = tracer.run()
         refuse_unclosed(tracer)
+        if not compat.is_eager_backend(backend):
+            saved_tensors.check_written_inputs(tracer)
         codegen = StateCodegen(tracer)
         if result is not None:
             if tracer.state.autocast and len(tracer.state.autocast) != int(torch.is_autocast_enabled("cpu")):
@@ -334,6 +349,8 @@ def _call_backend(backend: Callable, gm: torch.fx.GraphModule, example_inputs: l
     """``backend(gm, example_inputs)``, which must return a callable; else torch.compile's error for it,
     ``BackendCompilerFailed`` naming the backend and its exception (a fake tensor's refusal is let through:
     torch.compile runs that code eagerly). The error carries ``tracer``: its guards say which calls it covers."""
+    if compat.is_eager_backend(backend):  # it runs the graph as is: a Function's saves must be eager's
+        gm = with_checked_function_apply(gm)
     try:
         compiled = backend(gm, example_inputs)
         if callable(compiled):
@@ -344,6 +361,8 @@ def _call_backend(backend: Callable, gm: torch.fx.GraphModule, example_inputs: l
     except compat.BACKEND_FALLBACK_ERRORS:
         raise
     except compat.TensorifyScalarRestartAnalysis:
+        if tracer is None:  # an optimizer's update (runtime/optimizer_step.py): traced again in its tensor form
+            raise
         raise BackendSpecializedFloats(_float_sources(tracer, compat.take_float_specializations())) from None
     except Exception as e:
         error, error_tb = e, e.__traceback__

@@ -106,13 +106,34 @@ class StateCodegen:
         tx = self.tracer
         if var.tid in self.input_position:
             return f"___in[{self.input_position[var.tid]}]"  # the very object fetched, as eager returns it
+        meta = tx.tensor(var).meta
+        if meta.autograd_error is not None and meta.base is not None and tx.state.heap[meta.base].node is not None \
+                and all(type(n) is int for n in (*meta.shape, *meta.stride, meta.storage_offset)):
+            # a view made under no_grad whose base was written since: reading its autograd metadata raises, so no
+            # backend returns it (AOTAutograd fails); it is made again from its base, in that state
+            base = self._tensor(TensorVariable(meta.base))
+            return self._once(("no_grad view", var.tid), f"{self.gen.const(compat.no_grad_view_before_write)}("
+                              f"{base}, {meta.shape!r}, {meta.stride!r}, {meta.storage_offset!r})", lambda name: "pass")
         if var.tid not in self.output_index:
             entry = tx.tensor(var)
             if entry.node is None:
                 tx.unsupported("hidden_base", "the base of an input view is needed outside the graph")
             self.output_index[var.tid] = len(self.output_nodes)
             self.output_nodes.append(entry.node)
-        return f"___out[{self.output_index[var.tid]}]"
+        out = f"___out[{self.output_index[var.tid]}]"
+        if self._stale(var):  # a backend's output view has a grad_fn; the view eager has here has none yet
+            return self._once(("stale view", var.tid), f"{self.gen.const(compat.stale_view)}({out}._base, "
+                              f"{out}.shape, {out}.stride(), {out}.storage_offset())", lambda name: "pass")
+        return out
+
+    def _stale(self, var: TensorVariable) -> bool:
+        """Whether ``var`` is a view that autograd treats as a leaf (:func:`compat.is_stale_view`), which no
+        backend returns (a graph's output views are made after the graph's in-place ops)."""
+        entry = self.tracer.tensor(var)
+        if not entry.meta.grad_fn_pending:
+            return False
+        with self.tracer.fake_context():
+            return compat.is_stale_view(entry.fake)
 
     def _callable(self, fn: Any) -> str:
         if isinstance(fn, NestedFunctionVariable):

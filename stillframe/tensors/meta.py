@@ -24,6 +24,8 @@ from typing import Any
 
 import torch
 
+from .. import compat
+
 
 @dataclass(frozen=True, slots=True)
 class TensorMeta:
@@ -34,6 +36,9 @@ class TensorMeta:
     otherwise. ``version`` counts in-place ops applied to this identity during
     the trace. ``view_grad_mode`` is the grad mode in force when the view was
     created (it decides which in-place ops on the view autograd allows).
+    ``grad_fn_pending``: a view made while its base did not require grad (autograd makes its grad_fn only when
+    asked); once the base takes history it may be a stale view, which eager treats as a leaf that requires
+    grad in in-place ops (:func:`compat.is_stale_view` tells).
     """
 
     shape: tuple[int, ...]
@@ -49,6 +54,7 @@ class TensorMeta:
     view_grad_mode: bool = True
     version: int = 0
     autograd_error: str | None = None
+    grad_fn_pending: bool = False
 
     @property
     def ndim(self) -> int:
@@ -62,11 +68,13 @@ class TensorMeta:
         ``no_grad`` whose base was then modified in place): the message is
         kept in ``autograd_error`` and raised when traced code reads it.
         """
-        try:
-            requires_grad, is_leaf, has_grad_fn = t.requires_grad, t.is_leaf, t.grad_fn is not None
+        try:  # a view's grad_fn is not made here: asking for it is an effect (compat.is_stale_view)
+            requires_grad, is_leaf, has_grad_fn = compat.autograd_flags(t)
+            pending = compat.made_without_grad_fn(t)
             error = None
-        except RuntimeError as e:
-            requires_grad = is_leaf = has_grad_fn = None
+        except RuntimeError as e:  # (requires_grad alone still reads)
+            requires_grad, is_leaf, has_grad_fn = t.requires_grad, None, None
+            pending = False
             error = str(e)
         return TensorMeta(
             shape=tuple(t.shape),
@@ -82,6 +90,7 @@ class TensorMeta:
             view_grad_mode=view_grad_mode,
             version=version,
             autograd_error=error,
+            grad_fn_pending=pending,
         )
 
 
@@ -103,6 +112,8 @@ class TensorEntry:
     def bump(self, fake: Any, node: Any) -> "TensorEntry":
         """The next version: metadata re-read from ``fake`` (keeping base and view mode)."""
         meta = TensorMeta.of(fake, self.meta.base, self.meta.view_grad_mode, self.meta.version + 1)
+        if self.meta.grad_fn_pending and not meta.grad_fn_pending:  # made without one: still maybe stale
+            meta = replace(meta, grad_fn_pending=True)
         return replace(self, meta=meta, fake=fake, node=node if node is not None else self.node)
 
 
@@ -126,8 +137,11 @@ def fresh_base(meta: TensorMeta) -> torch.Tensor:
     return t
 
 
-def fresh_view(base: torch.Tensor, meta: TensorMeta) -> torch.Tensor:
-    """A new fake view of ``base`` with ``meta``'s geometry, created under the view's grad mode."""
+def fresh_view(base: torch.Tensor, meta: TensorMeta, stale: bool = False) -> torch.Tensor:
+    """A new fake view of ``base`` with ``meta``'s geometry, created under the view's grad mode; ``stale``: one
+    that autograd treats as a leaf requiring grad, as the view it stands for (:func:`compat.is_stale_view`)."""
+    if stale:
+        return compat.stale_view(base, meta.shape, meta.stride, meta.storage_offset)
     with torch.set_grad_enabled(meta.view_grad_mode):
         return base.as_strided(meta.shape, meta.stride, meta.storage_offset)
 

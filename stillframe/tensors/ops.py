@@ -27,6 +27,7 @@ from ..errors import InternalError, RetraceSymbolic
 from ..guards.guard import Guard
 from ..guards.source import AttrSource, LiftedSource
 from .effects import is_pure_query, known_effect, no_rule, query_checker, raises_on_values
+from . import saved
 from .meta import fresh_base, fresh_view
 from .symbolic import has_symbols, plain, wrap_symbolic
 from ..variables.base import (
@@ -189,6 +190,7 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         lifted = _lift_leaf_factory(tx, target, args, kwargs)
         if lifted is not None:
             return lifted
+    saved.refuse_if_saving_runs_for_real(tx, _describe(kind, target))
     mutated = mutated_arguments(kind, target, args, kwargs)
     fresh: dict[int, Any] = {}
     roots: list[int] = []
@@ -196,12 +198,13 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     if mutated:
         _refuse_write_beside_data(tx, mutated)
         roots, views = tx.alias_group({v.tid for v in mutated})
+        stale = {tid for tid in views if _stale_view(tx, tid)}
         with tx.fake_mode:
             for tid in roots:
                 fresh[tid] = fresh_base(tx.state.heap[tid].meta)
             for tid in views:
                 meta = tx.state.heap[tid].meta
-                fresh[tid] = fresh_view(fresh[meta.base], meta)
+                fresh[tid] = fresh_view(fresh[meta.base], meta, tid in stale)
     if mutated and _overlapping_write(tx, mutated, args, kwargs):
         refused = _probe_overlap(tx, kind, target, args, kwargs)
         if refused is not None:
@@ -218,7 +221,7 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     fn = getattr(fake_args[0], target) if kind == "call_method" else target
     call_args = fake_args[1:] if kind == "call_method" else fake_args
     try:
-        with tx.fake_context():
+        with tx.fake_context(), saved.recording(tx):
             result = fn(*call_args, **fake_kwargs)
     except compat.DATA_DEPENDENT_ERRORS as e:
         if isinstance(e, compat.DynamicOutputShapeException) and config.capture_dynamic_output_shape_ops and \
@@ -235,6 +238,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     for t, v in zip(watched, versions):
         if t._version != v and not any(t is f for f in fresh.values()):
             raise InternalError(f"{_describe(kind, target)} mutated a tensor stillframe did not know it writes")
+    if any(t._version != v and any(t is f for f in fresh.values()) for t, v in zip(watched, versions)):
+        saved.check_write(tx, roots)  # a write bumps the version counter (requires_grad_, detach_ do not)
     if not mutated and not _contains_tensor(result):
         checker = query_checker(kind, target, bool(tx.state.autocast))
         if checker is not None and not kwargs and all(type(a) is ConstantVariable for a in args):
@@ -245,6 +250,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         if has_symbols(result):  # x.size(), x.numel() with dynamic shapes: computed in the graph
             return wrap_symbolic(tx, result, _emit(tx, kind, target, args, kwargs, result))
         return wrap_constant_result(tx, result, kind, target)
+    if _shares_version(kind, target) and isinstance(result, torch.Tensor) and isinstance(args[0], TensorVariable):
+        saved.record_shared_version(tx, result, to_fake(tx, args[0]))
     prologue = _as_prologue(tx, kind, target, args, kwargs)
     node = _emit(tx, kind, target, args, kwargs, result) if prologue is None else prologue
     if mutated:
@@ -287,6 +294,27 @@ def _as_prologue(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> 
     plain_kwargs = {k: _as_const(v) for k, v in kwargs.items()}
     tx.state = tx.state.replace(prologue=tx.state.prologue.append((entry.source, target, plain, plain_kwargs)))
     return entry.node
+
+
+def _shares_version(kind: str, target: Any) -> bool:
+    """Whether the op returns a tensor sharing its argument's version counter without being a view of it."""
+    return target == "detach" if kind == "call_method" else target in (torch.detach, torch.Tensor.detach)
+
+
+def _stale_view(tx: Any, tid: int) -> bool:
+    """Whether view ``tid`` is stale (:func:`compat.is_stale_view`: eager refuses in-place ops on it as on a leaf
+    that requires grad), asked of its fake, whose autograd state follows eager's. A graph input's fake is made
+    stale when the live view is, and a guard keeps the answer (asking the live view each call costs a failed
+    op, so only a plan whose in-place op depends on it asks)."""
+    entry = tx.state.heap[tid]
+    live = tx.input_values.get(tid) if entry.source is not None else None
+    if live is not None and compat.grad_fn_made_on_read(live):
+        stale = compat.is_stale_view(live)
+        tx.add_guard(Guard(entry.source, "STALE_VIEW", stale))
+    if not entry.meta.grad_fn_pending:
+        return False
+    with tx.fake_context():
+        return compat.is_stale_view(entry.fake)
 
 
 def _overlapping_write(tx: Any, mutated: list, args: tuple, kwargs: dict) -> bool:

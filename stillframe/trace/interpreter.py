@@ -99,8 +99,14 @@ class Tracer:
         self.floor = 0  # frames below this index belong to a handler mid-call (see run_until_return, catch)
         self.input_values: dict[int, Any] = {}  # tid -> live value (example inputs), not part of the state
         self.keepalive: list[Any] = []  # objects whose id() a guard checks stay alive while tracing
+        self.stand_ins: dict[int, Any] = {}  # id(live leaf) -> the tensor fakeified in its place (builder._fakeified)
         self.input_nodes: dict[int, Any] = {}  # tid -> placeholder node (for finishing the graph)
         self.uncaptured_ops: frozenset = frozenset()  # higher-order ops the backend failed on: graph breaks
+        # tensors saved for backward (tensors/saved.py): the calls that run for real ((code, instruction index)),
+        # (fakes saved, call) per traced call that saved some, (fake, fake) pairs sharing a version counter
+        self.run_for_real: frozenset = frozenset()
+        self.saved_for_backward: list[tuple[tuple, tuple]] = []
+        self.shared_versions: list[tuple[Any, Any]] = []
         self.shapes: Any = None  # which input dimensions are symbolic (runtime.shapes.ShapePolicy); None: static
         # (source, fake or SymInt) of each symbolic graph input as it entered, rolled-back ones included: the
         # ShapeEnv's guards may name their symbols (DESIGN invariant 5: never the fake an in-place op changed)
@@ -261,10 +267,12 @@ class Tracer:
             if base_tid is None:  # the base of an input view: tracked, never read by the graph
                 base_tid = self.new_tensor(base, None).tid
         tid = self.new_id()
-        # a view made by the traced code records the grad mode it was made under; a view passed in is taken
-        # to have been made with grad enabled (what autograd allows in-place ops on)
+        # a view made by the traced code records the grad mode it was made under; a view passed in, the one
+        # its autograd metadata says (a view made under no_grad refuses in-place ops in grad mode)
         made_here = source is None
-        meta = TensorMeta.of(fake, base_tid, self.state.grad_enabled if base_tid is not None and made_here else True)
+        grad_mode = True if base_tid is None else self.state.grad_enabled if made_here else \
+            compat.view_made_in_grad_mode(fake)
+        meta = TensorMeta.of(fake, base_tid, grad_mode)
         self.heap_set(tid, TensorEntry(meta, fake, node, source))
         self.state = self.state.replace(fakes=self.state.fakes.set(id(fake), (tid, fake)))
         return TensorVariable(tid)

@@ -24,6 +24,7 @@ import itertools
 import math
 import operator
 import types
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -366,7 +367,7 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
                        "through an object stillframe cannot name)")
     if type(value) not in (torch.Tensor, torch.nn.Parameter) and not isinstance(value, torch.nn.parameter.Buffer):
         tx.unsupported("tensor_subclass", f"tensor subclass {type(value).__name__} is not supported")
-    fake = _fake_input(tx, value, source)
+    fake, meta_fields = _fakeified(tx, value, source)
     existing = tx.tid_of_fake(fake)
     node = tx.graph.placeholder(source.name, fake)  # the fake: a graph must not keep the real input alive
     if existing is not None:  # a hidden base (seen as the base of a view) now read directly
@@ -375,6 +376,9 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
         var = TensorVariable(existing)
     else:
         var = tx.new_tensor(fake, node, source)
+    if meta_fields:  # what the stand-in's fake does not show (see _fakeified)
+        entry = tx.state.heap[var.tid]
+        tx.heap_set(var.tid, replace(entry, meta=replace(entry.meta, **meta_fields)))
     tx.state = tx.state.replace(memo=tx.state.memo.set(key, var),
                                 inputs=tx.state.inputs.append((source, var.tid)))
     tx.input_values[var.tid] = value
@@ -392,6 +396,53 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
         tx.entry_fakes.append((AttrSource(source, "_base"), base, (
             tuple(compat.is_symbolic(n) for n in base.shape), tuple(compat.is_symbolic(n) for n in base.stride()))))
     return var
+
+
+def _fakeified(tx: Any, value: torch.Tensor, source: Source) -> tuple[Any, dict]:
+    """The fake of graph input ``value`` (:func:`_fake_input`), and the fields of its TensorMeta that the fake
+    does not show, made from a stand-in where fakeifying the tensor itself would change it or fail:
+
+    * a stale view (``compat.is_stale_view``): fakeifying reads ``is_leaf``, which would end that state; a
+      stand-in view with its geometry is fakeified, and its fake made stale;
+    * a view made under ``no_grad`` whose base was written in place since: reading its ``is_leaf`` (or
+      ``requires_grad``) raises, in eager as when fakeifying, though eager may never read it; a stand-in view
+      made under ``no_grad`` now, and the error kept in ``TensorMeta.autograd_error`` for a traced read;
+    * a leaf (or a view of one) whose ``.grad`` no longer has its shape, dtype or device (``w.unsqueeze_(0)``
+      under ``no_grad`` after a backward: eager allows it; fakeifying copies ``.grad`` and refuses): a stand-in
+      leaf sharing its storage, without the ``.grad``, which the trace never reads from the fake (``.grad`` is
+      an input of its own), one per leaf (so that the fakes of its views share its fake).
+    """
+    if compat.is_stale_view(value):  # asked before anything asks for its grad_fn, which would end that state
+        stand_in = compat.stale_view(value._base, value.shape, value.stride(), value.storage_offset())
+        fake = _fake_input(tx, value, source, stand_in)
+        with tx.fake_mode:
+            fake = compat.stale_view(fake._base, fake.shape, fake.stride(), fake.storage_offset())
+        return fake, {"grad_fn_pending": True}
+    try:
+        compat.autograd_flags(value)
+    except RuntimeError as e:
+        with torch.no_grad():
+            stand_in = value._base.as_strided(value.shape, value.stride(), value.storage_offset())
+        fake = _fake_input(tx, value, source, stand_in)
+        compat.increment_version(fake)  # now its base was written after it was made, as the live one's
+        return fake, {"autograd_error": str(e), "is_leaf": None, "has_grad_fn": None}
+    base = value._base if value._base is not None else value
+    if _grad_mismatch(base):
+        stand_in = tx.stand_ins.get(id(base))
+        if stand_in is None:  # one per base, so that its views' fakes share the base's fake
+            stand_in = tx.stand_ins[id(base)] = base.detach().requires_grad_(True)
+            tx.keepalive.append(base)
+        if base is not value:
+            with torch.enable_grad():
+                stand_in = stand_in.as_strided(value.shape, value.stride(), value.storage_offset())
+        return _fake_input(tx, value, source, stand_in), {}
+    return _fake_input(tx, value, source), {}
+
+
+def _grad_mismatch(t: torch.Tensor) -> bool:
+    """Whether leaf ``t``'s ``.grad`` no longer has its shape, dtype or device."""
+    grad = t.grad if t.requires_grad and t.is_leaf else None
+    return grad is not None and (grad.shape != t.shape or grad.dtype != t.dtype or grad.device != t.device)
 
 
 def _unspecializable(tx: Any, source: Source) -> bool:
@@ -442,7 +493,7 @@ def _symbolic_float(tx: Any, value: float, source: Source) -> VariableTracker:
     return SymNodeVariable(sym, tx.graph.call_method("item", (node,), {}, sym))
 
 
-def _fake_input(tx: Any, value: torch.Tensor, source: Source) -> Any:
+def _fake_input(tx: Any, value: torch.Tensor, source: Source, stand_in: torch.Tensor | None = None) -> Any:
     """The fake of graph input ``value``, after installing its TENSOR guard.
 
     Static shapes unless the trace's shape policy (``tx.shapes``, see
@@ -450,17 +501,19 @@ def _fake_input(tx: Any, value: torch.Tensor, source: Source) -> Any:
     they are symbolic sizes of the trace's ShapeEnv, and the TENSOR guard
     leaves them (and the strides that depend on them) to the ShapeEnv's guards.
     A trace without a ShapeEnv that meets such a tensor is traced again with one.
+    ``stand_in``: the tensor fakeified in ``value``'s place (:func:`_fakeified`); the guard reads ``value``.
     """
     dynamic = tx.shapes.dims(source, value) if tx.shapes is not None else ()
     if tx.fake_mode.shape_env is None:
         if any(dynamic):
             raise RetraceSymbolic(f"{source.name} has dynamic dimensions {[i for i, d in enumerate(dynamic) if d]}")
         _guard(tx, source, "TENSOR", tensor_signature(value))
-        return tx.fake_mode.from_tensor(value)
+        return tx.fake_mode.from_tensor(value if stand_in is None else stand_in)
+    fakeified = value if stand_in is None else stand_in
     base_dynamic = None
-    if value._base is not None and tx.shapes is not None:  # a view's base: the policy decides for it too
-        base_dynamic = tx.shapes.dims(AttrSource(source, "_base"), value._base)
-    fake = compat.fake_symbolic(tx.fake_mode, value, dynamic or (False,) * value.dim(), source.name,
+    if fakeified._base is not None and tx.shapes is not None:  # a view's base: the policy decides for it too
+        base_dynamic = tx.shapes.dims(AttrSource(source, "_base"), fakeified._base)
+    fake = compat.fake_symbolic(tx.fake_mode, fakeified, dynamic or (False,) * value.dim(), source.name,
                                 tx.shapes.ranges(value) if tx.shapes is not None else None, base_dynamic)
     strided = value.layout == torch.strided
     symbolic_sizes = tuple(compat.is_symbolic(n) for n in fake.shape)

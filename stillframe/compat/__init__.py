@@ -188,6 +188,11 @@ def resolve_backend(backend: Any, mode: str | None, options: dict | None, dynami
     return torch._TorchCompileWrapper(backend, mode, options, dynamic)
 
 
+def is_eager_backend(backend: Any) -> bool:
+    """Whether ``backend`` (from :func:`resolve_backend`) is torch.compile's ``"eager"``: the graph runs as is."""
+    return getattr(backend, "compiler_name", None) == "eager"
+
+
 def tensor_guards(examples: list, sizes: list | None = None, strides: list | None = None) -> Any:
     """torch's C++ tensor check (TorchDynamo's ``TensorGuards``) for tensors like ``examples``, or ``None``.
 
@@ -491,6 +496,61 @@ def shape_guard_exprs(mode: FakeTensorMode, fakes: list) -> list[str]:
     return list(env.produce_guards(fakes, [_NamedSource(f"___t{i}") for i in range(len(fakes))]))
 
 
+@contextlib.contextmanager
+def torch_compile_counted(flags: dict | None = None) -> Iterator[dict]:
+    """Count what torch.compile does inside the block: on exit the yielded dict holds ``graphs`` (Dynamo's
+    ``unique_graphs``) and ``recompiles`` (records of its ``recompiles`` log artifact, one per recompiled
+    frame). Dynamo's caches are reset before and after; ``flags`` patch ``torch._dynamo.config`` inside."""
+    import logging
+
+    from torch._dynamo.utils import counters
+
+    class _Count(logging.Handler):
+        def __init__(self):
+            super().__init__()
+            self.count = 0
+
+        def emit(self, record):
+            self.count += 1
+
+    torch._dynamo.reset()
+    counters.clear()
+    handler = _Count()
+    logger = logging.getLogger("torch._dynamo.guards.__recompiles")
+    torch._logging.set_logs(recompiles=True)
+    logger.addHandler(handler)
+    result: dict = {}
+    try:
+        with torch._dynamo.config.patch(**(flags or {})):
+            yield result
+    finally:
+        result.update(graphs=counters["stats"]["unique_graphs"], recompiles=handler.count)
+        logger.removeHandler(handler)
+        torch._logging.set_logs()
+        torch._dynamo.reset()
+
+
+def active_dispatch_modes() -> list[str]:
+    """The class names of the modes on torch's dispatch-mode stack (``[]`` in eager code)."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    return [type(m).__name__ for m in _get_current_dispatch_mode_stack()]
+
+
+def pop_dispatch_modes() -> list[str]:
+    """Leave torch's dispatch-mode stack empty, returning the class names of the modes that were on it.
+
+    Eager code runs with no mode active; one left there (a ``FakeTensorMode`` a compiler entered and an
+    exception skipped the exit of) turns every later tensor op of the process fake. The fuzzer checks this
+    after each program (``torch.utils._python_dispatch``'s mode stack)."""
+    from torch.utils._python_dispatch import _pop_mode
+
+    names = active_dispatch_modes()
+    for _ in names:
+        _pop_mode()
+    return names
+
+
 def python_dispatcher() -> Any:
     """A context in which ops dispatch through torch's Python dispatcher (``torch._dispatch.python``), as
     torch.compile propagates every op of a trace. With symbolic sizes it matters: a C++ kernel that reads a
@@ -552,11 +612,14 @@ def optimizer_init_group(opt: Any, group: dict, *lists: list) -> Any:
     return opt._init_group(group, *lists)
 
 
-def optimizer_hooks(opt: Any) -> tuple:
-    """The step hooks a call of ``opt.step()`` runs: the global and the optimizer's own pre and post hooks."""
-    module = importlib.import_module("torch.optim.optimizer")
-    return (*module._global_optimizer_pre_hooks.values(), *module._global_optimizer_post_hooks.values(),
-            *opt._optimizer_step_pre_hooks.values(), *opt._optimizer_step_post_hooks.values())
+_optimizer_module = importlib.import_module("torch.optim.optimizer")
+
+
+def optimizer_hooks(opt: Any) -> bool:
+    """Whether a call of ``opt.step()`` runs step hooks: global or the optimizer's own, pre or post (called on
+    every compiled step: four dict lookups)."""
+    return bool(_optimizer_module._global_optimizer_pre_hooks or _optimizer_module._global_optimizer_post_hooks
+                or opt._optimizer_step_pre_hooks or opt._optimizer_step_post_hooks)
 
 
 def default_foreach(params: list) -> bool:
@@ -565,11 +628,145 @@ def default_foreach(params: list) -> bool:
     return bool(module._default_to_fused_or_foreach(params, False, use_fused=False)[1])
 
 
-def trace_aten(fn: Callable, examples: list) -> torch.fx.GraphModule:
+def trace_aten(fn: Callable, examples: list, mode: FakeTensorMode | None = None,
+               compiling: bool = True) -> torch.fx.GraphModule:
     """``fn(*examples)`` traced on fake tensors into an ATen-level FX graph (``make_fx``), with grad off and
-    ``torch.compiler.is_compiling()`` True (torch's own code takes the paths it takes under torch.compile)."""
-    with torch.no_grad(), _compiling():
+    ``torch.compiler.is_compiling()`` True (torch's own code takes the paths it takes under torch.compile), or,
+    with ``compiling=False``, the paths it takes in eager. ``mode``: the fake mode to trace in (its ShapeEnv
+    holds the symbols of the examples faked in it beforehand; see :func:`optimizer_fake_mode`)."""
+    context = tracing(TracingContext(mode)) if mode is not None else contextlib.nullcontext()
+    with torch.no_grad(), context, (_compiling() if compiling else contextlib.nullcontext()):
         return make_fx(fn, tracing_mode="fake")(*examples)
+
+
+
+# ---------------------------------------------------------------- a view's grad_fn, made when asked for
+
+_DEFAULT_VIEW = torch._C._autograd.CreationMeta.DEFAULT
+_LEAF_IN_PLACE = "a leaf Variable that requires grad is being used in an in-place operation."
+
+
+def view_made_in_grad_mode(t: torch.Tensor) -> bool:
+    """Whether view ``t`` was made with grad mode on (autograd then allows in-place ops on it in grad mode)."""
+    return torch._C._autograd._get_creation_meta(t) != torch._C._autograd.CreationMeta.NO_GRAD_MODE
+
+
+def grad_fn_made_on_read(t: torch.Tensor) -> bool:
+    """Whether reading ``t.is_leaf`` or ``t.grad_fn`` may make ``t``'s grad_fn: ``t`` is a view (made in grad
+    mode) whose base requires grad, and autograd makes a view's grad_fn lazily, when it is asked for. Such a
+    read changes what eager does next (see :func:`is_stale_view`), so stillframe never makes it itself."""
+    return t._is_view() and t._base.requires_grad and torch._C._autograd._get_creation_meta(t) == _DEFAULT_VIEW
+
+
+def autograd_flags(t: torch.Tensor) -> tuple[bool, bool, bool]:
+    """``(requires_grad, is_leaf, grad_fn is not None)`` as Python reads them, without making a view's grad_fn
+    (:func:`grad_fn_made_on_read`: such a view requires grad and the read would give it a grad_fn)."""
+    if grad_fn_made_on_read(t):
+        return True, False, True
+    return t.requires_grad, t.is_leaf, t.grad_fn is not None
+
+
+def made_without_grad_fn(t: torch.Tensor) -> bool:
+    """Whether view ``t`` has no grad_fn because its base did not require grad when it was made (read without
+    making one): if the base takes history later, ``t`` may become a stale view (:func:`is_stale_view`)."""
+    return (t._is_view() and not t._base.requires_grad
+            and torch._C._autograd._get_creation_meta(t) == _DEFAULT_VIEW and t.grad_fn is None)
+
+
+def is_leaf(t: torch.Tensor) -> bool | None:
+    """``t.is_leaf`` without making a view's grad_fn (:func:`autograd_flags`); ``None`` where reading it raises
+    (a view made under ``no_grad`` whose base was written in place since)."""
+    if grad_fn_made_on_read(t):
+        return False
+    try:
+        return t.is_leaf
+    except RuntimeError:
+        return None
+
+
+def is_stale_view(t: torch.Tensor) -> bool:
+    """Whether autograd treats view ``t`` as a leaf that requires grad: it was made while its base did not
+    require grad, the base took history since (an in-place op through another alias: ``v = y.t(); y[0] = w``),
+    and nothing has asked for ``t``'s grad_fn since (reading ``is_leaf`` or ``grad_fn``, or a differentiable op
+    on ``t``, makes it). Eager refuses an in-place op on it in grad mode ("a leaf Variable that requires grad is
+    being used in an in-place operation."). Found out from autograd's own in-place check, with an ``add_``
+    whose shapes cannot match, so nothing is written; on a view that is not stale the check goes on to make
+    the grad_fn, as any differentiable op on it would. Works on real and fake tensors."""
+    if not grad_fn_made_on_read(t):
+        return False
+    wrong_shape = t.new_empty((1,)).expand(2, *t.shape)
+    try:
+        with torch.enable_grad():
+            torch.Tensor.add_(t, wrong_shape)
+    except RuntimeError as e:
+        return str(e).startswith(_LEAF_IN_PLACE)
+    raise AssertionError("an add_ of a wrong shape succeeded")  # pragma: no cover
+
+
+def stale_view(base: torch.Tensor, shape: Any, stride: Any, offset: Any) -> torch.Tensor:
+    """A view of ``base`` with this geometry that :func:`is_stale_view`: made under ``no_grad`` (so without a
+    grad_fn although ``base`` requires grad), then marked as made in grad mode, and made at another version of
+    the storage than the current one (the version counter is set back right after, so nothing saved for
+    backward sees a change), so that asking for its grad_fn makes one, as for the view it stands for."""
+    view = no_grad_view_before_write(base, shape, stride, offset)
+    torch._C._autograd._set_creation_meta(view, _DEFAULT_VIEW)
+    return view
+
+
+def no_grad_view_before_write(base: torch.Tensor, shape: Any, stride: Any, offset: Any) -> torch.Tensor:
+    """A view of ``base`` with this geometry made under ``no_grad`` at another version of the storage than the
+    current one (the version counter is set back right after, so nothing saved for backward sees a change):
+    as a view made under ``no_grad`` before a write to its base, reading its ``grad_fn`` or ``is_leaf`` raises
+    where the base requires grad."""
+    version = base._version
+    torch._C._autograd._unsafe_set_version_counter((base,), (version + 1,))
+    try:
+        with torch.no_grad():
+            view = base.as_strided(shape, stride, offset)
+    finally:
+        torch._C._autograd._unsafe_set_version_counter((base,), (version,))
+    return view
+
+def public_calls(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """``gm`` (an ATen graph from :func:`trace_aten`) calling torch's public API instead of ``torch.ops.aten``
+    overloads, as a TorchDynamo graph does: ``aten.add_.Tensor(x, y, alpha=a)`` becomes ``x.add_(y, alpha=a)``,
+    ``aten.sqrt.default(x)`` ``torch.sqrt(x)``, ``aten._local_scalar_dense.default(x)`` ``x.item()``. The public
+    call picks the same overload from the same arguments (the graph was traced through it), and skips the
+    Python layer of ``OpOverload.__call__`` and its schema parsing (a few microseconds per op, which is most of a
+    small graph's time on the eager backend). An op with no public name of its own stays as it is."""
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload) \
+                or node.target.namespace != "aten":
+            continue
+        name = node.target.overloadpacket.__name__
+        function = getattr(torch, name, None)
+        on_tensor = bool(node.args) and isinstance(node.args[0], torch.fx.Node) \
+            and isinstance(node.args[0].meta.get("val"), torch.Tensor)
+        if name == "_local_scalar_dense":
+            node.op, node.target = "call_method", "item"
+        elif node.target._overloadname == "out":  # torch.maximum(a, b, out=c): the function takes out=
+            if callable(function):
+                node.target = function
+        elif name.endswith("_") and on_tensor and hasattr(torch.Tensor, name):  # in place: a method only
+            node.op, node.target = "call_method", name
+        elif callable(function):
+            node.target = function
+        elif on_tensor and hasattr(torch.Tensor, name):
+            node.op, node.target = "call_method", name
+    gm.recompile()
+    return gm
+
+
+def optimizer_fake_mode() -> FakeTensorMode:
+    """A fake mode for tracing an optimizer's update: static shapes, and a ShapeEnv in which ``.item()`` of a
+    tensor is an unbacked symbol (eager's Adam reads ``state['step'].item()``) and a float input a SymFloat
+    (:func:`symbolic_float`)."""
+    return FakeTensorMode(shape_env=ShapeEnv(allow_scalar_outputs=True), static_shapes=True)
+
+
+def symbol_guards(mode: FakeTensorMode) -> list:
+    """The guards ``mode``'s ShapeEnv recorded (a branch on a SymFloat's value)."""
+    return list(mode.shape_env.guards)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,127 @@
+"""Tensors saved for backward and written in place later: the calls that save them run for real.
+
+Eager autograd saves some tensors of an op for its backward (``t2.sin()`` saves ``t2``; a
+``torch.autograd.Function`` saves what ``ctx.save_for_backward`` names) with their version; a later in-place
+write to the tensor, or to any tensor sharing its version counter (its base and views, a ``detach()`` of it),
+makes a backward through that op raise "one of the variables needed for gradient computation has been modified
+by an inplace operation". No graph reproduces that: AOTAutograd saves the value from before the write, and
+torch's ``autograd_function_apply`` keeps what a Function saves where no version is checked (torch.compile
+returns gradients there too).
+
+So the trace records which fakes each traced call saved (a pack hook while the op runs on fakes; the Function
+rule names what its ``ctx`` saved), and an in-place op that writes one of them raises
+:class:`~stillframe.errors.RetraceSavedTensor`: the frame is traced again with the saving call (its
+instruction) run for real. Autograd then saves the real tensor, the write (in a later graph, or for real)
+bumps its real version, and a backward raises where eager's does, and only where it does.
+
+Saved fakes are resolved to tensor identities only when a write is checked, so a call whose trace was rolled
+back (speculation, a restored checkpoint) no longer counts: its fakes are in no live state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+import torch
+
+from ..errors import RetraceSavedTensor
+
+
+def _location(tx: Any) -> tuple:
+    frame = tx.frame
+    return (frame.code.code, frame.ip - 1)
+
+
+def refuse_if_saving_runs_for_real(tx: Any, what: str) -> None:
+    """Break before a call that an earlier trace of this frame found saving a tensor written in place later."""
+    if tx.run_for_real and _location(tx) in tx.run_for_real:
+        tx.unsupported("saved_for_backward", f"{what} saves for backward a tensor that is written in place later; "
+                       "it runs for real, so autograd checks that tensor's version at backward as in eager",
+                       ("the call runs for real, then tracing resumes",))
+
+
+@contextlib.contextmanager
+def recording(tx: Any) -> Iterator[None]:
+    """While an op runs on fakes: note each tensor autograd saves for its backward (a pack hook)."""
+    saved: list = []
+
+    def pack(t: Any) -> Any:
+        saved.append(t)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, _unpack):
+        yield
+    if saved:
+        record(tx, saved)
+
+
+def _unpack(t: Any) -> Any:
+    return t
+
+
+def record(tx: Any, fakes: list) -> None:
+    """Note that the call being traced saved ``fakes`` for backward."""
+    tx.saved_for_backward.append((tuple(fakes), _location(tx)))
+
+
+def record_shared_version(tx: Any, fake: Any, source_fake: Any) -> None:
+    """``fake`` shares the version counter of ``source_fake`` without being a view of it (``detach()``)."""
+    tx.shared_versions.append((fake, source_fake))
+
+
+def check_write(tx: Any, roots: list[int]) -> None:
+    """Before an in-place op writing the alias groups of ``roots``: a saved tensor among them means the frame is
+    traced again with its saving calls run for real (or, if they already are, this write runs for real)."""
+    if not tx.saved_for_backward:
+        return
+    written = _sharing_version(tx, set(roots))
+    locations = set()
+    for fakes, location in tx.saved_for_backward:
+        if any(_root(tx, tx.tid_of_fake(f)) in written for f in fakes):
+            locations.add(location)
+    if not locations:
+        return
+    if locations <= tx.run_for_real:  # a saving call that could not break there: the write runs for real
+        tx.unsupported("saved_for_backward", "an in-place op writes a tensor saved for backward earlier",
+                       ("the write runs for real",))
+    raise RetraceSavedTensor(frozenset(locations))
+
+
+def _root(tx: Any, tid: int | None) -> int | None:
+    if tid is None:
+        return None
+    base = tx.state.heap[tid].meta.base
+    return tid if base is None else base
+
+
+def _sharing_version(tx: Any, roots: set) -> set:
+    """``roots`` and the roots linked to them by :func:`record_shared_version` pairs (both ways)."""
+    pairs = [(_root(tx, tx.tid_of_fake(a)), _root(tx, tx.tid_of_fake(b))) for a, b in tx.shared_versions]
+    pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+    grown = True
+    while grown:
+        grown = False
+        for a, b in pairs:
+            if (a in roots) != (b in roots):
+                roots |= {a, b}
+                grown = True
+    return roots
+
+
+def check_written_inputs(tx: Any) -> None:
+    """At the end of a trace for a backend that functionalizes it (AOTAutograd): a tensor saved for backward
+    that is a graph input written in this graph (or a view of one) is saved as the graph's new value of it, a
+    tensor apart from the input, so a write to the input after the graph would not be seen by backward, where
+    eager's raises. The frame is traced again with those saving calls run for real."""
+    locations = set()
+    for fakes, location in tx.saved_for_backward:
+        for f in fakes:
+            root = _root(tx, tx.tid_of_fake(f))
+            if root is None:
+                continue
+            entry = tx.state.heap[root]
+            if entry.meta.version != 0 and (root in tx.input_values or entry.node is None):
+                locations.add(location)
+    if locations - tx.run_for_real:
+        raise RetraceSavedTensor(frozenset(locations | tx.run_for_real))

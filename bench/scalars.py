@@ -5,10 +5,10 @@
 
 Rows (issue 12): a loop counter or step counter that changes (an int argument with a graph break inside,
 a loop calling a function that breaks, a counter live across a break, ``state.step``, a ``for``/``while``
-loop whose body breaks); a float that changes (``x * lr`` for 5 values of ``lr``, a branch on it, a size
-computed from it); ``.item()`` and ``nonzero`` / mask indexing with torch._dynamo.config's
-``capture_scalar_outputs`` / ``capture_dynamic_output_shape_ops`` off and on (stillframe.config's for
-stillframe). Columns: graphs compiled, recompiles (traces of a code point that already had a plan; for
+loop whose body breaks); a float that changes (``x * lr`` for 5 values of ``lr``, ``math.sqrt`` / ``cos``,
+``abs``, ``max`` of it, a branch on it, a size computed from it); ``.item()`` and ``nonzero`` / mask indexing
+with torch._dynamo.config's ``capture_scalar_outputs`` / ``capture_dynamic_output_shape_ops`` off and on
+(stillframe.config's for stillframe). Columns: graphs compiled, recompiles (traces of a code point that already had a plan; for
 torch.compile its ``recompiles`` log records), and whether every result equals eager's.
 """
 
@@ -21,9 +21,9 @@ import io
 import torch
 
 from stillframe.check.scalar_programs import (branch, counter_across_a_break, calls_helper_in_a_loop, driver,
-                                              item_size, loop_with_a_break, mask, object_counter, scaled,
-                                              size_from_float, step, stillframe_counts, torch_compile_counts,
-                                              while_with_a_break)
+                                              item_size, loop_with_a_break, mask, math_of_a_float, object_counter,
+                                              scaled, size_from_float, step, stillframe_counts,
+                                              torch_compile_counts, while_with_a_break)
 
 
 ROWS = [
@@ -34,6 +34,7 @@ ROWS = [
     ("for i in range(40): print (break in loop)", loop_with_a_break, "n40", {}),
     ("while i < 40: print (break in loop)", while_with_a_break, "n40", {}),
     ("x * lr, 5 values of lr", scaled, "floats", {}),
+    ("math.sqrt / cos, abs, max of a float", math_of_a_float, "floats", {}),
     ("branch on a float", branch, "floats", {}),
     ("a size computed from a float", size_from_float, "sizes", {}),
     (".item() as a size, flag off", item_size, "data", {}),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
 from typing import Any, Callable
 
 import torch
@@ -90,6 +91,10 @@ def while_with_a_break(x, n):
 
 def scaled(x, lr):
     return x * lr + lr
+
+
+def math_of_a_float(x, lr):
+    return x * math.sqrt(lr) + math.cos(lr) + abs(lr - 0.25) + max(lr, 0.25)
 
 
 def branch(x, r):

@@ -1,4 +1,4 @@
-"""The package's layers import only downward, and private torch APIs are named in ``compat.py`` alone
+"""The package's layers import only downward, and private torch APIs are named in ``compat`` (the package) alone
 (issue 10; README, "Layout").
 
 Every module-level import of a stillframe module is read from the source with

@@ -158,11 +158,13 @@ RUN_FOR_REAL = [no_materialize_unused_output, dirty_leaf, dirty_with_a_view, cha
 
 def test_a_dirty_input_and_a_second_output():
     """Captured under the eager backend; AOTAutograd fails on it (torch.compile raises BackendCompilerFailed to
-    the caller there), and stillframe runs the apply for real instead."""
+    the caller there). Under aot_eager the apply writes ``y``, which ``exp`` saved for backward and the graph
+    would save apart from the input, so ``x.exp()`` runs for real (tensors/saved.py) before the backend is
+    ever asked."""
     report = assert_parity(dirty_two_outputs, grad_arg, calls=2)
     assert stillframe_counts(report, HOP).ops == 1
     report = assert_parity(dirty_two_outputs, grad_arg, calls=2, backend="aot_eager")
-    assert stillframe_counts(report, HOP).failures == ["higher_order"]
+    assert set(stillframe_counts(report, HOP).failures) == {"saved_for_backward"}
     assert torch_compile_counts(dirty_two_outputs, grad_arg(), "aot_eager", HOP).raised == "BackendCompilerFailed"
 
 

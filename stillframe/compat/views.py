@@ -1,0 +1,93 @@
+"""Private torch APIs of a view's autograd state: its creation mode and its grad_fn, which autograd makes
+lazily when asked (``torch._C._autograd``), read without making it. Re-exported by :mod:`stillframe.compat`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+_DEFAULT_VIEW = torch._C._autograd.CreationMeta.DEFAULT
+_LEAF_IN_PLACE = "a leaf Variable that requires grad is being used in an in-place operation."
+
+
+def view_made_in_grad_mode(t: torch.Tensor) -> bool:
+    """Whether view ``t`` was made with grad mode on (autograd then allows in-place ops on it in grad mode)."""
+    return torch._C._autograd._get_creation_meta(t) != torch._C._autograd.CreationMeta.NO_GRAD_MODE
+
+
+def grad_fn_made_on_read(t: torch.Tensor) -> bool:
+    """Whether reading ``t.is_leaf`` or ``t.grad_fn`` may make ``t``'s grad_fn: ``t`` is a view (made in grad
+    mode) whose base requires grad, and autograd makes a view's grad_fn lazily, when it is asked for. Such a
+    read changes what eager does next (see :func:`is_stale_view`), so stillframe never makes it itself."""
+    return t._is_view() and t._base.requires_grad and torch._C._autograd._get_creation_meta(t) == _DEFAULT_VIEW
+
+
+def autograd_flags(t: torch.Tensor) -> tuple[bool, bool, bool]:
+    """``(requires_grad, is_leaf, grad_fn is not None)`` as Python reads them, without making a view's grad_fn
+    (:func:`grad_fn_made_on_read`: such a view requires grad and the read would give it a grad_fn)."""
+    if grad_fn_made_on_read(t):
+        return True, False, True
+    return t.requires_grad, t.is_leaf, t.grad_fn is not None
+
+
+def made_without_grad_fn(t: torch.Tensor) -> bool:
+    """Whether view ``t`` has no grad_fn because its base did not require grad when it was made (read without
+    making one): if the base takes history later, ``t`` may become a stale view (:func:`is_stale_view`)."""
+    return (t._is_view() and not t._base.requires_grad
+            and torch._C._autograd._get_creation_meta(t) == _DEFAULT_VIEW and t.grad_fn is None)
+
+
+def is_leaf(t: torch.Tensor) -> bool | None:
+    """``t.is_leaf`` without making a view's grad_fn (:func:`autograd_flags`); ``None`` where reading it raises
+    (a view made under ``no_grad`` whose base was written in place since)."""
+    if grad_fn_made_on_read(t):
+        return False
+    try:
+        return t.is_leaf
+    except RuntimeError:
+        return None
+
+
+def is_stale_view(t: torch.Tensor) -> bool:
+    """Whether autograd treats view ``t`` as a leaf that requires grad: it was made while its base did not
+    require grad, the base took history since (an in-place op through another alias: ``v = y.t(); y[0] = w``),
+    and nothing has asked for ``t``'s grad_fn since (reading ``is_leaf`` or ``grad_fn``, or a differentiable op
+    on ``t``, makes it). Eager refuses an in-place op on it in grad mode ("a leaf Variable that requires grad is
+    being used in an in-place operation."). Found out from autograd's own in-place check, with an ``add_``
+    whose shapes cannot match, so nothing is written; on a view that is not stale the check goes on to make
+    the grad_fn, as any differentiable op on it would. Works on real and fake tensors."""
+    if not grad_fn_made_on_read(t):
+        return False
+    wrong_shape = t.new_empty((1,)).expand(2, *t.shape)
+    try:
+        with torch.enable_grad():
+            torch.Tensor.add_(t, wrong_shape)
+    except RuntimeError as e:
+        return str(e).startswith(_LEAF_IN_PLACE)
+    raise AssertionError("an add_ of a wrong shape succeeded")  # pragma: no cover
+
+
+def stale_view(base: torch.Tensor, shape: Any, stride: Any, offset: Any) -> torch.Tensor:
+    """A view of ``base`` with this geometry that :func:`is_stale_view`: made under ``no_grad`` (so without a
+    grad_fn although ``base`` requires grad), then marked as made in grad mode, and made at another version of
+    the storage than the current one (the version counter is set back right after, so nothing saved for
+    backward sees a change), so that asking for its grad_fn makes one, as for the view it stands for."""
+    view = no_grad_view_before_write(base, shape, stride, offset)
+    torch._C._autograd._set_creation_meta(view, _DEFAULT_VIEW)
+    return view
+
+
+def no_grad_view_before_write(base: torch.Tensor, shape: Any, stride: Any, offset: Any) -> torch.Tensor:
+    """A view of ``base`` with this geometry made under ``no_grad`` at another version of the storage than the
+    current one (the version counter is set back right after, so nothing saved for backward sees a change):
+    as a view made under ``no_grad`` before a write to its base, reading its ``grad_fn`` or ``is_leaf`` raises
+    where the base requires grad."""
+    version = base._version
+    torch._C._autograd._unsafe_set_version_counter((base,), (version + 1,))
+    try:
+        with torch.no_grad():
+            view = base.as_strided(shape, stride, offset)
+    finally:
+        torch._C._autograd._unsafe_set_version_counter((base,), (version,))
+    return view

@@ -34,7 +34,7 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from .shapes import (  # noqa: F401,E402
     GuardOnDataDependentSymNode, TensorifyScalarRestartAnalysis, backend_context, bind_unbacked,
     drop_pending_unbacked, fake_symbolic, float_tensor, is_symbolic, python_dispatcher, shape_guard_exprs,
-    size_checks, static_backend_context, sym_math, sym_size, symbol_guards, symbol_of, symbolic_float,
+    size_checks, static_backend_context, sym_math, sym_size, symbol_of, symbolic_float,
     symbolic_int, take_float_specializations, unbacked_bindings)
 from .views import (  # noqa: F401,E402
     autograd_flags, grad_fn_made_on_read, is_leaf, is_stale_view, made_without_grad_fn, no_grad_view_before_write,

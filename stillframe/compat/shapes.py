@@ -246,7 +246,3 @@ def _scalar_outputs_allowed(mode: FakeTensorMode, inner: Any) -> Iterator[None]:
     finally:
         env.settings = before
 
-
-def symbol_guards(mode: FakeTensorMode) -> list:
-    """The guards ``mode``'s ShapeEnv recorded (a branch on a SymFloat's value)."""
-    return list(mode.shape_env.guards)

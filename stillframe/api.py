@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import builtins
 import collections
-import dataclasses
 import functools
 import inspect
 import os
@@ -40,7 +39,7 @@ from .rules.disable import ORIGINAL, disable, is_disabled  # noqa: F401  (public
 from .runtime.compiler import compile_frame, compile_retrying, eager_entry, start_resume
 from .runtime.entry import CacheEntry, watch
 from .runtime.optimizer_step import StepRouter
-from .runtime.shapes import ShapePolicy
+from .runtime.shapes import ShapePolicy, mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: F401  (public)
 from .diagnostics import log
 
 counters: collections.Counter = collections.Counter()
@@ -579,56 +578,6 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None 
         return CompiledModule(model, **kwargs)
     # torch.compile(torch.compiler.disable(f)) compiles f: the wrappers of disable and compile are looked through
     return CompiledFunction(compat.innermost_fn(model), **kwargs)
-
-
-def _mark(t: torch.Tensor, attr: str, index: Any) -> None:
-    marks = t.__dict__.get(attr)
-    if marks is None:
-        marks = set()
-        setattr(t, attr, marks)
-    marks.update([index] if isinstance(index, int) else index)
-
-
-@dataclasses.dataclass(frozen=True)
-class DimRange:
-    """The range ``mark_dynamic(t, dim, min=, max=)`` gives one dimension (torch.compile's marking has the same
-    fields)."""
-
-    dim: int
-    min: int | None
-    max: int | None
-
-
-def mark_dynamic(t: torch.Tensor, index: int | list | tuple, *, min: int | None = None,
-                 max: int | None = None) -> None:
-    """Make dimension ``index`` (an int or a list of them) of ``t`` symbolic whenever ``t`` enters a trace, even
-    on the first call and with ``dynamic=False``; ``min`` / ``max`` bound its value (guarded).
-
-    The marking is torch.compile's own (``torch._dynamo.mark_dynamic`` leaves the same one), so code written for
-    either works with both::
-
-        x = torch.randn(8, 16)
-        stillframe.mark_dynamic(x, 0)
-        f(x)    # traced with L['x'].size()[0] symbolic: later batch sizes reuse the plan
-    """
-    _mark(t, "_dynamo_dynamic_indices", index)
-    if min is not None or max is not None:
-        ranges = t.__dict__.get("_dynamo_dynamic_range")
-        if ranges is None:
-            ranges = t._dynamo_dynamic_range = set()
-        ranges.update(DimRange(i, min, max) for i in ([index] if isinstance(index, int) else index))
-
-
-def maybe_mark_dynamic(t: torch.Tensor, index: int | list | tuple) -> None:
-    """Like :func:`mark_dynamic`, a hint (as ``torch._dynamo.maybe_mark_dynamic``): the dimension starts
-    symbolic, and the trace may still specialize it where the code needs its value."""
-    _mark(t, "_dynamo_weak_dynamic_indices", index)
-
-
-def mark_static(t: torch.Tensor, index: int | list | tuple) -> None:
-    """Keep dimension ``index`` of ``t`` specialized in every mode (as ``torch._dynamo.mark_static``; it wins
-    over the markings above and over ``dynamic=True``)."""
-    _mark(t, "_dynamo_static_indices", index)
 
 
 def is_compiled(obj: Any) -> bool:

@@ -376,12 +376,14 @@ _NamedSource = _torch_source_class()
 
 
 def fake_symbolic(mode: FakeTensorMode, value: torch.Tensor, dynamic: tuple, name: str,
-                  ranges: dict | None = None) -> Any:
+                  ranges: dict | None = None, base_dynamic: tuple | None = None) -> Any:
     """The fake of ``value`` under ``mode`` with the dimensions flagged in ``dynamic`` symbolic (0/1 sized ones
     stay static, as torch.compile specializes them); ``name`` names it in the ShapeEnv's messages.
 
     ``ranges``: dim -> (min, max) (either may be None) from ``mark_dynamic(..., min=, max=)``: the symbol's
     value range, guarded (``2 <= L['x'].size()[0] <= 16``); a trace that specializes it fails to compile.
+    ``base_dynamic``: for a view, which dimensions of its ``_base`` are symbolic (torch's default, when no
+    context is given for the base, is all of them, as TorchDynamo avoids by giving one).
     """
     from torch.fx.experimental.symbolic_shapes import StrictMinMaxConstraint
     from torch.utils._sympy.numbers import int_oo
@@ -394,7 +396,12 @@ def fake_symbolic(mode: FakeTensorMode, value: torch.Tensor, dynamic: tuple, nam
             constraints[dim] = StrictMinMaxConstraint(
                 vr=ValueRanges(lower=0 if low is None else low, upper=int_oo if high is None else high),
                 warn_only=False)
-    context = StatelessSymbolicContext(dynamic_sizes=dims, constraint_sizes=constraints)
+    base_context = None
+    if value._base is not None:
+        base_context = StatelessSymbolicContext(dynamic_sizes=[
+            DimDynamic.DYNAMIC if d else DimDynamic.STATIC for d in (base_dynamic or (False,) * value._base.dim())])
+    context = StatelessSymbolicContext(dynamic_sizes=dims, constraint_sizes=constraints,
+                                       view_base_context=base_context)
     return mode.from_tensor(value, symbolic_context=context, source=_NamedSource(name))
 
 
@@ -482,6 +489,61 @@ def shape_guard_exprs(mode: FakeTensorMode, fakes: list) -> list[str]:
     if env is None or not fakes:
         return []
     return list(env.produce_guards(fakes, [_NamedSource(f"___t{i}") for i in range(len(fakes))]))
+
+
+@contextlib.contextmanager
+def torch_compile_counted(flags: dict | None = None) -> Iterator[dict]:
+    """Count what torch.compile does inside the block: on exit the yielded dict holds ``graphs`` (Dynamo's
+    ``unique_graphs``) and ``recompiles`` (records of its ``recompiles`` log artifact, one per recompiled
+    frame). Dynamo's caches are reset before and after; ``flags`` patch ``torch._dynamo.config`` inside."""
+    import logging
+
+    from torch._dynamo.utils import counters
+
+    class _Count(logging.Handler):
+        def __init__(self):
+            super().__init__()
+            self.count = 0
+
+        def emit(self, record):
+            self.count += 1
+
+    torch._dynamo.reset()
+    counters.clear()
+    handler = _Count()
+    logger = logging.getLogger("torch._dynamo.guards.__recompiles")
+    torch._logging.set_logs(recompiles=True)
+    logger.addHandler(handler)
+    result: dict = {}
+    try:
+        with torch._dynamo.config.patch(**(flags or {})):
+            yield result
+    finally:
+        result.update(graphs=counters["stats"]["unique_graphs"], recompiles=handler.count)
+        logger.removeHandler(handler)
+        torch._logging.set_logs()
+        torch._dynamo.reset()
+
+
+def active_dispatch_modes() -> list[str]:
+    """The class names of the modes on torch's dispatch-mode stack (``[]`` in eager code)."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    return [type(m).__name__ for m in _get_current_dispatch_mode_stack()]
+
+
+def pop_dispatch_modes() -> list[str]:
+    """Leave torch's dispatch-mode stack empty, returning the class names of the modes that were on it.
+
+    Eager code runs with no mode active; one left there (a ``FakeTensorMode`` a compiler entered and an
+    exception skipped the exit of) turns every later tensor op of the process fake. The fuzzer checks this
+    after each program (``torch.utils._python_dispatch``'s mode stack)."""
+    from torch.utils._python_dispatch import _pop_mode
+
+    names = active_dispatch_modes()
+    for _ in names:
+        _pop_mode()
+    return names
 
 
 def python_dispatcher() -> Any:

@@ -41,6 +41,7 @@ import torch
 
 import stillframe
 
+from .. import compat
 from .parity import compare
 from .programs import FAMILIES, Program, generate, load
 from .values import Walker, identity_labels, tensors_of
@@ -51,7 +52,10 @@ CALLS = 3
 #: Outcomes of one program; ``torch_assert``: eager itself failed one of torch's internal asserts (not a finding);
 #: ``generator_error``: the program generator itself failed (reported; the run goes on).
 #: ``checker_error``: comparing the program's runs failed in the checker itself (reported; the run goes on).
-KINDS = ("ok", "divergence", "internal", "fallback", "hang", "torch_assert", "generator_error", "checker_error")
+#: ``state_leak``: the compiler left a torch dispatch mode active (every later tensor op of the process would be
+#: fake); the checker pops it, so the programs after it are checked on a clean process.
+KINDS = ("ok", "divergence", "internal", "fallback", "hang", "torch_assert", "generator_error", "checker_error",
+         "state_leak")
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(stillframe.__file__))) + os.sep + "stillframe" + os.sep
 _CHECK = _PACKAGE + "check" + os.sep
 
@@ -144,7 +148,25 @@ def _deadline(seconds: float):
 
 
 def check_program(program: Program, compiler="stillframe", *, timeout: float = 60.0) -> Finding:
-    """Run ``program`` eagerly and compiled ``CALLS`` times, comparing every observable; classify the outcome."""
+    """Run ``program`` eagerly and compiled ``CALLS`` times, comparing every observable; classify the outcome.
+
+    A dispatch mode left active afterwards (a timeout's exception can cut a compiler's exit short) is a
+    ``state_leak`` (kept as the kind of a hang) and is popped."""
+    try:
+        finding = _check_program(program, compiler, timeout)
+    except Exception as exc:  # the checker failed: on fake tensors, when a mode was left on by the compiler
+        if not compat.active_dispatch_modes():
+            raise
+        finding = Finding(program, "state_leak", [f"checking failed: {type(exc).__name__}: {str(exc)[:120]}"])
+    leaked = compat.pop_dispatch_modes()
+    if leaked:
+        finding.mismatches.append(f"left active after the calls: {', '.join(leaked)} (popped)")
+        if finding.kind != "hang":
+            finding.kind = "state_leak"
+    return finding
+
+
+def _check_program(program: Program, compiler, timeout: float) -> Finding:
     compile_fn, reset = _resolve(compiler)
     reset()
     eager_ns, comp_ns = program.namespace(), program.namespace()

@@ -16,10 +16,9 @@ import operator
 import types
 from typing import Any
 
-import immutables
 import torch
-from ..guards.guard import Guard, hook_ids
-from ..guards.source import AttrSource, BaseItemSource, GetItemSource, ModuleMemberSource
+from ..guards.guard import Guard
+from ..guards.source import AttrSource, BaseItemSource, GetItemSource
 from ..variables.base import (
     AttrsView,
     BuiltinVariable,
@@ -53,7 +52,7 @@ from ..variables.builder import TRUSTED_MODULES, is_constant, wrap
 from ..variables.kinds import CONTEXT_VALUES, INTERNAL
 from ..variables.objects import (DELETED, ContainerMethodVariable, DICT_BASES, ObjectVariable, SuperVariable,
                                  storage_of)
-from . import builtin_calls, calls, known, numpy_interop
+from . import calls, frames, nn_modules, numpy_interop, type_checks
 from .protocol import Protocol
 from .disable import compiled_original
 from .objects import (MISSING, _static_lookup, _static_lookup_type, function_attr_key, pending_attr, real_object,
@@ -61,26 +60,14 @@ from .objects import (MISSING, _static_lookup, _static_lookup_type, function_att
 from .tensor_attrs import tensor_attr, tensor_instance_attr
 
 
-EMPTY_CELLS: immutables.Map = immutables.Map()
 
 # Tensor attributes that are views computed by a property: recorded as ``getattr`` nodes.
-
-
-def module_hooks_guard(tx: Any, mod: NNModuleVariable) -> None:
-    """Guard that ``mod`` still has exactly the forward hooks it has now (and that no global hooks exist)."""
-    m = mod.module
-    if mod.source is not None:
-        if m._forward_hooks or m._forward_pre_hooks:
-            tx.add_guard(Guard(mod.source, "HOOKS", hook_ids(m)))
-        else:
-            tx.add_guard(Guard(mod.source, "NO_HOOKS"))
-    tx.add_guard(Guard(None, "GLOBAL", ("global_hooks", True)))
 
 
 def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
     """``obj.name`` as a VT; a missing attribute raises the user's AttributeError (the :data:`GETATTR` table)."""
     if name == "__class__" and not isinstance(obj, (TensorVariable, PythonObjectVariable)):
-        return PythonObjectVariable(builtin_calls.python_type_of(tx, obj))
+        return PythonObjectVariable(type_checks.python_type_of(tx, obj))
     return GETATTR(tx, obj, name)
 
 
@@ -103,7 +90,7 @@ def _live_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
     if written is not None:
         return written
     if isinstance(obj, NNModuleVariable):
-        return module_attr(tx, obj, name)
+        return nn_modules.module_attr(tx, obj, name)
     getattribute = type(obj.value).__getattribute__
     if isinstance(getattribute, types.FunctionType) and not isinstance(obj.value, (type, types.ModuleType)):
         return calls.call_sync(tx, UserFunctionVariable(getattribute), [obj, ConstantVariable(name)], {})
@@ -391,7 +378,7 @@ def _noop(*args: Any, **kwargs: Any) -> None:
 
 
 def _type_of(tx: Any, var: VariableTracker) -> type:
-    return builtin_calls.python_type_of(tx, var)
+    return type_checks.python_type_of(tx, var)
 
 
 def has_attr(tx: Any, obj: VariableTracker, name: str) -> bool:
@@ -426,93 +413,6 @@ def _has_static(tx: Any, var: VariableTracker, value: Any, name: str) -> bool:
     elif var.source is not None:
         tx.add_guard(Guard(AttrSource(var.source, "__dict__"), "HAS_KEY", (name, True)))
     return found is not MISSING
-
-
-MODULE_ITERATORS = {"modules", "named_modules", "children", "named_children", "parameters", "named_parameters",
-                    "buffers", "named_buffers"}
-
-
-def module_iterator(var: NNModuleVariable, method: str, tx: Any, args: list, kwargs: dict) -> VariableTracker:
-    """``self.named_modules()``, ``self.parameters()`` ...: unrolled from the live module tree.
-
-    Each visited module's registry keys are guarded, so adding or removing a
-    submodule or parameter recompiles.
-    """
-    options = {k: known.const_value(tx, v) for k, v in kwargs.items()}
-    positional = ("prefix", "recurse") if method.startswith("named_") else ("recurse",)
-    options.update(zip(positional, (known.const_value(tx, a) for a in args)))
-    recurse = options.get("recurse", True)
-    walk: list = []  # (qualified name, VT of module)
-
-    def visit(mod_var: NNModuleVariable, prefix: str, depth: int) -> None:
-        walk.append((prefix, mod_var))
-        m = mod_var.module
-        if mod_var.source is not None:
-            tx.add_guard(Guard(AttrSource(mod_var.source, "_modules"), "KEYS", tuple(m._modules)))
-        if depth == 0 or method in ("modules", "named_modules") or recurse:
-            for child in m._modules:
-                if m._modules[child] is None:
-                    continue
-                child_var = module_attr(tx, mod_var, child)
-                if method in ("children", "named_children") and depth == 0:
-                    walk.append((child, child_var))
-                    continue
-                visit(child_var, f"{prefix}.{child}" if prefix else child, depth + 1)
-
-    if method in ("children", "named_children"):
-        m = var.module
-        for child in m._modules:
-            if m._modules[child] is not None:
-                walk.append((child, module_attr(tx, var, child)))
-        if var.source is not None:
-            tx.add_guard(Guard(AttrSource(var.source, "_modules"), "KEYS", tuple(m._modules)))
-        items = walk
-    else:
-        visit(var, options.get("prefix", ""), 0)
-        if method in ("modules", "named_modules"):
-            seen, items = set(), []
-            for qual, mv in walk:
-                if id(mv.module) not in seen:
-                    seen.add(id(mv.module))
-                    items.append((qual, mv))
-        else:
-            registry = "_parameters" if "parameters" in method else "_buffers"
-            modules = walk if recurse else walk[:1]
-            seen, items = set(), []
-            for qual, mv in modules:
-                regs = getattr(mv.module, registry)
-                if mv.source is not None:
-                    tx.add_guard(Guard(AttrSource(mv.source, registry), "KEYS", tuple(regs)))
-                for pname, value in regs.items():
-                    if value is None or id(value) in seen:
-                        continue
-                    seen.add(id(value))
-                    items.append((f"{qual}.{pname}" if qual else pname, module_attr(tx, mv, pname)))
-    if method.startswith("named_"):
-        return tx.new_iterator(tuple(TupleVariable((ConstantVariable(q), v)) for q, v in items))
-    return tx.new_iterator(tuple(v for _, v in items))
-
-
-def module_attr(tx: Any, var: NNModuleVariable, name: str) -> VariableTracker:
-    m = var.module
-    src = AttrSource(var.source, name) if var.source is not None else None
-    found = _static_lookup(m, name)
-    if found is MISSING:  # as Python: nn.Module.__getattr__ (its registries) only when ordinary lookup fails
-        for registry in ("_parameters", "_buffers", "_modules"):
-            members = m.__dict__.get(registry, {})
-            if name in members:
-                member_src = ModuleMemberSource(var.source, name, registry) if var.source is not None else None
-                return wrap(tx, members[name], member_src)
-    if name in MODULE_ITERATORS and found == ("class", getattr(torch.nn.Module, name)):
-        return PythonObjectVariable(functools.partial(module_iterator, var, name))
-    if found is MISSING:
-        if type(m).__getattr__ is not torch.nn.Module.__getattr__:
-            if isinstance(type(m).__getattr__, types.FunctionType):  # the class's own, traced (as Python calls it)
-                return _class_getattr(tx, var, type(m), name)
-            tx.unsupported("unsupported_attribute", f"{type(m).__name__} defines __getattr__")
-        guard_not_shadowed(tx, var, m, name)
-        tx.user_error(AttributeError(f"'{type(m).__name__}' object has no attribute '{name}'"))
-    return _bind_found(tx, var, m, name, found, src)
 
 
 def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> VariableTracker:
@@ -586,7 +486,7 @@ def _bind_found(tx: Any, var: VariableTracker, obj: Any, name: str, found: tuple
         if attr.fget is None:
             tx.user_error(AttributeError(f"property '{name}' has no getter"))
         depth = len(tx.state.frames)
-        calls.inline_call(tx, attr.fget, None, [var], {})
+        frames.inline_call(tx, attr.fget, None, [var], {})
         return tx.run_until_return(depth)
     if isinstance(attr, staticmethod):
         return wrap(tx, attr.__func__, None)

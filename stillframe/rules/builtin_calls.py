@@ -1,8 +1,8 @@
 """Builtins on VariableTrackers: one rule per builtin (``BUILTIN_RULES``), constant folding, class construction.
 
 ``call_builtin`` looks a builtin up in the table; ``fold`` evaluates a pure
-function on constants (``FOLDABLE``); ``const_value`` / ``python_type_of``
-read what a VT stands for. Calls back into :mod:`.calls` go through the
+function on constants (``FOLDABLE``); ``const_value`` reads what a VT
+stands for (``type_checks.python_type_of`` its type). Calls back into :mod:`.calls` go through the
 module object (getattr, call and setattr recurse as Python's object model does).
 """
 
@@ -21,7 +21,6 @@ from typing import Any, Callable
 import torch
 from ..errors import UserError
 from ..guards.guard import Guard
-from ..guards.source import AttrSource
 from ..variables.base import (
     AutocastVariable,
     ConstantVariable,
@@ -34,7 +33,6 @@ from ..variables.base import (
     LiveIteratorVariable,
     GradModeVariable,
     IteratorVariable,
-    LazyArgument,
     ListVariable,
     NNModuleVariable,
     PythonObjectVariable,
@@ -80,30 +78,11 @@ from .operators import binary_op
 from .truthiness import truthiness
 from ..variables.builder import load_local
 
-from . import calls, numpy_interop, polyfills
+from . import calls, frames, polyfills, type_checks
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
 
-
-
-def python_type_of(tx: Tracer, var: VariableTracker) -> type:
-    if isinstance(var, LazyArgument):
-        var = wrap(tx, var.value, var.source)
-    if isinstance(var, ConstantVariable):
-        return type(var.value)
-    if isinstance(var, TensorVariable):
-        entry = tx.tensor(var)
-        if entry.source is not None and var.tid in tx.input_values:
-            return type(tx.input_values[var.tid])
-        return torch.Tensor
-    if isinstance(var, (NNModuleVariable,)):
-        return type(var.module)
-    if isinstance(var, PythonObjectVariable):
-        return type(var.value)
-    if isinstance(var, NumpyArrayVariable):
-        return numpy_interop.scalar_type(tx, var)
-    return var.python_type()
 
 
 def _missing(tx: Tracer, obj: VariableTracker, cls: type, storage: DictVariable,
@@ -130,7 +109,7 @@ def call_dunder(tx: Tracer, obj: VariableTracker, name: str, args: list,
     """
     if not isinstance(obj, (ObjectVariable, PythonObjectVariable, NNModuleVariable)):
         return None
-    cls = python_type_of(tx, obj)
+    cls = type_checks.python_type_of(tx, obj)
     storage = storage_of(tx, obj)
     if storage is not None and name == "__getitem__" and hasattr(cls, "__missing__") and \
             tx.dict_lookup(storage, const_value(tx, args[0]), MISSING) is MISSING:
@@ -185,74 +164,6 @@ def _issubclass(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 def _setattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     store_attr(tx, args[0], const_value(tx, args[1]), args[2])
     return ConstantVariable(None)
-
-
-def _isinstance(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    if kwargs:
-        tx.user_error(TypeError("isinstance() takes no keyword arguments"))
-    if len(args) != 2:
-        tx.user_error(TypeError(f"isinstance expected 2 arguments, got {len(args)}"))
-    obj, classes = args
-    cls = const_value(tx, classes)
-    for c in _flat_classes(cls):
-        if type(c) is _LEGACY_TENSOR_TYPE and isinstance(obj, TensorVariable):
-            # torch.FloatTensor, torch.LongTensor ...: a check of dtype and device, which the tensor guard fixes
-            if isinstance(tx.tensor(obj).fake, c):
-                return ConstantVariable(True)
-            continue
-        check = getattr(type(c), "__instancecheck__", None)
-        if type(c) is _LEGACY_STORAGE_TYPE:
-            if _legacy_storage_check(tx, obj, c):
-                return ConstantVariable(True)
-            continue
-        if isinstance(check, types.FunctionType) and not type(c).__module__.startswith(_FOLDED_METACLASSES):
-            # a user metaclass's own __instancecheck__ decides, traced (ABCMeta and torch's own are answered by
-            # the class relation below, as they answer)
-            result = calls.call_sync(tx, wrap(tx, check, None), [wrap(tx, c, None), obj], {})
-            if truthiness(tx, result):
-                return ConstantVariable(True)
-            continue
-        if isinstance(c, type) and isinstance_type(python_type_of(tx, obj), c, tx, obj):
-            return ConstantVariable(True)
-        if not isinstance(c, type):
-            return ConstantVariable(isinstance_type(python_type_of(tx, obj), cls, tx, obj))  # Python's TypeError
-    return ConstantVariable(False)
-
-
-#: The metaclass of torch's legacy tensor types (``torch.FloatTensor`` ...).
-_LEGACY_TENSOR_TYPE = type(torch.FloatTensor)
-_FOLDED_METACLASSES = ("abc", "_py_abc", "typing", "torch", "builtins", "enum")
-#: The metaclass of torch's legacy storage classes (``torch.BoolStorage`` ...).
-_LEGACY_STORAGE_TYPE = type(torch.BoolStorage)
-
-
-def _legacy_storage_check(tx: Tracer, obj: VariableTracker, cls: type) -> bool:
-    """``isinstance(s, torch.BoolStorage)``: the class itself, or a plain ``TypedStorage`` of that class's dtype and
-    device (as the metaclass's ``__instancecheck__`` answers); the storage's dtype and device are guarded."""
-    t = python_type_of(tx, obj)
-    if issubclass(t, cls):
-        return True
-    if t is not torch.TypedStorage or not isinstance(obj, PythonObjectVariable):
-        return False
-    storage = obj.value
-    if obj.source is not None:
-        tx.add_guard(Guard(AttrSource(obj.source, "dtype"), "EQUALS", storage.dtype))
-        tx.add_guard(Guard(AttrSource(AttrSource(obj.source, "device"), "type"), "EQUALS", storage.device.type))
-    return isinstance(storage, cls)
-
-
-def _flat_classes(cls: Any) -> list:
-    """The classes ``isinstance(x, cls)`` tries, in order: nested tuples flattened; a union as itself."""
-    if isinstance(cls, tuple):
-        return [c for part in cls for c in _flat_classes(part)]
-    return [cls]
-
-
-def isinstance_type(t: type, cls: Any, tx: Tracer, obj: VariableTracker) -> bool:
-    if isinstance(obj, TensorVariable) and not (isinstance(cls, type) and issubclass(torch.Tensor, cls)):
-        if cls is torch.nn.Parameter or (isinstance(cls, tuple) and torch.nn.Parameter in cls):
-            return issubclass(t, cls)
-    return issubclass(t, cls)
 
 
 def call_builtin(tx: Tracer, fn: Any, args: list, kwargs: dict) -> None:
@@ -427,7 +338,7 @@ def _abs(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 def _type(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     if len(args) != 1:
         tx.unsupported("unsupported_builtin", "type() with three arguments")
-    return PythonObjectVariable(python_type_of(tx, args[0]))
+    return PythonObjectVariable(type_checks.python_type_of(tx, args[0]))
 
 
 def _callable(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
@@ -437,7 +348,7 @@ def _callable(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     if isinstance(v, NNModuleVariable):
         return ConstantVariable(callable(v.module))
     # what callable() itself asks: does the type (not its metaclass) define __call__
-    return ConstantVariable(any("__call__" in vars(k) for k in python_type_of(tx, v).__mro__))
+    return ConstantVariable(any("__call__" in vars(k) for k in type_checks.python_type_of(tx, v).__mro__))
 
 
 def _id(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
@@ -457,7 +368,7 @@ def _id(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 BUILTIN_RULES: dict[Any, Callable] = {
     len: lambda tx, a, k: ConstantVariable(_len(tx, a[0])),
-    isinstance: _isinstance,
+    isinstance: type_checks.isinstance_rule,
     getattr: _getattr,
     hasattr: _hasattr,
     iter: _iter,
@@ -562,7 +473,7 @@ def construct(tx: Tracer, cls: type, args: list, kwargs: dict) -> VariableTracke
     if not isinstance(init, types.FunctionType):
         tx.unsupported("unsupported_call", f"constructing {cls.__qualname__}: its __init__ is not Python")
     depth = len(tx.state.frames)
-    calls.inline_call(tx, init, None, [obj, *args], kwargs)
+    frames.inline_call(tx, init, None, [obj, *args], kwargs)
     tx.run_until_return(depth)
     return obj
 
@@ -573,7 +484,7 @@ def _super(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
         if not isinstance(cls, type):
             tx.user_error(TypeError(f"super() argument 1 must be a type, not {type(cls).__name__}"))
         value = obj.value if isinstance(obj, PythonObjectVariable) else None
-        if not issubclass(python_type_of(tx, obj), cls) and not (isinstance(value, type) and issubclass(value, cls)):
+        if not issubclass(type_checks.python_type_of(tx, obj), cls) and not (isinstance(value, type) and issubclass(value, cls)):
             tx.user_error(TypeError("super(type, obj): obj must be an instance or subtype of type"))
         return SuperVariable(cls, obj)
     frame = tx.frame

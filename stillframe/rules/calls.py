@@ -24,11 +24,9 @@ from typing import Any, Callable
 
 import torch
 from .. import compat
-from ..bytecode.reader import read
 from ..errors import InternalError
-from ..guards.guard import Guard, globals_key
-from ..guards.source import AttrSource, DefaultSource, GetItemSource
-from ..trace.state import make_frame
+from ..guards.guard import Guard
+from ..guards.source import AttrSource, GetItemSource
 from ..variables.base import (
     AutocastExitVariable,
     AutocastVariable,
@@ -60,7 +58,7 @@ from ..variables.base import (
     UserMethodVariable,
     VariableTracker,
 )
-from ..variables.builder import is_constant, wrap, wrap as wrap_value
+from ..variables.builder import is_constant, wrap
 from ..variables.kinds import INTERNAL
 from ..variables.objects import ContainerMethodVariable, ObjectVariable, SuperVariable
 from ..tensors.effects import never_traced, runs_for_real
@@ -81,19 +79,17 @@ from .builtin_calls import (
     sequence_items,
 )
 from .attrs import (
-    EMPTY_CELLS,
     _noop,
-    module_hooks_guard,
-    module_iterator,
 )
 from .containers import subscript
 from .context import exit_autocast, set_grad_mode
 from .deques import make_deque
 from .disable import compiled_original, is_disabled
 from .higher_order import higher_order_rule
-from . import numpy_interop
+from . import nn_modules, numpy_interop
 from .protocol import Protocol
-from .generators import drain, make_generator
+from .generators import drain
+from .frames import inline_call, inline_nested
 from .objects import (
     call_container_method,
     deepcopy_var,
@@ -221,8 +217,8 @@ def _call_function(tx: Tracer, fn: UserFunctionVariable, args: list, kwargs: dic
 
 @CALL.rule(UserMethodVariable)
 def _call_method(tx: Tracer, fn: UserMethodVariable, args: list, kwargs: dict) -> None:
-    if isinstance(fn.self_var, NNModuleVariable) and any(fn.fn is f for f in MODULE_CALL_IMPLS):
-        return call_module_impl(tx, fn.self_var, list(args), kwargs)  # super().__call__(...) in a module
+    if isinstance(fn.self_var, NNModuleVariable) and any(fn.fn is f for f in nn_modules.MODULE_CALL_IMPLS):
+        return nn_modules.call_module_impl(tx, fn.self_var, list(args), kwargs)  # super().__call__(...) in a module
     if isinstance(fn.fn, NestedFunctionVariable):
         return inline_nested(tx, fn.fn, [fn.self_var, *args], kwargs)
     inline_call(tx, fn.fn, fn.source, [fn.self_var, *args], kwargs)
@@ -238,7 +234,7 @@ def _call_partial(tx: Tracer, fn: PartialVariable, args: list, kwargs: dict) -> 
     call(tx, fn.fn, [*fn.args, *args], {**dict(fn.kwargs), **kwargs})
 
 
-CALL.rule(NNModuleVariable)(lambda tx, fn, args, kwargs: call_module(tx, fn, args, kwargs))
+CALL.rule(NNModuleVariable)(nn_modules.call_module)
 CALL.rule(BuiltinVariable)(lambda tx, fn, args, kwargs: call_builtin(tx, fn.fn, args, kwargs))
 CALL.rule(PythonObjectVariable)(lambda tx, fn, args, kwargs: call_python_object(tx, fn, args, kwargs))
 
@@ -376,188 +372,6 @@ def call_sync(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> Vari
     return tx.run_until_return(depth) if len(tx.state.frames) > depth else tx.pop()
 
 
-def call_module(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> None:
-    """``module(*args)`` as ``nn.Module.__call__`` does it: forward pre-hooks, ``forward``, forward hooks."""
-    module = mod.module
-    if module._backward_hooks or module._backward_pre_hooks or getattr(module, "_forward_hooks_always_called", None):
-        tx.unsupported("module_hooks", f"calling {type(module).__name__} that has backward hooks",
-                       ("forward hooks and forward pre-hooks are supported",))
-    call_override = type(module).__call__
-    if is_disabled(call_override) or is_disabled(module.__dict__.get("forward")):  # torch.compiler.disable(mod)
-        tx.unsupported("disabled", f"{type(module).__name__} is marked never to be compiled",
-                       ("it runs for real; tracing resumes after it",))
-    if call_override is not torch.nn.Module.__call__:  # a subclass's own __call__ runs instead of Module's
-        if not isinstance(call_override, types.FunctionType):
-            tx.unsupported("unsupported_call", f"{type(module).__name__}.__call__ is not a Python function")
-        return inline_call(tx, call_override, None, [mod, *args], kwargs)
-    call_module_impl(tx, mod, args, kwargs)
-
-
-#: ``nn.Module.__call__`` and the functions behind it: a subclass's ``__call__`` reaches them through
-#: ``super().__call__(...)`` (transformers' GradientCheckpointingLayer); they run as :func:`call_module_impl`.
-MODULE_CALL_IMPLS = (torch.nn.Module.__call__, torch.nn.Module._wrapped_call_impl, torch.nn.Module._call_impl)
-
-
-def call_module_impl(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> None:
-    """What ``nn.Module.__call__`` itself does for ``mod``: forward pre-hooks, ``forward``, forward hooks."""
-    module = mod.module
-    module_hooks_guard(tx, mod)
-    replaced = "forward" in module.__dict__  # module.forward = fn: Module.__call__ finds the instance's
-    if mod.source is not None:
-        tx.add_guard(Guard(AttrSource(mod.source, "__dict__"), "HAS_KEY", ("forward", replaced)))
-    if replaced:
-        forward_var = wrap_value(tx, module.__dict__["forward"], GetItemSource(AttrSource(mod.source, "__dict__"),
-                                                                                  "forward") if mod.source else None)
-    else:
-        forward = type(module).forward
-        if not isinstance(forward, types.FunctionType):
-            tx.unsupported("unsupported_call", f"{type(module).__name__}.forward is not a Python function")
-        static = isinstance(inspect.getattr_static(type(module), "forward"), staticmethod)
-        forward_var = UserFunctionVariable(forward) if static else UserMethodVariable(forward, mod)
-    for hook_id, hook in list(module._forward_pre_hooks.items()):
-        if hook_id in module._forward_pre_hooks_with_kwargs:  # hook(module, args, kwargs) -> (args, kwargs)
-            result = call_sync(tx, wrap_value(tx, hook, None),
-                               [mod, TupleVariable(tuple(args)), tx.new_dict(tuple(kwargs.items()))], {})
-            if not (isinstance(result, ConstantVariable) and result.value is None):
-                new_args, new_kwargs = sequence_items(tx, result)
-                args = list(sequence_items(tx, new_args))
-                kwargs = dict(tx.dict_entry(new_kwargs).items)
-            continue
-        result = call_sync(tx, wrap_value(tx, hook, None), [mod, TupleVariable(tuple(args))], {})
-        if not (isinstance(result, ConstantVariable) and result.value is None):
-            args = list(result.items) if isinstance(result, TupleVariable) else [result]
-    post = list(module._forward_hooks.items())
-    if not post:
-        return call(tx, forward_var, list(args), kwargs)
-    output = call_sync(tx, forward_var, list(args), kwargs)
-    for hook_id, hook in post:
-        hook_args = [mod, TupleVariable(tuple(args))]
-        if hook_id in module._forward_hooks_with_kwargs:  # hook(module, args, kwargs, output)
-            hook_args.append(tx.new_dict(tuple(kwargs.items())))
-        result = call_sync(tx, wrap_value(tx, hook, None), [*hook_args, output], {})
-        if not (isinstance(result, ConstantVariable) and result.value is None):
-            output = result
-    tx.push(output)
-
-
-def inline_call(tx: Tracer, fn: types.FunctionType, fn_source: Any, args: list, kwargs: dict) -> None:
-    """Push a child frame interpreting the live function ``fn`` with ``args`` bound to its parameters."""
-    if isinstance(fn, types.MethodType):
-        return inline_call(tx, fn.__func__, None, [wrap(tx, fn.__self__, None), *args], kwargs)
-    code = fn.__code__
-    defaults = fn.__defaults__ or ()
-
-    def default(i: int) -> VariableTracker:
-        src = DefaultSource(fn_source, i) if fn_source is not None else None
-        return wrap(tx, defaults[i], src) if src is not None else _wrap_default(tx, defaults[i])
-
-    def kwdefault(name: str) -> VariableTracker | None:
-        kwdefaults = fn.__kwdefaults__ or {}
-        if name not in kwdefaults:
-            return None
-        src = DefaultSource(fn_source, name, kwonly=True) if fn_source is not None else None
-        return wrap(tx, kwdefaults[name], src) if src is not None else _wrap_default(tx, kwdefaults[name])
-
-    cells = []
-    for i, cell in enumerate(fn.__closure__ or ()):
-        cell_source = GetItemSource(AttrSource(fn_source, "__closure__"), i) if fn_source is not None else None
-        cells.append(("real", cell, cell_source))
-    root_frame = tx.state.frames[0]
-    globals_module = None if fn.__globals__ is root_frame.globals else globals_key(fn.__globals__)
-    push_code_frame(tx, code, fn.__qualname__, args, kwargs, len(defaults), default, kwdefault, tuple(cells),
-                    fn.__globals__, globals_module, fn, fn_source)
-
-
-def inline_nested(tx: Tracer, fn: NestedFunctionVariable, args: list, kwargs: dict) -> None:
-    """Push a child frame for a function made during the trace."""
-    kwdefaults = dict(fn.kwdefaults)
-    push_code_frame(tx, fn.code, fn.qualname, args, kwargs, len(fn.defaults), lambda i: fn.defaults[i],
-                    kwdefaults.get, fn.closure, fn.globals, fn.globals_module, None, None)
-
-
-def push_code_frame(tx: Tracer, code: types.CodeType, qualname: str, args: list, kwargs: dict, ndefaults: int,
-                    default: Callable, kwdefault: Callable, closure: tuple, globals_: dict,
-                    globals_module: str | None, fn: Any, fn_source: Any) -> None:
-    if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE):
-        tx.unsupported("unsupported_call", f"calling the coroutine function {qualname}")
-    bound = bind_arguments(tx, code, qualname, args, kwargs, ndefaults, default, kwdefault)
-    cells = EMPTY_CELLS.update(dict(zip(code.co_freevars, closure)))
-    frame = make_frame(read(code), bound, globals_, globals_module, fn, fn_source, cells)
-    if code.co_flags & inspect.CO_GENERATOR:
-        if tx.lazy_generators:
-            return tx.push(make_generator(tx, frame))
-        # Traced again because a generator was suspended at a graph break (no real generator can stand for
-        # a traced one mid-way): this one is made for real (calling a generator function runs none of its
-        # code), and every next() on it is a real step, so it runs exactly as far as eager's.
-        tx.unsupported("suspended_generator", f"the generator {qualname}() runs for real: a graph break "
-                       "happened while it was suspended")
-    tx.push_frame(frame)
-
-
-def bind_arguments(tx: Tracer, code: types.CodeType, qualname: str, args: list, kwargs: dict, ndefaults: int,
-                   default: Callable, kwdefault: Callable) -> dict:
-    """Bind VT arguments to a code object's parameters as CPython does, raising the TypeError eager would."""
-    nargs = code.co_argcount
-    nkw = code.co_kwonlyargcount
-    names = code.co_varnames
-    posnames = names[:nargs]
-    kwnames = names[nargs:nargs + nkw]
-    has_varargs = bool(code.co_flags & inspect.CO_VARARGS)
-    has_varkw = bool(code.co_flags & inspect.CO_VARKEYWORDS)
-    bound: dict[str, VariableTracker] = {}
-    for name, value in zip(posnames, args):
-        bound[name] = value
-    extra = args[nargs:]
-    if extra and not has_varargs:
-        _type_error(tx, f"{qualname}() takes {nargs} positional argument{'s' if nargs != 1 else ''} but "
-                        f"{len(args)} were given")
-    varkw: list = []
-    for key, value in kwargs.items():
-        if key in posnames[code.co_posonlyargcount:] or key in kwnames:
-            if key in bound:
-                _type_error(tx, f"{qualname}() got multiple values for argument '{key}'")
-            bound[key] = value
-        elif has_varkw:
-            varkw.append((key, value))
-        else:
-            _type_error(tx, f"{qualname}() got an unexpected keyword argument '{key}'")
-    first_default = nargs - ndefaults
-    missing = [name for i, name in enumerate(posnames) if name not in bound and i < first_default]
-    if missing:
-        listed = " and ".join(f"'{m}'" for m in missing) if len(missing) <= 2 else \
-            ", ".join(f"'{m}'" for m in missing[:-1]) + f", and '{missing[-1]}'"
-        _type_error(tx, f"{qualname}() missing {len(missing)} required positional argument"
-                        f"{'s' if len(missing) > 1 else ''}: {listed}")
-    for i, name in enumerate(posnames):
-        if name not in bound:
-            bound[name] = default(i - first_default)
-    for name in kwnames:
-        if name not in bound:
-            value = kwdefault(name)
-            if value is None:
-                _type_error(tx, f"{qualname}() missing 1 required keyword-only argument: '{name}'")
-            bound[name] = value
-    index = nargs + nkw
-    if has_varargs:
-        bound[names[index]] = TupleVariable(tuple(extra))
-        index += 1
-    if has_varkw:
-        bound[names[index]] = tx.new_dict(tuple(varkw))
-    return bound
-
-
-def _wrap_default(tx: Tracer, value: Any) -> VariableTracker:
-    if is_constant(value):
-        return ConstantVariable(value)
-    if isinstance(value, tuple) and all(is_constant(v) for v in value):
-        return TupleVariable(tuple(ConstantVariable(v) for v in value))
-    return wrap(tx, value, None)
-
-
-def _type_error(tx: Tracer, message: str) -> None:
-    tx.user_error(TypeError(message))
-
-
 def _size(tx: Tracer, args: list) -> TupleVariable:
     """``torch.Size(sizes)``: a tuple of ints typed ``torch.Size``, with torch's TypeError for anything else."""
     items = tuple(sequence_items(tx, args[0])) if args else ()
@@ -573,7 +387,7 @@ def _size(tx: Tracer, args: list) -> TupleVariable:
 
 def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs: dict) -> None:
     value = var.value
-    if isinstance(value, functools.partial) and value.func is module_iterator:
+    if isinstance(value, functools.partial) and value.func is nn_modules.module_iterator:
         return tx.push(value(tx, args, kwargs))
     if not isinstance(value, type) and not isinstance(value, types.FunctionType):
         result = call_dunder(tx, var, "__call__", list(args), kwargs)

@@ -1,7 +1,7 @@
 """Context managers: grad mode, autocast, and Python context managers inlined."""
 
 from __future__ import annotations
-from . import builtin_calls, calls
+from . import calls, type_checks
 from ..variables.base import ConstantVariable
 from ..variables.base import UserMethodVariable
 import torch
@@ -21,7 +21,7 @@ def _python_context_manager(tx, manager) -> None:
     import contextlib
     import types
 
-    cls = builtin_calls.python_type_of(tx, manager)
+    cls = type_checks.python_type_of(tx, manager)
     enter = getattr(cls, "__enter__", None)
     exit_ = getattr(cls, "__exit__", None)
     if isinstance(manager, ConstantVariable) or (issubclass(cls, contextlib._GeneratorContextManager) and

@@ -39,7 +39,7 @@ from ..variables.base import (
 from ..variables.builder import wrap
 from ..tensors.ops import wrap_result
 from . import calls
-from .attrs import module_attr
+from .nn_modules import module_attr
 from .known import const_value, is_const
 from .speculation import fake_of_nodes, flatten, output_tensors, speculate
 

@@ -39,7 +39,7 @@ from ..variables.base import (
 )
 from ..variables.kinds import CONTEXT_VALUES, INTERNAL
 from ..variables.objects import ContainerMethodVariable, ObjectVariable, SuperVariable
-from . import builtin_calls, known, numpy_interop
+from . import builtin_calls, known, numpy_interop, type_checks
 from .protocol import Protocol
 from .truthiness import truthiness
 
@@ -196,7 +196,7 @@ def _rich_compare(tx, obj, name, other):
 
 
 def _type_of_value(tx, v):
-    return builtin_calls.python_type_of(tx, v)
+    return type_checks.python_type_of(tx, v)
 
 
 def _eq_is_identity(tx, v, user_eq=False):

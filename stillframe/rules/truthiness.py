@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import builtin_calls
+from . import builtin_calls, type_checks
 from .protocol import Protocol
 from ..variables.kinds import CALLABLES, CONTEXT_VALUES, INTERNAL
 from ..variables.base import (
@@ -77,7 +77,7 @@ def _object(tx, var):
         result = builtin_calls.call_dunder(tx, var, dunder, [])
         if result is not None:
             return truthiness(tx, result)
-    cls = builtin_calls.python_type_of(tx, var)
+    cls = type_checks.python_type_of(tx, var)
     if getattr(cls, "__bool__", None) is None and getattr(cls, "__len__", None) is None:
         return True
     if isinstance(var, PythonObjectVariable) and (isinstance(var.value, (type, type(tx)))

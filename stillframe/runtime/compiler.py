@@ -41,7 +41,7 @@ from ..tensors import symbolic as symbolic_values
 from ..rules.known import live_iterator_index
 from ..variables.base import AutocastExitVariable, LazyArgument, LiveIteratorVariable, SymNodeVariable, TensorVariable
 from ..variables.builder import is_lazy_scalar, wrap
-from ..rules.attrs import EMPTY_CELLS
+from ..rules.frames import EMPTY_CELLS
 from ..rules.generators import refuse_unclosed
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace.interpreter import Tracer

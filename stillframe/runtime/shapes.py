@@ -27,6 +27,7 @@ Markings torch.compile reads on a tensor are honoured in every mode:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -39,6 +40,56 @@ from ..guards.source import ModuleMemberSource, Source
 #: The markings torch.compile's mark_dynamic, maybe_mark_dynamic and mark_static leave on a tensor.
 _ABSENT = object()
 _MARKS = ("_dynamo_dynamic_indices", "_dynamo_weak_dynamic_indices", "_dynamo_static_indices")
+
+
+def _mark(t: torch.Tensor, attr: str, index: Any) -> None:
+    marks = t.__dict__.get(attr)
+    if marks is None:
+        marks = set()
+        setattr(t, attr, marks)
+    marks.update([index] if isinstance(index, int) else index)
+
+
+@dataclasses.dataclass(frozen=True)
+class DimRange:
+    """The range ``mark_dynamic(t, dim, min=, max=)`` gives one dimension (torch.compile's marking has the same
+    fields)."""
+
+    dim: int
+    min: int | None
+    max: int | None
+
+
+def mark_dynamic(t: torch.Tensor, index: int | list | tuple, *, min: int | None = None,
+                 max: int | None = None) -> None:
+    """Make dimension ``index`` (an int or a list of them) of ``t`` symbolic whenever ``t`` enters a trace, even
+    on the first call and with ``dynamic=False``; ``min`` / ``max`` bound its value (guarded).
+
+    The marking is torch.compile's own (``torch._dynamo.mark_dynamic`` leaves the same one), so code written for
+    either works with both::
+
+        x = torch.randn(8, 16)
+        stillframe.mark_dynamic(x, 0)
+        f(x)    # traced with L['x'].size()[0] symbolic: later batch sizes reuse the plan
+    """
+    _mark(t, "_dynamo_dynamic_indices", index)
+    if min is not None or max is not None:
+        ranges = t.__dict__.get("_dynamo_dynamic_range")
+        if ranges is None:
+            ranges = t._dynamo_dynamic_range = set()
+        ranges.update(DimRange(i, min, max) for i in ([index] if isinstance(index, int) else index))
+
+
+def maybe_mark_dynamic(t: torch.Tensor, index: int | list | tuple) -> None:
+    """Like :func:`mark_dynamic`, a hint (as ``torch._dynamo.maybe_mark_dynamic``): the dimension starts
+    symbolic, and the trace may still specialize it where the code needs its value."""
+    _mark(t, "_dynamo_weak_dynamic_indices", index)
+
+
+def mark_static(t: torch.Tensor, index: int | list | tuple) -> None:
+    """Keep dimension ``index`` of ``t`` specialized in every mode (as ``torch._dynamo.mark_static``; it wins
+    over the markings above and over ``dynamic=True``)."""
+    _mark(t, "_dynamo_static_indices", index)
 
 
 class ShapePolicy:

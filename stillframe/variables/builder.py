@@ -387,6 +387,12 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
         # then (the TENSOR guard left those out: one the trace specializes is guarded by its value)
         tx.entry_fakes.append((source, fake, (tuple(compat.is_symbolic(n) for n in fake.shape),
                                               tuple(compat.is_symbolic(n) for n in fake.stride()))))
+    base = fake._base if tx.fake_mode.shape_env is not None else None
+    if base is not None and base.layout == torch.strided and \
+            any(compat.is_symbolic(n) for n in (*base.shape, *base.stride())):
+        # a view's symbolic base: the ShapeEnv's guards may name its sizes (L['v']._base.size()[0])
+        tx.entry_fakes.append((AttrSource(source, "_base"), base, (
+            tuple(compat.is_symbolic(n) for n in base.shape), tuple(compat.is_symbolic(n) for n in base.stride()))))
     return var
 
 
@@ -501,8 +507,11 @@ def _fake_input(tx: Any, value: torch.Tensor, source: Source, stand_in: torch.Te
             raise RetraceSymbolic(f"{source.name} has dynamic dimensions {[i for i, d in enumerate(dynamic) if d]}")
         _guard(tx, source, "TENSOR", tensor_signature(value))
         return tx.fake_mode.from_tensor(value if stand_in is None else stand_in)
-    fake = compat.fake_symbolic(tx.fake_mode, value if stand_in is None else stand_in, dynamic or (False,) * value.dim(), source.name,
-                                tx.shapes.ranges(value) if tx.shapes is not None else None)
+    base_dynamic = None
+    if value._base is not None and tx.shapes is not None:  # a view's base: the policy decides for it too
+        base_dynamic = tx.shapes.dims(AttrSource(source, "_base"), value._base)
+    fake = compat.fake_symbolic(tx.fake_mode, value if stand_in is None else stand_in, dynamic or (False,) * value.dim(),
+                                source.name, tx.shapes.ranges(value) if tx.shapes is not None else None, base_dynamic)
     strided = value.layout == torch.strided
     symbolic_sizes = tuple(compat.is_symbolic(n) for n in fake.shape)
     symbolic_strides = tuple(compat.is_symbolic(n) for n in fake.stride()) if strided else ()

@@ -16,6 +16,7 @@ import sys
 
 import pytest
 import torch
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.overrides import TorchFunctionMode
 
 from stillframe.check import fuzz
@@ -157,6 +158,28 @@ MUTANTS = {
 def test_a_wrong_compiler_is_caught(name):
     summary = fuzz.fuzz(60, 5, (MUTANTS[name], lambda: None), timeout=30.0)
     assert summary.kinds["divergence"] > 0, f"60 programs did not catch a compiler that {name}"
+
+
+def _leaves_a_fake_mode(fn):
+    """A compiler whose first compiled call enters a FakeTensorMode and never leaves it (as a timeout's exception
+    cutting a compiler's exit short would)."""
+    def compiled(*args, **kwargs):
+        if not left:
+            left.append(FakeTensorMode())
+            left[0].__enter__()
+        return fn(*args, **kwargs)
+
+    left: list = []
+    return compiled
+
+
+def test_a_dispatch_mode_left_active_is_reported_and_popped():
+    program = fuzz.generate(5, 0)
+    finding = fuzz.check_program(program, (_leaves_a_fake_mode, lambda: None))
+    assert finding.kind == "state_leak", finding.format()
+    assert "FakeTensorMode" in finding.mismatches[-1]
+    assert not isinstance(torch.ones(1), FakeTensor)  # the next program runs on real tensors
+    assert fuzz.check_program(program, (lambda fn: fn, lambda: None)).kind == "ok"
 
 
 # ---------------------------------------------------------------- the command line

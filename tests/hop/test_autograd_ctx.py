@@ -23,7 +23,7 @@ import torch
 
 from stillframe.check.parity import assert_parity, compare
 
-from .autograd_programs import Exp, Once
+from .autograd_programs import Dirty, Exp, Once
 from .torch_counts import stillframe_counts, torch_compile_counts
 
 HOP = torch.ops.higher_order.autograd_function_apply
@@ -72,18 +72,6 @@ class NoMaterialize(torch.autograd.Function):
 def no_materialize_unused_output(x):
     a, _ = NoMaterialize.apply(x)
     return a.sum()
-
-
-class Dirty(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        x.mul_(2)
-        ctx.mark_dirty(x)
-        return x
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * 2
 
 
 def dirty_non_leaf(x):

@@ -3,10 +3,14 @@
 For SGD (momentum), Adam and AdamW (torch's default implementation for the device, and ``foreach=True``) on an
 MLP, the backward runs outside the compiled step; the median time of the step call alone is reported for each
 frontend, with the ratio to eager, the graphs each frontend handed to the backend (recompiles included), and
-the largest difference of any parameter from eager's after the run.
+the largest difference of any parameter from eager's after the run. The three are stepped in turn, each on its
+own model and optimizer, so a change of machine load falls on all three alike.
 
-Run: ``python bench/optimizer_step.py [--backend eager] [--steps 60] [--width 128]``. Both frontends get the
-same backend (``eager`` by default: the numbers are the frontends' and the update's, not code generation's;
+With ``--scheduler``, a ``CosineAnnealingLR`` changes ``lr`` after every step (stillframe takes ``lr`` as a graph
+input; torch.compile compiles it as a constant first, then as a symbolic float).
+
+Run: ``python bench/optimizer_step.py [--backend eager] [--steps 60] [--width 128] [--scheduler]``. Both frontends
+get the same backend (``eager`` by default: the numbers are the frontends' and the update's, not code generation's;
 ``--backend inductor`` fuses the update).
 """
 
@@ -34,7 +38,7 @@ OPTIMIZERS = {
 
 
 class Counted:
-    """A backend wrapper that counts the graphs it is handed."""
+    """A backend wrapper that counts the graphs it compiles (a graph it fails on is not counted)."""
 
     def __init__(self, backend):
         self.backend = torch._TorchCompileWrapper(backend, None, None, None) if isinstance(backend, str) \
@@ -42,27 +46,40 @@ class Counted:
         self.graphs = 0
 
     def __call__(self, gm, example_inputs):
-        self.graphs += 1
         if self.backend == "inductor":
             from torch._inductor.compile_fx import compile_fx
-            return compile_fx(gm, example_inputs)
-        return self.backend(gm, example_inputs)
+            compiled = compile_fx(gm, example_inputs)
+        else:
+            compiled = self.backend(gm, example_inputs)
+        self.graphs += 1
+        return compiled
 
 
-def run(make_opt, compile_step, steps, width):
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(64, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10))
-    opt = make_opt(model.parameters())
-    step = compile_step(opt.step)
+def run(make_opt, compile_steps, steps, width, scheduler=False):
+    """One model and optimizer per entry of ``compile_steps``, stepped in turn (the order rotates every step, so
+    a change of machine load falls on every frontend alike): per frontend, the median time of the step call
+    and the parameters after the run."""
+    sides = []
+    for compile_step in compile_steps:
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(64, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
+                              nn.Linear(width, 10))
+        opt = make_opt(model.parameters())
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps) if scheduler else None
+        sides.append((model, opt, sched, compile_step(opt.step), []))
     x = torch.randn(32, 64)
-    times = []
-    for _ in range(steps):
-        model(x).pow(2).mean().backward()
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-        opt.zero_grad()
-    return statistics.median(times[10:]), [p.detach().clone() for p in model.parameters()]
+    for i in range(steps):
+        for j in range(len(sides)):
+            model, opt, sched, step, times = sides[(i + j) % len(sides)]
+            model(x).pow(2).mean().backward()
+            start = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - start)
+            opt.zero_grad()
+            if sched is not None:
+                sched.step()
+    return [(statistics.median(times[10:]), [p.detach().clone() for p in model.parameters()])
+            for model, _, _, _, times in sides]
 
 
 def max_diff(a, b):
@@ -74,25 +91,25 @@ def main():
     parser.add_argument("--backend", default="eager")
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--width", type=int, default=128)
+    parser.add_argument("--scheduler", action="store_true", help="change lr after every step (CosineAnnealingLR)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, Python {platform.python_version()}, {platform.machine()}, backend "
           f"{args.backend!r}, 1 thread; MLP 64-{args.width}-{args.width}-10, batch 32; median step time over "
-          f"{args.steps - 10} steps")
+          f"{args.steps - 10} steps, the three stepped in turn" +
+          ("; lr changed after every step" if args.scheduler else ""))
     print("| optimizer | eager | stillframe | ratio | graphs / recompiles | max diff | torch.compile | ratio | "
           "graphs | max diff |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, make_opt in OPTIMIZERS.items():
-        eager_s, eager_p = run(make_opt, lambda s: s, args.steps, args.width)
         stillframe.reset()
-        ours_backend = Counted(args.backend)
-        ours_s, ours_p = run(make_opt, lambda s: stillframe.compile(s, backend=ours_backend), args.steps, args.width)
-        recompiles = stillframe.counters["recompiles"]
         torch._dynamo.reset()
-        theirs_backend = Counted(args.backend)
-        theirs_s, theirs_p = run(make_opt, lambda s: torch.compile(s, backend=theirs_backend), args.steps,
-                                 args.width)
+        ours_backend, theirs_backend = Counted(args.backend), Counted(args.backend)
+        (eager_s, eager_p), (ours_s, ours_p), (theirs_s, theirs_p) = run(
+            make_opt, [lambda s: s, lambda s: stillframe.compile(s, backend=ours_backend),
+                       lambda s: torch.compile(s, backend=theirs_backend)], args.steps, args.width, args.scheduler)
+        recompiles = stillframe.counters["recompiles"]
         print(f"| {name} | {eager_s * 1e3:.3f} ms | {ours_s * 1e3:.3f} ms | {ours_s / eager_s:.2f} | "
               f"{ours_backend.graphs} / {recompiles} | {max_diff(ours_p, eager_p):.1e} | {theirs_s * 1e3:.3f} ms | "
               f"{theirs_s / eager_s:.2f} | {theirs_backend.graphs} | {max_diff(theirs_p, eager_p):.1e} |")

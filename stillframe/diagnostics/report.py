@@ -298,6 +298,9 @@ def _compiled_function(compiled: Any) -> Any:
 
 
 def _describe_guards(entry: Any) -> tuple[str, ...]:
+    lines = getattr(entry, "guard_lines", None)  # an entry checked without Guard values (a compiled opt.step)
+    if lines is not None:
+        return tuple(lines)
     out = []
     for guard in getattr(entry, "guards", None) or ():
         try:

@@ -453,6 +453,9 @@ GUARD_KINDS: dict[str, GuardKind] = {
                         lambda name, exp: f"{name} == {exp!r}"),
     "IS": GuardKind(lambda gen, v, exp: f"{v} is {exp!r}", lambda name, exp: f"{name} is {exp!r}"),
     "LEN": GuardKind(lambda gen, v, exp: f"len({v}) == {exp}", lambda name, exp: f"len({name}) == {exp}"),
+    # a symbolic float a plan computes ``math.floor`` / ``math.cos`` ... of, where eager raises on an infinity (the
+    # ShapeEnv's symbols are finite by assumption: it cannot say this)
+    "FINITE": GuardKind(lambda gen, v, exp: f"math.isfinite({v})", lambda name, exp: f"{name} is finite"),
     "KEYS": GuardKind(lambda gen, v, exp: f"list({v}.keys()) == {gen.const(list(exp))}",
                       lambda name, exp: f"list({name}.keys()) == {list(exp)!r}"),
     # (key, present): one lookup, for a dict the trace only looked a key up in

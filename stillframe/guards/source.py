@@ -52,9 +52,11 @@ class LocalSource(Source):
 @dataclass(frozen=True, slots=True)
 class ScalarOutputSource(LocalSource):
     """A Python float that a step run for real read out of a tensor (``t.item()``, ``float(t)``) or returned
-    (``random.random()``, ``time.time()``), on the stack where tracing resumes or in a local it was stored in. Its value is data: using it in Python breaks the graph again (that use runs for
-    real) rather than guarding on it, which would re-trace on every new value (TorchDynamo likewise does
-    not specialize floats)."""
+    (``random.random()``, ``time.time()``), on the stack where tracing resumes or in a local it was stored in.
+    Its value is data, never guarded by value: it enters the graph as a symbolic float input (tensor math on
+    it is captured, as torch.compile passes the float its resumed frame receives), and a Python use of its
+    exact value (a branch, ``str``) breaks the graph again, that use running for real, rather than
+    re-tracing on every new value."""
 
 
 @dataclass(frozen=True, slots=True)

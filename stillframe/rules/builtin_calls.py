@@ -190,7 +190,11 @@ def call_builtin(tx: Tracer, fn: Any, args: list, kwargs: dict) -> None:
 
 
 def fold(tx: Tracer, fn: Any, args: list, kwargs: dict) -> VariableTracker:
-    """Evaluate a pure function on constants at trace time (errors become the user's exception)."""
+    """Evaluate a pure function on constants at trace time (errors become the user's exception); one that torch
+    computes on a SymInt / SymFloat (``math.sqrt``, ``round``, ``max``) stays symbolic (:func:`symbolic.call`)."""
+    traced = None if kwargs else symbolic.call(tx, fn, args)
+    if traced is not None:
+        return traced
     const_args = [const_value(tx, a) for a in args]  # outside the try: an Unsupported here is ours, not the user's
     const_kwargs = {k: const_value(tx, v) for k, v in kwargs.items()}
     try:

@@ -12,8 +12,10 @@ and the closed-over tensors) (or
 :func:`linearize_function`), so calling it records one node, and a partial that crosses a graph break or is
 returned is a real function computing eager's values. The body runs again when that function is called
 (the forward is recomputed, as torch.func's own ``linearize`` does) on copies of the primals and the tensors
-it closes over made at the call of ``vjp``, so an in-place change in between does not reach it; a body that
-draws random numbers breaks the graph (its recomputation would draw others).
+it closes over made at the call of ``vjp``, so an in-place change in between does not reach it; where such
+a change comes after ``vjp`` in the same trace, the ``vjp`` runs for real instead (eager's ``vjp_fn`` raises
+if autograd saved the tensor written). A body that draws random numbers breaks the graph (its recomputation
+would draw others).
 
 torch.compile (2.13) captures ``vjp`` and ``jvp`` in one graph and breaks on ``linearize``
 (``disallow_in_graph``); stillframe captures all three, ``linearize`` where no primal or closed-over tensor
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 import torch.fx
 import torch.func
+from ..tensors import saved as saved_tensors
 from ..tensors.meta import TensorEntry
 from ..tensors.ops import call_tensor_op, to_fx, wrap_result
 from ..variables.base import (
@@ -206,6 +209,11 @@ def _forward(tx: Tracer, name: str, function: Any, bound: dict, has_aux: bool) -
     # what the returned function reads: copies, so that an in-place change of a primal or a closed-over tensor
     # before it is called does not reach it (eager's vjp_fn reads what autograd saved at the call of vjp)
     snapshots = [call_tensor_op(tx, "call_function", torch.clone, (t,), {}) for t in tensors]
+    if function is vjp_function:
+        # eager's vjp_fn reads what autograd saved, and raises at its call if one of those tensors was written in
+        # place since ("modified by an inplace operation"): a later write makes this vjp run for real
+        # (tensors/saved.py); any primal or closed-over tensor counts, as which ones are saved is not known here
+        saved_tensors.record(tx, [tx.tensor(t).fake for t in tensors])
     flags = (ConstantVariable(has_aux),) if function is vjp_function else ()
     made = PartialVariable(wrap(tx, function, None), (PythonObjectVariable(gm), ConstantVariable(counts), *flags,
                                                       *snapshots), ())
@@ -217,6 +225,7 @@ def _forward(tx: Tracer, name: str, function: Any, bound: dict, has_aux: bool) -
 
 def vjp(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     """``torch.func.vjp(func, *primals, has_aux=False)`` -> ``(output, vjp_fn[, aux])``."""
+    saved_tensors.refuse_if_saving_runs_for_real(tx, "torch.func.vjp")
     bound = _bind(tx, torch.func.vjp, args, kwargs)
     _forward(tx, "vjp", vjp_function, bound, _flag(tx, bound["has_aux"], "vjp's has_aux"))
 

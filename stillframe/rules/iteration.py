@@ -112,14 +112,17 @@ def _sorted(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 def _minmax(fn: Any) -> Callable:
     def rule(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-        if len(args) == 1:
-            args = list(sequence_items(tx, args[0]))
+        if len(args) == 1:  # over an iterable: its items, or ``default`` (else eager's ValueError) when empty
+            args, kwargs = list(sequence_items(tx, args[0])), dict(kwargs)
+            default = kwargs.pop("default", None)
+            if not args:
+                return default if default is not None else fold(tx, fn, [TupleVariable(())], kwargs)
         if "key" in kwargs:
             keys = sort_keys(tx, tuple(args), kwargs["key"])
-            if not args:
-                return kwargs["default"] if "default" in kwargs else fold(tx, fn, [TupleVariable(())], {})
             best = fn(range(len(args)), key=lambda i: keys[i])
             return args[best]
+        if len(args) == 1:  # the one item itself, whatever it is
+            return args[0]
         if any(isinstance(a, TensorVariable) for a in args):
             tx.unsupported("data_dependent", f"{fn.__name__}() over tensors compares their values")
         return fold(tx, fn, args, kwargs)

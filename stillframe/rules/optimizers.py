@@ -10,27 +10,48 @@ collects are the graph's inputs; and the update is torch's own functional
 
 Each :class:`OptimizerRule` says:
 
-* ``lists``: how many tensor lists ``_init_group`` fills, and which of them the
-  update reads and writes (all are inputs; the update writes them in place);
+* ``lists``: how many tensor lists ``_init_group`` fills (all are graph inputs;
+  the update writes them in place);
 * ``refuse(opt, group, lists)``: why this group cannot be captured (``None``:
   it can) -- a refused call runs ``opt.step()`` for real, whole;
-* ``update(lists, group, foreach)``: torch's functional update of one group,
-  called with the tensors (real or fake) and the group's hyperparameters.
+* ``update(lists, group, foreach, lr, form)``: torch's functional update of one
+  group, called with the tensors (real or fake), the group's hyperparameters and
+  its learning rate ``lr`` (a float, a SymFloat, or a 0-dim tensor);
+* ``state``: for each list that holds optimizer state ``_init_group`` may leave
+  ``None`` (SGD's momentum buffers before the first step), the ``opt.state`` key
+  the update's new tensor is stored under, as ``opt.step()`` stores it.
+
+The update is traced in one of two :data:`FORMS`:
+
+* ``"eager"``: eager's own code path (not ``capturable``, and
+  ``torch.compiler.is_compiling()`` False): the bias corrections are Python
+  floats read from ``state['step']`` with ``.item()``, which the graph does too,
+  and ``lr`` is a SymFloat read from a float64 0-dim graph input. The graph
+  runs eager's very ops with eager's very scalars: its values are eager's bit
+  for bit. A backend that runs the FX graph as it is (``"eager"``, a callable
+  calling ``gm.forward``) takes it.
+* ``"tensor"``: torch's ``capturable`` variant traced as torch.compile traces
+  it (bias corrections as tensor arithmetic on ``state['step']``), for a
+  backend that retraces the graph (AOTAutograd: ``"aot_eager"``,
+  ``"inductor"``), which cannot take the ``.item()`` scalars of the eager
+  form. ``lr`` is a float32 0-dim graph input (``lr_input``): from the first
+  trace for Adam and AdamW (torch's capturable update computes with it as with
+  the float: the same values), and for SGD once ``lr`` has changed (a constant
+  before, as torch.compile's automatic dynamic makes a float symbolic once it
+  changed): SGD's update passes ``lr`` as ``alpha=-lr``, a number, so a tensor
+  ``lr`` takes torch's foreach path, which multiplies the grads by it and
+  rounds differently. Values match eager's up to float rounding (SGD's with a
+  constant ``lr``: bit for bit).
 
 Anything not in the table, and any configuration a rule refuses (closures,
 hooks, ``differentiable``, ``fused``, ``capturable``, sparse or complex
 tensors, tensor hyperparameters, gradient scaling), keeps running for real
 (``tensors/effects.py``, ``RUNS_FOR_REAL_PACKAGES``).
-
-Adam and AdamW are traced as torch's ``capturable`` variant: the bias
-corrections are tensor arithmetic on ``state['step']`` instead of host floats
-read with ``.item()`` (which no graph can hold), as torch.compile traces them;
-the values match eager's up to float rounding (``torch.testing.assert_close``).
-SGD's update is eager's own code path, so its values are eager's bit for bit.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 from dataclasses import dataclass
@@ -47,9 +68,17 @@ class OptimizerRule:
 
     name: str
     lists: int  # the tensor lists _init_group fills
-    update: Callable[[tuple, dict, bool], None]
+    update: Callable[[tuple, dict, bool, Any, str], None]
     refuse: Callable[[Any, dict, tuple], str | None]
-    exact: bool  # the captured update computes eager's values bit for bit (SGD: eager's own code path)
+    exact: bool  # the tensor form computes eager's values bit for bit too (SGD: eager's own code path)
+    lr_input: str  # when the tensor form takes lr as a 0-dim tensor: "same" values (Adam), or "after_change" (SGD)
+    state: dict  # list index -> the opt.state key of a tensor the update creates where _init_group gave None
+    list_names: tuple = ()  # the names of the lists, as _init_group's parameters name them
+
+
+#: How an update is traced (see the module docstring): eager's own path first, torch.compile's tensor form for a
+#: backend that cannot take the eager form's scalars.
+FORMS = ("eager", "tensor")
 
 
 def _common_refusal(opt: Any, group: dict) -> str | None:
@@ -75,33 +104,29 @@ def _tensors_refusal(tensors: list) -> str | None:
     return None
 
 
-#: SGD's refusal of its first step with momentum: the step creates the buffers (it runs for real, silently).
-FIRST_STEP = "a momentum buffer is not created yet (the first step creates it)"
-
-
-def _sgd_update(lists: tuple, group: dict, foreach: bool) -> None:
+def _sgd_update(lists: tuple, group: dict, foreach: bool, lr: Any, form: str) -> None:
     params, grads, buffers = lists
+    if isinstance(lr, torch.Tensor):  # torch's foreach path multiplies the grads by a tensor lr under torch.compile
+        foreach = True  # (its single-tensor path passes it as alpha=-lr: a number, read with .item())
     _functional("sgd", "sgd")(params, grads, buffers if group["momentum"] != 0 else [], has_sparse_grad=False,
                               foreach=foreach, fused=False, grad_scale=None, found_inf=None,
-                              weight_decay=group["weight_decay"], momentum=group["momentum"], lr=group["lr"],
+                              weight_decay=group["weight_decay"], momentum=group["momentum"], lr=lr,
                               dampening=group["dampening"], nesterov=group["nesterov"], maximize=group["maximize"])
 
 
 def _sgd_refusal(opt: Any, group: dict, lists: tuple) -> str | None:
     params, grads, buffers = lists
-    if group["momentum"] != 0 and any(b is None for b in buffers):
-        return FIRST_STEP
-    return _common_refusal(opt, group) or _tensors_refusal([*params, *grads, *buffers])
+    return _common_refusal(opt, group) or _tensors_refusal([*params, *grads, *[b for b in buffers if b is not None]])
 
 
-def _adam_update(lists: tuple, group: dict, foreach: bool) -> None:
+def _adam_update(lists: tuple, group: dict, foreach: bool, lr: Any, form: str) -> None:
     params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps = lists
     beta1, beta2 = group["betas"]
     _functional("adam", "adam")(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps,
-                                foreach=foreach, capturable=True, differentiable=False, fused=False,
+                                foreach=foreach, capturable=form == "tensor", differentiable=False, fused=False,
                                 grad_scale=None, found_inf=None, has_complex=False,
                                 decoupled_weight_decay=group["decoupled_weight_decay"], amsgrad=group["amsgrad"],
-                                beta1=beta1, beta2=beta2, lr=group["lr"], weight_decay=group["weight_decay"],
+                                beta1=beta1, beta2=beta2, lr=lr, weight_decay=group["weight_decay"],
                                 eps=group["eps"], maximize=group["maximize"])
 
 
@@ -123,9 +148,10 @@ _INIT_GROUP = {
 
 
 def _rules() -> dict[type, OptimizerRule]:
-    made = {torch.optim.SGD: OptimizerRule("SGD", 3, _sgd_update, _sgd_refusal, True),
-            torch.optim.Adam: OptimizerRule("Adam", 6, _adam_update, _adam_refusal, False),
-            torch.optim.AdamW: OptimizerRule("AdamW", 6, _adam_update, _adam_refusal, False)}
+    made = {torch.optim.SGD: OptimizerRule("SGD", 3, _sgd_update, _sgd_refusal, True, "after_change",
+                                           {2: "momentum_buffer"}),
+            torch.optim.Adam: OptimizerRule("Adam", 6, _adam_update, _adam_refusal, False, "same", {}),
+            torch.optim.AdamW: OptimizerRule("AdamW", 6, _adam_update, _adam_refusal, False, "same", {})}
     rules = {}
     for cls, rule in made.items():
         base = torch.optim.Adam if cls is torch.optim.AdamW else cls
@@ -134,7 +160,7 @@ def _rules() -> dict[type, OptimizerRule]:
         except (AttributeError, ValueError, TypeError):
             continue
         if params == _INIT_GROUP[base] and (cls is base or inspect.unwrap(cls.step) is inspect.unwrap(base.step)):
-            rules[cls] = rule
+            rules[cls] = dataclasses.replace(rule, list_names=params)
     return rules
 
 

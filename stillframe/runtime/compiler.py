@@ -164,7 +164,8 @@ def compile_frame(fn: types.FunctionType, L: dict, G: dict, F: Any, backend: Cal
     state in Python objects, see ``tensors/effects.py``) is not traced at all: Unsupported, so it runs
     eagerly, without the per-call guards and graph breaks of a plan that would capture nothing.
     """
-    captured = optimizer_outcome(fn, L, lambda gm, examples: _call_backend(backend, gm, examples, None))
+    captured = optimizer_outcome(fn, L, lambda gm, examples: _call_backend(backend, gm, examples, None), fullgraph,
+                                 backend)
     if captured is not None:  # opt.step of SGD, Adam, AdamW: the update in one graph (runtime/optimizer_step.py)
         entry, trace_seconds, compile_seconds = captured
         return TraceOutcome(entry, None, trace_seconds, compile_seconds)
@@ -359,6 +360,8 @@ def _call_backend(backend: Callable, gm: torch.fx.GraphModule, example_inputs: l
     except compat.BACKEND_FALLBACK_ERRORS:
         raise
     except compat.TensorifyScalarRestartAnalysis:
+        if tracer is None:  # an optimizer's update (runtime/optimizer_step.py): traced again in its tensor form
+            raise
         raise BackendSpecializedFloats(_float_sources(tracer, compat.take_float_specializations())) from None
     except Exception as e:
         error, error_tb = e, e.__traceback__

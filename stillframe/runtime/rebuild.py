@@ -27,7 +27,7 @@ import torch
 from .. import compat
 from ..guards.guard import GuardCodegen
 from ..guards.source import ScalarOutputSource
-from ..tensors.symbolic import plain
+from ..tensors.symbolic import plain, reads_data
 from ..variables.base import (
     AttrsView,
     AutocastExitVariable,
@@ -238,8 +238,9 @@ class StateCodegen:
             cells = "{" + ", ".join(f"{k!r}: {self.cell(v)}" for k, v in frame.cells.items()) + "}"
             globals_ = "G" if frame.globals_module is None else f"___module_globals({frame.globals_module!r})"
             yields = "None" if frame.yields is None else f"[{self._items(frame.yields)}]"
-            data = frozenset(k for k, v in frame.locals.items()
-                             if isinstance(v, LazyArgument) and isinstance(v.source, ScalarOutputSource))
+            data = frozenset(k for k, v in frame.locals.items()  # floats read from tensor data stay data
+                             if isinstance(v, LazyArgument) and isinstance(v.source, ScalarOutputSource)
+                             or isinstance(v, SymNodeVariable) and reads_data(self.tracer, v.value))
             parts.append(f"{self.gen.const(live.LiveFrame)}({self.gen.const(frame.code)}, {frame.ip}, [{stack}], "
                          f"{locals_}, {cells}, {globals_}, {frame.globals_module!r}, {frame.kw_names!r}, {yields}, "
                          f"{self.gen.const(data)})")
@@ -281,10 +282,11 @@ def _rebuild_tensor(cg: StateCodegen, var: TensorVariable) -> str:
 def _rebuild_symbolic(cg: StateCodegen, var: SymNodeVariable) -> str:
     """A symbolic size is a graph output: the graph computes it from the inputs' sizes. A symbolic bool (a
     comparison of sizes, mostly one a branch already tested) is specialized: the ShapeEnv guards its value; one
-    that depends on tensor data (``t.item() > 0`` under capture_scalar_outputs) cannot be, and is an output."""
+    that depends on tensor data (``t.item() > 0`` under capture_scalar_outputs, or on a float read by a real
+    ``t.item()``) cannot be, and is an output."""
     if not compat.is_symbolic(var.value):
         return repr(plain(var.value))
-    if isinstance(var.value, torch.SymBool):
+    if isinstance(var.value, torch.SymBool) and not reads_data(cg.tracer, var.value):
         try:
             return repr(plain(var.value))
         except compat.GuardOnDataDependentSymNode:

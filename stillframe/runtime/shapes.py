@@ -170,6 +170,16 @@ class ShapePolicy:
             self.ints[name] = None
         return self.ints[name] is None
 
+    def data_dynamic(self, source: Source, value: Any) -> bool:
+        """Whether a float a real step read out of a tensor (``t.item()`` at a graph break: a
+        ``ScalarOutputSource``) is a symbolic float input from the first trace that reads it, as torch.compile
+        passes the float its resumed frame receives: its value is data, never guarded (a branch on it or a
+        Python use of its exact value breaks the graph instead, :func:`stillframe.tensors.symbolic.specialize`).
+        Not under ``dynamic=False``, for NaN and infinities, or where the backend had it static: there every
+        use breaks."""
+        return type(value) is float and self.dynamic is not False and math.isfinite(value) and \
+            source.name not in self.static
+
     def dims(self, source: Source, value: torch.Tensor) -> tuple[bool, ...]:
         """Per dimension of ``value`` (read from ``source``), whether it is symbolic in this trace."""
         ndim = value.dim()

@@ -17,12 +17,15 @@ guard ``L['x'].size()[0] == 3`` in the ShapeEnv, never silently.
 
 from __future__ import annotations
 
+import math
 import operator
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
 from .. import compat
+from ..guards.guard import Guard
+from ..guards.source import ScalarOutputSource
 from ..variables.base import ConstantVariable, SymNodeVariable, TupleVariable, VariableTracker
 
 SYM_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
@@ -117,6 +120,8 @@ def apply(tx: Any, fn: Any, args: tuple) -> VariableTracker:
     if any(o is None for o in operands):
         tx.unsupported("dynamic_shape", f"{getattr(fn, '__name__', fn)} of a symbolic size and a "
                        f"{next(a for a, o in zip(args, operands) if o is None).python_type().__name__}")
+    if not _defined(tx, fn, args):  # eager's answer (or error) there, on the values
+        operands = [(specialize(tx, a), None) if isinstance(a, SymNodeVariable) else o for a, o in zip(args, operands)]
     try:
         value = fn(*(v for v, _ in operands))
     except (ArithmeticError, TypeError, ValueError) as e:
@@ -124,13 +129,180 @@ def apply(tx: Any, fn: Any, args: tuple) -> VariableTracker:
     return sym_or_constant(tx, value, lambda: tx.graph.call_function(fn, tuple(n for _, n in operands), {}, value))
 
 
+_DIVISIONS = {operator.truediv, operator.floordiv, operator.mod, operator.itruediv, operator.ifloordiv, operator.imod}
+_POWERS = {operator.pow, operator.ipow}
+
+
+def _defined(tx: Any, fn: Any, args: tuple) -> bool:
+    """Whether a symbolic plan computes ``fn(*args)`` as eager does for every value its guards let through:
+    a division needs a divisor other than 0 (eager raises ``ZeroDivisionError``, a backend's tensor ops give an
+    infinity), a float power a base above 0 (torch's symbolic power refuses a negative base: Python's answer
+    is complex there, and ``0.0 ** -1`` raises). The plan guards that (``Ne(L['r'], 0)``); where it does not
+    hold now, the operands are specialized."""
+    if len(args) != 2 or not any(isinstance(a, SymNodeVariable) for a in args):
+        return True
+    if fn in _DIVISIONS and isinstance(args[1], (SymNodeVariable, ConstantVariable)):
+        return _holds(tx, operator.ne, args[1]) is not False
+    if fn in _POWERS:
+        base, exponent = args
+        float_power = float in (_kind(base), _kind(exponent)) or _holds(tx, operator.lt, exponent) is not False
+        return not float_power or _holds(tx, operator.gt, base) is not False
+    return True
+
+
+def _holds(tx: Any, op: Any, var: VariableTracker) -> bool | None:
+    """``op(var, 0)``, guarded by the ShapeEnv; ``None`` where no guard can decide it (an unbacked symbol: the
+    plan then computes as torch.compile's does)."""
+    try:
+        return bool(plain(apply(tx, op, (var, ConstantVariable(0))).value))
+    except compat.GuardOnDataDependentSymNode:
+        return None
+
+
 def specialize(tx: Any, var: SymNodeVariable) -> Any:
     """The Python value of ``var`` for code that needs a constant; the ShapeEnv records the guard that pins it
     (``L['x'].size()[0] == 3``), so the plan is only used where it holds. A value that depends on tensor data
     (an unbacked symbol: ``t.item()`` under ``capture_scalar_outputs``) cannot be guarded: the graph breaks
-    there, as torch.compile breaks it."""
+    there, as torch.compile breaks it; nor is a float a real step read out of a tensor (a
+    ``ScalarOutputSource``): that use breaks the graph too, rather than re-tracing for every new value."""
+    if reads_data(tx, var.value):
+        tx.unsupported("data_dependent", "a float produced at run time (read from a tensor by .item() or float(t), "
+                       "or returned by a call that ran for real) is used in Python code",
+                       ("that step runs for real, so the plan does not depend on the value",))
+    return truth(tx, var) if isinstance(var.value, torch.SymBool) else _evaluate(tx, var, plain)
+
+
+def reads_data(tx: Any, value: Any) -> bool:
+    """Whether ``value`` is computed from a float a real step read out of a tensor (a ``ScalarOutputSource``
+    input: never guarded by value)."""
+    data = {compat.symbol_of(sym) for source, sym, _ in tx.entry_fakes if isinstance(source, ScalarOutputSource)}
+    return bool(data) and bool(data & value.node.expr.free_symbols)
+
+
+def truth(tx: Any, var: VariableTracker) -> bool:
+    """The truth of a SymBool (or constant) result, guarded by the ShapeEnv (``0.0 <= L['lr']``)."""
+    return bool(var.value) if isinstance(var, ConstantVariable) else _evaluate(tx, var, bool)
+
+
+def _evaluate(tx: Any, var: SymNodeVariable, convert: Callable) -> Any:
     try:
-        return plain(var.value) if not isinstance(var.value, torch.SymBool) else bool(var.value)
+        return convert(var.value)
     except compat.GuardOnDataDependentSymNode:
         tx.unsupported("data_dependent", "Python needs the value of a number read from tensor data (an unbacked "
                        "symbol)", ("the graph so far runs, this step runs for real, tracing resumes",))
+
+
+
+INF = float("inf")
+FINITE = (-INF, INF, False)
+#: The functions of numbers that torch's SymInt / SymFloat compute without specializing, as torch.compile traces
+#: them (``math.sqrt`` becomes ``torch._sym_sqrt``, ``abs`` calls ``SymFloat.__abs__``, ``math.floor`` returns a
+#: SymInt): each maps to (the function recorded in the graph, the argument's domain ``(low, high, closed)``).
+#: Outside its domain eager raises ``ValueError`` / ``OverflowError`` where a backend's tensor ops would give a
+#: NaN or an infinity, so the plan guards the argument inside it and the value outside is specialized (the
+#: builtin then raises the user's error). ``math.exp``, ``math.log``, ``math.pow`` have no symbolic form in
+#: torch: they specialize on the value, as torch.compile's do.
+SYMBOLIC_FUNCTIONS: dict[Callable, tuple[Callable, tuple | None]] = {
+    math.sqrt: (compat.sym_math[math.sqrt], (0.0, INF, True)),
+    math.log2: (compat.sym_math[math.log2], (0.0, INF, False)),
+    math.sin: (compat.sym_math[math.sin], FINITE),
+    math.cos: (compat.sym_math[math.cos], FINITE),
+    math.tan: (compat.sym_math[math.tan], FINITE),
+    math.asin: (compat.sym_math[math.asin], (-1.0, 1.0, True)),
+    math.acos: (compat.sym_math[math.acos], (-1.0, 1.0, True)),
+    math.atan: (compat.sym_math[math.atan], None),
+    math.sinh: (compat.sym_math[math.sinh], (-710.0, 710.0, True)),  # math.sinh / cosh overflow just past 710
+    math.cosh: (compat.sym_math[math.cosh], (-710.0, 710.0, True)),
+    math.tanh: (compat.sym_math[math.tanh], None),
+    math.floor: (math.floor, FINITE),  # an int of an infinity is an OverflowError
+    math.ceil: (math.ceil, FINITE),
+    math.trunc: (math.trunc, FINITE),
+    abs: (abs, None),
+}
+
+
+def call(tx: Any, fn: Any, args: list) -> VariableTracker | None:
+    """``fn(*args)`` kept symbolic where some argument is a SymInt / SymFloat and torch computes ``fn`` on one
+    (:data:`SYMBOLIC_FUNCTIONS`, ``round``, ``pow``, ``min`` / ``max``), as torch.compile traces it; ``None``
+    where the caller must specialize (another function, a ``bool`` or non-number argument, a value outside the
+    function's domain)."""
+    if not any(isinstance(a, SymNodeVariable) for a in args) or any(_kind(a) is None for a in args):
+        return None
+    if fn is min or fn is max:
+        return _min_max(tx, fn, args) if len(args) >= 2 else None
+    if fn is round and len(args) in (1, 2):
+        return _round(tx, args)
+    if fn is pow and len(args) == 2:
+        return apply(tx, operator.pow, tuple(args))
+    traced, domain = SYMBOLIC_FUNCTIONS.get(fn, (None, None))
+    if traced is None or len(args) != 1 or (domain is not None and not _within(tx, args[0], domain)):
+        return None
+    return apply(tx, traced, tuple(args))
+
+
+def _round(tx: Any, args: list) -> VariableTracker | None:
+    """``round(x)`` (an int: an infinity raises OverflowError) or ``round(x, n)`` for a constant ``n >= 0``
+    (``SymInt.__round__`` ignores ``n``, right only where ``n >= 0``; a symbolic ``n`` has no symbolic form)."""
+    if len(args) == 2:
+        digits = args[1]
+        if not isinstance(digits, ConstantVariable) or type(digits.value) is not int or digits.value < 0 or \
+                isinstance(args[0], ConstantVariable):
+            return None
+        return args[0] if _kind(args[0]) is int else apply(tx, round, tuple(args))
+    if _kind(args[0]) is int:
+        return args[0]
+    return apply(tx, round, tuple(args)) if _within(tx, args[0], FINITE) else None
+
+
+def _kind(var: VariableTracker) -> type | None:
+    """``int`` or ``float`` for a number operand (a SymInt / SymFloat, or a constant of exactly that type)."""
+    if isinstance(var, SymNodeVariable):
+        return {torch.SymInt: int, torch.SymFloat: float}.get(type(var.value))
+    if isinstance(var, ConstantVariable) and type(var.value) in (int, float):
+        return type(var.value)
+    return None
+
+
+def _within(tx: Any, var: VariableTracker, domain: tuple) -> bool:
+    """Whether ``var`` lies in ``domain`` ``(low, high, closed)``; the plan guards the answer: a finite bound
+    through the ShapeEnv (``0.0 <= L['lr']``), an infinite open one (which the ShapeEnv assumes of every symbol)
+    as a ``FINITE`` guard on each float input the value is computed from. An unbacked float is not in any
+    domain that needs such a guard (it has no source to guard)."""
+    low, high, closed = domain
+    if _kind(var) is float and (low == -INF or high == INF) and not closed:
+        if not isinstance(var, SymNodeVariable):
+            return math.isfinite(var.value)
+        if not _finite_inputs(tx, var.value):
+            return False
+    below, above = (operator.le, operator.ge) if closed else (operator.lt, operator.gt)
+    return all(truth(tx, apply(tx, op, (var, ConstantVariable(bound))))
+               for op, bound in ((above, low), (below, high)) if abs(bound) != INF)
+
+
+def _finite_inputs(tx: Any, value: Any) -> bool:
+    """Guard finite every float graph input whose symbol ``value`` (a SymFloat) is computed from; ``False`` when
+    ``value`` is not finite now, or depends on a float without a source (an unbacked one)."""
+    hint = getattr(value.node, "hint", None)
+    if hint is None or not math.isfinite(hint):
+        return False
+    floats = {compat.symbol_of(sym): source for source, sym, _ in tx.entry_fakes if isinstance(sym, torch.SymFloat)}
+    needed = [s for s in value.node.expr.free_symbols if s.is_real and not s.is_integer]
+    if any(s not in floats for s in needed):
+        return False
+    for s in needed:
+        tx.add_guard(Guard(floats[s], "FINITE", None))
+    return True
+
+
+def _min_max(tx: Any, fn: Any, args: list) -> VariableTracker:
+    """``min(a, b, ...)`` / ``max(...)``: numbers of one kind as ``torch.sym_min`` / ``sym_max`` (torch.compile's
+    trace); an int against a float compares, as the builtin does, and keeps the winner's own type (``sym_max``
+    would make it a float), guarded on that comparison."""
+    best = args[0]
+    for var in args[1:]:
+        if _kind(var) is _kind(best):
+            best = apply(tx, torch.sym_max if fn is max else torch.sym_min, (best, var))
+        elif truth(tx, apply(tx, operator.gt if fn is max else operator.lt, (var, best))):
+            best = var
+    return best
+

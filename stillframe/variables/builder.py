@@ -132,6 +132,8 @@ def _guard(tx: Any, source: Source | None, kind: str, expected: Any = None) -> N
 
 def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> VariableTracker:
     if isinstance(source, ScalarOutputSource):
+        if tx.shapes is not None and tx.shapes.data_dynamic(source, value):
+            return _symbolic_float(tx, value, source)
         tx.unsupported("data_dependent", "a float produced at run time (read from a tensor by .item() or float(t), "
                        "or returned by a call that ran for real) is used in Python code",
                        ("that step runs for real, so the plan does not depend on the value",))
@@ -507,11 +509,12 @@ def _fake_input(tx: Any, value: torch.Tensor, source: Source, stand_in: torch.Te
             raise RetraceSymbolic(f"{source.name} has dynamic dimensions {[i for i, d in enumerate(dynamic) if d]}")
         _guard(tx, source, "TENSOR", tensor_signature(value))
         return tx.fake_mode.from_tensor(value if stand_in is None else stand_in)
+    fakeified = value if stand_in is None else stand_in
     base_dynamic = None
-    if value._base is not None and tx.shapes is not None:  # a view's base: the policy decides for it too
-        base_dynamic = tx.shapes.dims(AttrSource(source, "_base"), value._base)
-    fake = compat.fake_symbolic(tx.fake_mode, value if stand_in is None else stand_in, dynamic or (False,) * value.dim(),
-                                source.name, tx.shapes.ranges(value) if tx.shapes is not None else None, base_dynamic)
+    if fakeified._base is not None and tx.shapes is not None:  # a view's base: the policy decides for it too
+        base_dynamic = tx.shapes.dims(AttrSource(source, "_base"), fakeified._base)
+    fake = compat.fake_symbolic(tx.fake_mode, fakeified, dynamic or (False,) * value.dim(), source.name,
+                                tx.shapes.ranges(value) if tx.shapes is not None else None, base_dynamic)
     strided = value.layout == torch.strided
     symbolic_sizes = tuple(compat.is_symbolic(n) for n in fake.shape)
     symbolic_strides = tuple(compat.is_symbolic(n) for n in fake.stride()) if strided else ()

@@ -139,7 +139,7 @@ def test_the_only_cycle_is_rules_recursion():
 
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_private_torch_apis_only_through_compat(module):
-    if module == "stillframe.compat":
+    if module == "stillframe.compat" or module.startswith("stillframe.compat."):
         return
     tree = ast.parse(MODULES[module].read_text())
     private = [f"line {node.lineno}: {ast.unparse(node)}" for node in ast.walk(tree)

@@ -275,3 +275,32 @@ def test_the_recompile_says_which_dimension_became_dynamic():
     report = explainer(torch.randn(5, 4))
     assert len(report.recompiles) == 1
     assert "symbolic from now on: L['x'].size()[0]: 3 -> 5" in str(report)
+
+
+def size_and_sum(x):
+    return (x * 2).sum(0) + x.shape[0]
+
+
+@pytest.mark.parametrize("dynamic, entries", [(None, 2), (True, 1), (False, 8)])
+def test_each_dynamic_mode_over_eight_sizes_compiles_as_torch_compile(dynamic, entries):
+    """dynamic=None: static, then one symbolic entry reused for the 7 other sizes; True: one entry; False: one
+    per size. torch.compile's graph count, measured in the same test, is the same."""
+    from torch._dynamo.utils import counters as torch_counters
+
+    sizes = [(n, 4) for n in (3, 5, 6, 7, 9, 11, 13, 17)]
+    torch._dynamo.reset()
+    torch_counters.clear()
+    theirs = torch.compile(size_and_sum, backend="eager", dynamic=dynamic)
+    for shape in sizes:
+        x = torch.randn(shape)
+        assert torch.equal(theirs(x), size_and_sum(x))
+    torch._dynamo.reset()
+    report = assert_parity(size_and_sum, args_of_shape(sizes), calls=len(sizes), compile_kwargs={"dynamic": dynamic})
+    assert len(report.compiled.cache_entries()) == entries == torch_counters["stats"]["unique_graphs"]
+
+
+def test_zero_and_one_sizes_get_their_own_entries_under_automatic_dynamic():
+    """As torch.compile specializes 0 and 1: after the size became dynamic (3 -> 5), a size of 1 and a size of
+    0 each get an entry of their own, reused when they come back."""
+    report = assert_parity(size_and_sum, args_of_shape([(n, 4) for n in (3, 5, 1, 0, 7, 1, 0)]), calls=7)
+    assert len(report.compiled.cache_entries()) == 4

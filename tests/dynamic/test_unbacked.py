@@ -4,11 +4,14 @@ boolean-mask indexing and ``unique`` are captured with unbacked sizes, as torch.
 them each is a graph break. Graph counts are checked against torch.compile's with the same settings, values
 against eager's."""
 
+import math
+
 import pytest
 import torch
 from torch._dynamo.utils import counters as torch_counters
 
 import stillframe
+from stillframe.check.scalar_programs import driver, item_size, stillframe_counts, torch_compile_counts
 
 
 def item_in_math(x):
@@ -116,3 +119,42 @@ def test_nonzero_has_an_unbacked_size_and_gradients_match_eager():
         assert torch.equal(got, want) and torch.equal(a.grad, b.grad)
     breaks = [e.graph_break for v in compiled.all_cache_entries().values() for e in v if e.graph_break]
     assert breaks == []
+
+
+def float_item_math(x):
+    s = x.abs().sum().item()
+    return x * math.sqrt(s) + s, s * 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("fn", [item_size, float_item_math], ids=lambda f: f.__name__)
+def test_a_float_read_by_item_at_a_break_is_a_symbolic_input_as_torch_compile_passes_it(fn, backend):
+    """Flag off: ``.item()`` breaks the graph and runs for real; the float it returns enters the resumed graph
+    as a symbolic float input (never guarded by its value), so the code after the break compiles no more often
+    than torch.compile's resumed frame (which traces a float static first, unless its code shares a name and
+    line with another resumed frame that saw a different value there, as in ``item_size``): 5 graphs and 2
+    recompiles for ``item_size`` on both; every value eager's."""
+    drive = driver("data")
+    theirs, torch_graphs, torch_recompiles = torch_compile_counts(fn, drive, backend)
+    ours, graphs, recompiles = stillframe_counts(fn, drive, backend)
+    assert repr(ours) == repr(drive(fn)) == repr(theirs)
+    assert graphs <= torch_graphs and recompiles <= torch_recompiles, (graphs, recompiles, torch_graphs,
+                                                                        torch_recompiles)
+    assert stillframe.counters["fallbacks"] == 0
+
+
+def test_a_branch_on_a_float_read_by_item_still_breaks_instead_of_guarding_its_value():
+    def fn(x):
+        s = x.sum().item()
+        y = x * s
+        if s > 0:
+            return y + 1
+        return y - 1
+
+    compiled = stillframe.compile(fn, backend="eager")
+    for i in range(6):
+        x = torch.randn(4, generator=torch.Generator().manual_seed(i))
+        assert torch.equal(compiled(x), fn(x))
+    assert stillframe.counters["recompiles"] == 0  # one plan per segment: the branch runs for real
+    breaks = [e.graph_break.kind for v in compiled.all_cache_entries().values() for e in v if e.graph_break]
+    assert breaks.count("data_dependent") == 2  # at .item(), and at the branch on its value

@@ -570,6 +570,12 @@ def builtin_min_max_sum_abs_round(x):
 
 
 @case(one(3))
+def builtin_min_max_of_one_item_or_none(x):
+    """Over an iterable of one item, that item (of any type); over an empty one, ``default``."""
+    return x * max([2.5]), min((x,)), max([], default=7), min([3, 1], default=0), max([], key=abs, default=x)
+
+
+@case(one(3))
 def builtin_number_conversions(x):
     return x * int("12") + float("1.5") + int(3.9) + float(2) + bool(0) + bool("x"), str(3), str(2.5), str(None)
 

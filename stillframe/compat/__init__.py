@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import importlib
 import inspect
+import math
 import types
 from typing import Any, Callable, Iterator
 
@@ -322,6 +323,10 @@ def dynamo_config_default(name: str) -> Any:
 size_checks: tuple = tuple(f for f in (getattr(torch, "_check", None), getattr(torch, "_check_is_size", None)) if f)
 #: ``torch.ops.aten.sym_size.int``: the graph node that reads one (symbolic) size of a tensor.
 sym_size = torch.ops.aten.sym_size.int
+#: ``math.<name>`` -> ``torch._sym_<name>``: the math functions a SymInt / SymFloat computes symbolically (the
+#: ones torch.compile records in its graph instead of specializing).
+sym_math = {getattr(math, name): getattr(torch, f"_sym_{name}") for name in
+            ("sqrt", "cos", "cosh", "sin", "sinh", "tan", "tanh", "asin", "acos", "atan", "log2")}
 
 
 def is_symbolic(value: Any) -> bool:
@@ -607,11 +612,14 @@ def optimizer_init_group(opt: Any, group: dict, *lists: list) -> Any:
     return opt._init_group(group, *lists)
 
 
-def optimizer_hooks(opt: Any) -> tuple:
-    """The step hooks a call of ``opt.step()`` runs: the global and the optimizer's own pre and post hooks."""
-    module = importlib.import_module("torch.optim.optimizer")
-    return (*module._global_optimizer_pre_hooks.values(), *module._global_optimizer_post_hooks.values(),
-            *opt._optimizer_step_pre_hooks.values(), *opt._optimizer_step_post_hooks.values())
+_optimizer_module = importlib.import_module("torch.optim.optimizer")
+
+
+def optimizer_hooks(opt: Any) -> bool:
+    """Whether a call of ``opt.step()`` runs step hooks: global or the optimizer's own, pre or post (called on
+    every compiled step: four dict lookups)."""
+    return bool(_optimizer_module._global_optimizer_pre_hooks or _optimizer_module._global_optimizer_post_hooks
+                or opt._optimizer_step_pre_hooks or opt._optimizer_step_post_hooks)
 
 
 def default_foreach(params: list) -> bool:
@@ -620,10 +628,14 @@ def default_foreach(params: list) -> bool:
     return bool(module._default_to_fused_or_foreach(params, False, use_fused=False)[1])
 
 
-def trace_aten(fn: Callable, examples: list) -> torch.fx.GraphModule:
+def trace_aten(fn: Callable, examples: list, mode: FakeTensorMode | None = None,
+               compiling: bool = True) -> torch.fx.GraphModule:
     """``fn(*examples)`` traced on fake tensors into an ATen-level FX graph (``make_fx``), with grad off and
-    ``torch.compiler.is_compiling()`` True (torch's own code takes the paths it takes under torch.compile)."""
-    with torch.no_grad(), _compiling():
+    ``torch.compiler.is_compiling()`` True (torch's own code takes the paths it takes under torch.compile), or,
+    with ``compiling=False``, the paths it takes in eager. ``mode``: the fake mode to trace in (its ShapeEnv
+    holds the symbols of the examples faked in it beforehand; see :func:`optimizer_fake_mode`)."""
+    context = tracing(TracingContext(mode)) if mode is not None else contextlib.nullcontext()
+    with torch.no_grad(), context, (_compiling() if compiling else contextlib.nullcontext()):
         return make_fx(fn, tracing_mode="fake")(*examples)
 
 
@@ -714,6 +726,47 @@ def no_grad_view_before_write(base: torch.Tensor, shape: Any, stride: Any, offse
     finally:
         torch._C._autograd._unsafe_set_version_counter((base,), (version,))
     return view
+
+def public_calls(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """``gm`` (an ATen graph from :func:`trace_aten`) calling torch's public API instead of ``torch.ops.aten``
+    overloads, as a TorchDynamo graph does: ``aten.add_.Tensor(x, y, alpha=a)`` becomes ``x.add_(y, alpha=a)``,
+    ``aten.sqrt.default(x)`` ``torch.sqrt(x)``, ``aten._local_scalar_dense.default(x)`` ``x.item()``. The public
+    call picks the same overload from the same arguments (the graph was traced through it), and skips the
+    Python layer of ``OpOverload.__call__`` and its schema parsing (a few microseconds per op, which is most of a
+    small graph's time on the eager backend). An op with no public name of its own stays as it is."""
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload) \
+                or node.target.namespace != "aten":
+            continue
+        name = node.target.overloadpacket.__name__
+        function = getattr(torch, name, None)
+        on_tensor = bool(node.args) and isinstance(node.args[0], torch.fx.Node) \
+            and isinstance(node.args[0].meta.get("val"), torch.Tensor)
+        if name == "_local_scalar_dense":
+            node.op, node.target = "call_method", "item"
+        elif node.target._overloadname == "out":  # torch.maximum(a, b, out=c): the function takes out=
+            if callable(function):
+                node.target = function
+        elif name.endswith("_") and on_tensor and hasattr(torch.Tensor, name):  # in place: a method only
+            node.op, node.target = "call_method", name
+        elif callable(function):
+            node.target = function
+        elif on_tensor and hasattr(torch.Tensor, name):
+            node.op, node.target = "call_method", name
+    gm.recompile()
+    return gm
+
+
+def optimizer_fake_mode() -> FakeTensorMode:
+    """A fake mode for tracing an optimizer's update: static shapes, and a ShapeEnv in which ``.item()`` of a
+    tensor is an unbacked symbol (eager's Adam reads ``state['step'].item()``) and a float input a SymFloat
+    (:func:`symbolic_float`)."""
+    return FakeTensorMode(shape_env=ShapeEnv(allow_scalar_outputs=True), static_shapes=True)
+
+
+def symbol_guards(mode: FakeTensorMode) -> list:
+    """The guards ``mode``'s ShapeEnv recorded (a branch on a SymFloat's value)."""
+    return list(mode.shape_env.guards)
 
 
 @contextlib.contextmanager

@@ -68,9 +68,9 @@ def _unpack(t: Any) -> Any:
 
 
 def record(tx: Any, fakes: list) -> None:
-    """Note that the call being traced saved ``fakes`` for backward."""
-    if tx.saves_checked:
-        tx.saved_for_backward.append((tuple(fakes), _location(tx)))
+    """Note that the call being traced saved ``fakes`` for backward (on every backend: a rule calls it for what no
+    graph's real ops check, such as ``torch.func.vjp``'s closed-over tensors)."""
+    tx.saved_for_backward.append((tuple(fakes), _location(tx)))
 
 
 def record_shared_version(tx: Any, fake: Any, source_fake: Any) -> None:

@@ -241,12 +241,12 @@ ONCE_DIFFERENTIABLE = torch.autograd.function.once_differentiable(lambda ctx: No
 
 def _record_saved(tx: Tracer, fwd, ctx: VariableTracker, outputs: list, fake_out: tuple) -> None:
     """What ``ctx.save_for_backward`` saved, as fakes of the trace (inputs of the Function, and its outputs): a
-    later in-place write to one makes the call run for real (tensors/saved.py), since the higher-order op keeps
-    them where autograd checks no version."""
+    later in-place write to one makes the call run for real (tensors/saved.py), since AOTAutograd's graph saves
+    the value from before the write."""
     out_fakes = {o.tid: f for o, f in zip(outputs, fake_out)}
     fakes = [out_fakes[t.tid] if t.tid in out_fakes else tx.state.heap[t.tid].fake
              for t in _tensors(tx, fwd, ctx, "to_save") if t.tid in out_fakes or t.tid < fwd.first_id]
-    if fakes:
+    if fakes and tx.saves_checked:  # (the eager backend saves them through autograd: runtime/function_apply.py)
         saved_tensors.record(tx, fakes)
 
 

@@ -45,7 +45,6 @@ from ..rules.frames import EMPTY_CELLS
 from ..rules.generators import refuse_unclosed
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace.interpreter import Tracer
-from ..tensors import saved as saved_tensors
 from . import live
 from .function_apply import with_checked_function_apply
 from .executors import EXECUTORS
@@ -191,6 +190,7 @@ def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any
         tracer = make_tracer()
         tracer.uncaptured_ops = frozenset(rejected)
         tracer.run_for_real = frozenset(run_for_real)
+        tracer.saves_checked = not compat.is_eager_backend(backend)
         try:
             return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
         except RetraceSavedTensor as e:
@@ -218,6 +218,7 @@ def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any
         tracer.lazy_generators = False
         tracer.uncaptured_ops = frozenset(rejected)
         tracer.run_for_real = frozenset(run_for_real)
+        tracer.saves_checked = not compat.is_eager_backend(backend)
         try:
             return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
         except RetraceSavedTensor as e:
@@ -270,8 +271,6 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     try:
         result = tracer.run()
         refuse_unclosed(tracer)
-        if not compat.is_eager_backend(backend):
-            saved_tensors.check_written_inputs(tracer)
         codegen = StateCodegen(tracer)
         if result is not None:
             if tracer.state.autocast and len(tracer.state.autocast) != int(torch.is_autocast_enabled("cpu")):

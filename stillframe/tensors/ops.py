@@ -221,8 +221,10 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     fn = getattr(fake_args[0], target) if kind == "call_method" else target
     call_args = fake_args[1:] if kind == "call_method" else fake_args
     try:
-        with tx.fake_context(), saved.recording(tx):
+        with tx.fake_context(), saved.recording(tx) as saved_now:
             result = fn(*call_args, **fake_kwargs)
+            written = [fresh[v.tid] for v in mutated if fresh[v.tid] is not result]  # (norm statistics)
+            saved_now[:] = [t for t in saved_now if not any(t is w for w in written)]
     except compat.DATA_DEPENDENT_ERRORS as e:
         if isinstance(e, compat.DynamicOutputShapeException) and config.capture_dynamic_output_shape_ops and \
                 tx.fake_mode.shape_env is None:

@@ -8,7 +8,9 @@ by an inplace operation". No graph reproduces that: AOTAutograd saves the value 
 torch's ``autograd_function_apply`` keeps what a Function saves where no version is checked (torch.compile
 returns gradients there too).
 
-So the trace records which fakes each traced call saved (a pack hook while the op runs on fakes; the Function
+The ``eager`` backend runs the graph's real ops, which save and check for themselves (a captured Function
+included: see ``runtime/function_apply.py``), so nothing is recorded for it (``Tracer.saves_checked``). For
+the others the trace records which fakes each traced call saved (a pack hook while the op runs on fakes; the Function
 rule names what its ``ctx`` saved), and an in-place op that writes one of them raises
 :class:`~stillframe.errors.RetraceSavedTensor`: the frame is traced again with the saving call (its
 instruction) run for real. Autograd then saves the real tensor, the write (in a later graph, or for real)
@@ -42,16 +44,21 @@ def refuse_if_saving_runs_for_real(tx: Any, what: str) -> None:
 
 
 @contextlib.contextmanager
-def recording(tx: Any) -> Iterator[None]:
-    """While an op runs on fakes: note each tensor autograd saves for its backward (a pack hook)."""
+def recording(tx: Any) -> Iterator[list]:
+    """While an op runs on fakes: note each tensor autograd saves for its backward (a pack hook). The block may
+    drop from the list it gets the tensors the op itself writes besides its result (``batch_norm``'s running
+    statistics: eager checks no version of those)."""
     saved: list = []
+    if not tx.saves_checked:
+        yield saved
+        return
 
     def pack(t: Any) -> Any:
         saved.append(t)
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, _unpack):
-        yield
+        yield saved
     if saved:
         record(tx, saved)
 
@@ -61,7 +68,8 @@ def _unpack(t: Any) -> Any:
 
 
 def record(tx: Any, fakes: list) -> None:
-    """Note that the call being traced saved ``fakes`` for backward."""
+    """Note that the call being traced saved ``fakes`` for backward (on every backend: a rule calls it for what no
+    graph's real ops check, such as ``torch.func.vjp``'s closed-over tensors)."""
     tx.saved_for_backward.append((tuple(fakes), _location(tx)))
 
 
@@ -108,20 +116,3 @@ def _sharing_version(tx: Any, roots: set) -> set:
                 grown = True
     return roots
 
-
-def check_written_inputs(tx: Any) -> None:
-    """At the end of a trace for a backend that functionalizes it (AOTAutograd): a tensor saved for backward
-    that is a graph input written in this graph (or a view of one) is saved as the graph's new value of it, a
-    tensor apart from the input, so a write to the input after the graph would not be seen by backward, where
-    eager's raises. The frame is traced again with those saving calls run for real."""
-    locations = set()
-    for fakes, location in tx.saved_for_backward:
-        for f in fakes:
-            root = _root(tx, tx.tid_of_fake(f))
-            if root is None:
-                continue
-            entry = tx.state.heap[root]
-            if entry.meta.version != 0 and (root in tx.input_values or entry.node is None):
-                locations.add(location)
-    if locations - tx.run_for_real:
-        raise RetraceSavedTensor(frozenset(locations | tx.run_for_real))

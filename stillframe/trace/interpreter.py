@@ -104,6 +104,9 @@ class Tracer:
         self.uncaptured_ops: frozenset = frozenset()  # higher-order ops the backend failed on: graph breaks
         # tensors saved for backward (tensors/saved.py): the calls that run for real ((code, instruction index)),
         # (fakes saved, call) per traced call that saved some, (fake, fake) pairs sharing a version counter
+        # what calls save for backward is checked for AOTAutograd's backends (runtime.compiler sets it); the
+        # eager backend's real ops save and check for themselves
+        self.saves_checked = False
         self.run_for_real: frozenset = frozenset()
         self.saved_for_backward: list[tuple[tuple, tuple]] = []
         self.shared_versions: list[tuple[Any, Any]] = []

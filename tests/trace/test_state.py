@@ -40,6 +40,7 @@ import torch.fx
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from stillframe import compat
 from stillframe import Unsupported
 from stillframe.runtime.compiler import start_trace
 from stillframe.tensors.meta import TensorEntry
@@ -159,8 +160,11 @@ def fake_desc(t: torch.Tensor) -> tuple:
     """Metadata of a fake for comparing two traces. Not ``_version``: a fake that shares a version counter
     with an input (``x.detach()``) shows how often the *input's* fake was converted or bumped, which differs
     between two traces of equal inputs (the no-mutation check, ``fake_record``, does compare versions)."""
-    return (tuple(t.shape), tuple(t.stride()), t.storage_offset(), t.dtype, t.requires_grad, t.is_leaf,
-            t.grad_fn is not None)
+    try:  # read as stillframe reads it: asking a view for its grad_fn may make one (compat.is_stale_view)
+        flags = compat.autograd_flags(t)
+    except RuntimeError:  # a view made under no_grad whose base was written since
+        flags = (t.requires_grad, None, None)
+    return (tuple(t.shape), tuple(t.stride()), t.storage_offset(), t.dtype, *flags)
 
 
 def fake_record(state: TraceState) -> dict:

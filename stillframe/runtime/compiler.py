@@ -186,11 +186,16 @@ def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any
     fails on higher-order ops gets the frame again with those ops as graph breaks."""
     rejected: set[str] = set()
     run_for_real: set = set()  # calls saving for backward a tensor written in place later (tensors/saved.py)
-    while True:
+
+    def fresh() -> Tracer:
         tracer = make_tracer()
         tracer.uncaptured_ops = frozenset(rejected)
         tracer.run_for_real = frozenset(run_for_real)
         tracer.saves_checked = not compat.is_eager_backend(backend)
+        return tracer
+
+    while True:
+        tracer = fresh()
         try:
             return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
         except RetraceSavedTensor as e:
@@ -214,11 +219,8 @@ def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any
                 raise
             break
     while True:
-        tracer = make_tracer()
+        tracer = fresh()
         tracer.lazy_generators = False
-        tracer.uncaptured_ops = frozenset(rejected)
-        tracer.run_for_real = frozenset(run_for_real)
-        tracer.saves_checked = not compat.is_eager_backend(backend)
         try:
             return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
         except RetraceSavedTensor as e:

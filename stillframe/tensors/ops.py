@@ -184,6 +184,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     effect = known_effect(kind, target)
     if effect is not None:
         tx.unsupported("effectful_call", effect, RUNS_FOR_REAL)
+    if kind == "call_function" and target is torch.autograd.grad:
+        _refuse_grad_through_input_view(tx)
     if kind == "call_method" and target == "type":
         args, kwargs = _legacy_type_names(args, kwargs)
     if kind == "call_function" and "requires_grad" in kwargs:
@@ -269,6 +271,25 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         if not _contains_tensor(result):
             return wrap_constant_result(tx, result, kind, target)
     return wrap_result(tx, result, node)
+
+
+def _refuse_grad_through_input_view(tx: Any) -> None:
+    """Break before ``torch.autograd.grad`` when a graph input is a view that requires grad.
+
+    Such an input's fake is rebuilt from its base's fake with ``as_strided`` (as torch's own fakeification
+    does for dense views), so its fake history is ``AsStridedBackward``, not eager's (``TBackward`` for
+    ``x.t()``): gradients through it get other strides on fakes than for real (contiguous where eager's
+    engine returns an expanded tensor). An in-place op on such a gradient would pass on the fake and raise
+    only in the graph, after the user's ``try`` was left (fuzz 26:7523). Run for real, the call gives the
+    trace eager's gradients, which enter the resumed segment as inputs with their true geometry."""
+    for tid, value in tx.input_values.items():
+        entry = tx.state.heap.get(tid)
+        meta = getattr(entry, "meta", None)
+        if meta is not None and meta.base is not None and meta.requires_grad and \
+                isinstance(value, torch.Tensor) and value._base is not None:
+            tx.unsupported("effectful_call", "torch.autograd.grad() differentiates through an input that is a "
+                           "view: its fake history is rebuilt with as_strided, so the gradients' strides on "
+                           "fakes may not be eager's", RUNS_FOR_REAL)
 
 
 # Methods that change only autograd metadata of a graph input: applied to the live input before the graph

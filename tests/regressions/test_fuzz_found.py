@@ -189,14 +189,34 @@ def f(x, y, w, k):
                    "replayed after the graph, so they are lost (torch.compile loses them too); breaking at every "
                    "such op after any side effect broke transformers' masks out of every model's graph")
 def test_fuzz_side_effect_before_an_op_that_raises_at_run_time():
-    # fuzz 7:128 (there through one of torch's internal asserts): eager appends to OUT, then raises IndexError;
-    # the appends were replayed after the graph, which raised first (torch.compile loses them too)
+    # fuzz 7:128 (there through one of torch's internal asserts) and 26:8164 (``w[torch.tensor([0, 1])] = 0.25``
+    # after ``w.unsqueeze_(0)``): eager appends to OUT, then raises IndexError; the appends were replayed after
+    # the graph, which raised first (torch.compile loses them too)
     assert_like_eager(program('''
 def f(x, y, w, k):
     OUT.append(k)
     STATE['n'] = STATE.get('n', 0) + 1
     return w[torch.tensor([0, 5])]
 ''', ks=(1, 2, 3)))
+
+
+def test_fuzz_inplace_on_a_grad_through_an_input_view_inside_try():
+    # fuzz 26:7523: after the retain_grad() break, t1 = x.t() is a graph input whose fake is rebuilt with
+    # as_strided; autograd.grad on fakes then gave a contiguous gradient where eager's is expanded, so
+    # sigmoid_ passed on the fake and raised in the graph, outside the try. autograd.grad through an input
+    # view now runs for real.
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t1 = x.t()
+    t1.retain_grad()
+    try:
+        g2, = torch.autograd.grad(t1.sum(), [x], retain_graph=True)
+        with torch.no_grad():
+            g2.sigmoid_()
+    except (RuntimeError, ValueError) as e7:
+        OUT.append(type(e7).__name__)
+    return x * 2
+''', n=3))
 
 
 def test_fuzz_index_out_of_bounds_inside_try():

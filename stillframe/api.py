@@ -37,7 +37,7 @@ from .guards.guard import identity_checked, user_names
 from .runtime import live, tracebacks
 from .rules.disable import ORIGINAL, disable, is_disabled  # noqa: F401  (public: stillframe.disable)
 from .runtime.compiler import compile_frame, compile_retrying, eager_entry, start_resume
-from .runtime.entry import CacheEntry, watch
+from .runtime.entry import CacheEntry, RunForReal, watch
 from .runtime.step_router import StepRouter
 from .runtime.shapes import ShapePolicy, mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: F401  (public)
 from .diagnostics import log
@@ -200,7 +200,26 @@ class CompiledFunction:
             return self._eager_after_user_error(fn, args, kwargs, entry)
         if entry is None or entry.eager:
             return fn(*args, **kwargs)
-        return self._finish(entry.run(L, G, fn), G)
+        result = entry.run(L, G, fn)
+        if isinstance(result, RunForReal):  # the graph raised and did nothing else: eager's effects, then its error
+            return self._run_for_real_after(result.error, fn, args, kwargs)
+        return self._finish(result, G)
+
+    def _run_for_real_after(self, error: BaseException, fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
+        """The call, run for real after its graph raised ``error`` (``CacheEntry.rerun_on_raise``). The real run
+        normally raises it again, after eager's side effects; where it returns instead, the graph diverged from
+        eager: its result is eager's, with a warning (an eager fallback)."""
+        log.event("breaks", "the graph of %s raised %s: running the call for real", fn.__qualname__,
+                  type(error).__name__)
+        del error  # its traceback holds the graph's frames
+        result = fn(*args, **kwargs)
+        counters["fallbacks"] += 1
+        message = f"stillframe: the graph of {fn.__qualname__} raised where the real call did not; that call ran " \
+                  "eagerly (a stillframe or backend divergence from eager: please report it)"
+        if self._fullgraph:  # a fallback is an error under fullgraph (DESIGN invariant 8)
+            raise InternalError(message)
+        self._warn_once(("graph_raised", fn.__code__), message)
+        return result
 
     def _record_recompile(self, where: str, entries: list[CacheEntry], L: dict, G: dict, F: Any,
                           dynamic: list[str] = ()) -> None:
@@ -331,7 +350,13 @@ class CompiledFunction:
             cont.concrete = True
             return cont
         cont.concrete = False
-        return entry.run(L, G, None)
+        result = entry.run(L, G, None)
+        if isinstance(result, RunForReal):  # the graph raised and did nothing else: the segment runs for real
+            log.event("breaks", "the graph after a break in %s raised %s: running on for real",
+                      self._func.__qualname__, type(result.error).__name__)
+            cont.concrete = True
+            return cont
+        return result
 
     def _trace_resume(self, cont: live.Continuation, key: Any, entries: list[CacheEntry], L: dict,
                       G: dict) -> CacheEntry | None:

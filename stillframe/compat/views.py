@@ -91,3 +91,19 @@ def no_grad_view_before_write(base: torch.Tensor, shape: Any, stride: Any, offse
     finally:
         torch._C._autograd._unsafe_set_version_counter((base,), (version,))
     return view
+
+
+def geometry(t: torch.Tensor) -> tuple:
+    """What an in-place metadata op (``unsqueeze_``, ``t_``) changes on ``t``: shape, strides, storage offset and
+    version counter, for :func:`restore_geometry`."""
+    return t, t.shape, t.stride(), t.storage_offset(), t._version
+
+
+def restore_geometry(saved: tuple) -> None:
+    """Put back what :func:`geometry` saved, version counter included (a tensor that requires no grad: no autograd
+    history is involved)."""
+    t, shape, stride, offset, version = saved
+    if (t.shape, t.stride(), t.storage_offset()) != (shape, stride, offset):
+        with torch.no_grad():
+            t.as_strided_(shape, stride, offset)
+    torch._C._autograd._unsafe_set_version_counter((t,), (version,))

@@ -2,7 +2,8 @@
 
 Mutations of objects that outlive the call are *recorded*, never performed at
 trace time (DESIGN invariant 3): ``state.side_effects`` maps a target
-(``("attr", id(obj), name)``, ``("list", oid)``, ``("dict", oid)``,
+(``("attr", id(obj), name)``, ``("attr_del", id(obj), name)`` for a del before a write,
+``("list", oid)``, ``("dict", oid)``,
 ``("global", module, name)``) to ``(order, payload)``. Reads inside the trace
 see the recorded value; after the graph runs, the plan replays them on the real
 objects in the order they were first made (``runtime.compiler.ResultCodegen``).
@@ -145,7 +146,14 @@ def _store_outside_attr(tx: Any, obj: VariableTracker, name: str, value: Variabl
         if isinstance(real, type) or not hasattr(real, "__dict__"):
             if not isinstance(real, type):
                 tx.unsupported("side_effect", f"assigning .{name} of a {type(real).__name__}")
-        record_side_effect(tx, ("attr", id(real), name), (obj, value))
+        key = ("attr", id(real), name)
+        deleted = tx.state.side_effects.get(key)
+        if deleted is not None and deleted[1][1] is DELETED:
+            # ``del obj.a`` then ``obj.a = v``: eager re-inserts ``a`` at the end of the instance dict, so the
+            # replay deletes it where the del was, and sets it anew where this write is (fuzz 27:2128)
+            tx.state = tx.state.replace(side_effects=tx.state.side_effects.delete(key).set(
+                ("attr_del", id(real), name), deleted))
+        record_side_effect(tx, key, (obj, value))
         tx.keepalive.append(real)
         return
     if isinstance(obj, TensorVariable) and name == "requires_grad":
@@ -533,7 +541,7 @@ def _deepcopy_outside(tx: Any, var: PythonObjectVariable, memo: dict, key: tuple
     _check_plain_data_class(tx, cls)
     if var.source is None or not hasattr(value, "__dict__"):
         tx.unsupported("unsupported_call", f"copy.deepcopy of a {cls.__name__} that stillframe cannot name")
-    if any(k[0] == "attr" and k[1] == id(value) for k in tx.state.side_effects.keys()):
+    if any(k[0] in ("attr", "attr_del") and k[1] == id(value) for k in tx.state.side_effects.keys()):
         tx.unsupported("unsupported_call", f"copy.deepcopy of a {cls.__name__} written to earlier in the trace")
     dict_source = AttrSource(var.source, "__dict__")
     state = vars(value)

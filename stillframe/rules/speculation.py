@@ -153,6 +153,8 @@ def _describe_effect(key: tuple, payload: Any, state: TraceState) -> str:
     kind = key[0]
     if kind == "attr":
         return f"sets the attribute {key[2]!r} of an outside object"
+    if kind == "attr_del":
+        return f"deletes the attribute {key[2]!r} of an outside object"
     if kind == "call":
         return f"calls {getattr(payload[0], 'fn', payload[0])!r}, which only runs after the graph"
     entry = state.heap.get(key[1])

@@ -39,6 +39,8 @@ from ..guards.source import (
 from ..trace.state import make_frame
 from ..tensors import symbolic as symbolic_values
 from ..rules.known import live_iterator_index
+from ..rules.speculation import draws_random_numbers
+from ..tensors.meta import TensorEntry
 from ..variables.base import AutocastExitVariable, LazyArgument, LiveIteratorVariable, SymNodeVariable, TensorVariable
 from ..variables.builder import is_lazy_scalar, wrap
 from ..rules.frames import EMPTY_CELLS
@@ -312,6 +314,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     gm = tracer.graph.finish(tuple(codegen.output_nodes))
     fetch, fetch_source = _fetch_function(tracer, _hoist_grad_mode(gm))
     rebuild, rebuild_source = codegen.function(result_expr)
+    reshaped = _without_effects(tracer, gm)
     t1 = time.perf_counter()
     compiled = None
     if tracer.graph.num_ops() or codegen.output_nodes:
@@ -342,8 +345,49 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     entry = CacheEntry(check=check, guard_source=guard_source, fetch=fetch, compiled=compiled, rebuild=rebuild,
                        graph_module=gm, rebuild_source=rebuild_source + "\n" + fetch_source,
                        graph_break=tracer.graph_break, guards=guards,
-                       used_inputs=None if len(used_inputs) == len(tracer.state.inputs) else tuple(used_inputs))
+                       used_inputs=None if len(used_inputs) == len(tracer.state.inputs) else tuple(used_inputs),
+                       rerun_on_raise=compiled is not None and reshaped is not None,
+                       reshaped_inputs=reshaped or ())
     return TraceOutcome(entry, tracer, t1 - t0, t2 - t1)
+
+
+def _without_effects(tracer: Tracer, gm: torch.fx.GraphModule) -> tuple | None:
+    """Whether the graph has no effect of its own that cannot be undone, so that if it raises, running the code
+    it stands for again for real is eager's behaviour (``CacheEntry.rerun_on_raise``): it writes the data of no
+    tensor it did not make (a graph input, or a view of one: a write before the op that raised would be made
+    twice), draws no random numbers (eager's stream would move twice), and holds no higher-order op (whose
+    subgraphs are not looked into) and no switch of global state but grad mode (which ``CacheEntry.run``
+    restores). An input whose shape only an ``unsqueeze_``-like op changed, and that requires no grad (no
+    autograd history to keep), is allowed: its geometry is put back before the code runs again.
+
+    Returns the positions (among the fetched inputs) of those reshaped inputs, or ``None`` where the graph has
+    an effect of its own."""
+    reshaped = set()
+    for tid in tracer.input_values:
+        entry = tracer.state.heap.get(tid)
+        if not isinstance(entry, TensorEntry) or entry.meta.version == 0:
+            continue
+        live = tracer.input_values[tid]
+        if tid in tracer.inputs_written or tid not in tracer.inputs_reshaped or \
+                not isinstance(live, torch.Tensor) or live.requires_grad:
+            return None
+        reshaped.add(tid)
+    positions = tuple(i for i, (_src, tid) in enumerate(tracer.state.inputs) if tid in reshaped)
+    if len(positions) != len(reshaped):
+        return None
+    for module in gm.modules():
+        if not isinstance(module, torch.fx.GraphModule):
+            continue
+        for node in module.graph.nodes:
+            if node.op == "call_module" or draws_random_numbers(node):
+                return None
+            if node.op == "call_function" and (isinstance(node.target, compat.HigherOrderOperator) or
+                                                node.target in _GLOBAL_STATE_SWITCHES):
+                return None
+    return positions
+
+
+_GLOBAL_STATE_SWITCHES = (torch.amp.autocast_mode._enter_autocast, torch.amp.autocast_mode._exit_autocast)
 
 
 def _call_backend(backend: Callable, gm: torch.fx.GraphModule, example_inputs: list, tracer: Tracer) -> Callable:

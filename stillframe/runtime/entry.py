@@ -13,6 +13,7 @@ once, and the guard would take it for the object it was traced with.
 
 from __future__ import annotations
 
+import sys
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -52,6 +53,8 @@ class CacheEntry:
     used_inputs: tuple | None = None  # positions of the fetched inputs the graph reads (None: all)
     hits: int = field(default=0)
     watched: tuple = ()  # weak references to the objects whose id() the guards compare (see watch())
+    rerun_on_raise: bool = False  # the graph has no effect of its own: if it raises, the code runs for real
+    reshaped_inputs: tuple = ()  # positions of fetched inputs whose geometry the graph may change (unsqueeze_)
 
     def failing_guard(self, L: dict, G: dict, F: Any) -> str | None:
         """The text of the first guard that does not hold for this call (``None`` if all hold)."""
@@ -59,17 +62,39 @@ class CacheEntry:
         return check(L, G, F)
 
     def run(self, L: dict, G: dict, F: Any) -> Any:
+        """The plan's result (or the Continuation at its graph break); a :class:`RunForReal` where the graph
+        raised and ``rerun_on_raise``: the caller then runs the code this plan covers for real."""
         grad_mode = torch.is_grad_enabled()
         inputs = self.fetch(L, G, F)
         outputs = ()
         if self.compiled is not None:
             args = inputs if self.used_inputs is None else [inputs[i] for i in self.used_inputs]
+            geometries = [compat.geometry(inputs[i]) for i in self.reshaped_inputs]
             try:
                 outputs = self.compiled(*args)
-            except BaseException:
+            except Exception:
                 compat.set_grad_enabled(grad_mode)  # a graph that raised inside a no_grad block
+                if self.rerun_on_raise:
+                    for saved in geometries:  # as before the graph: the real run makes eager's change once
+                        compat.restore_geometry(saved)
+                    return RunForReal(sys.exc_info()[1])
+                raise
+            except BaseException:
+                compat.set_grad_enabled(grad_mode)
                 raise
         return self.rebuild(outputs, inputs, L, G, F)
+
+
+@dataclass(slots=True)
+class RunForReal:
+    """What :meth:`CacheEntry.run` returns when its graph raised ``error`` and had no effect of its own (it
+    wrote no input's data, drew no random numbers, entered no autocast region; an input it reshaped was put
+    back). The effects the plan replays after the graph (appends to outside lists, attribute and global
+    writes) were made by eager *before* the op that raised, so the caller runs the code again for real, from
+    where the plan began: the effects come in eager's order, then eager's exception, with eager's traceback.
+    (Replayed after a graph that raised, they were lost, as torch.compile loses them.)"""
+
+    error: BaseException
 
 
 def _never(L: dict, G: dict, F: Any) -> bool:

@@ -215,6 +215,9 @@ class StateCodegen:
                     self.gen.lines.append(f"if hasattr({ref}, {key[2]!r}): delattr({ref}, {key[2]!r})")
                 else:
                     self.gen.lines.append(f"setattr({self.expr(owner)}, {key[2]!r}, {self.expr(value)})")
+            elif kind == "attr_del":  # deleted, then set again (the "attr" entry): the set comes later
+                ref = self.expr(payload[0])
+                self.gen.lines.append(f"if hasattr({ref}, {key[2]!r}): delattr({ref}, {key[2]!r})")
             elif kind == "cell":
                 cell_source, value = payload
                 self.gen.lines.append(f"{self.gen.ref(cell_source)}.cell_contents = {self.expr(value)}")

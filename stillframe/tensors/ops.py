@@ -200,6 +200,7 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     if mutated:
         _refuse_write_beside_data(tx, mutated)
         roots, views = tx.alias_group({v.tid for v in mutated})
+        _note_input_writes(tx, kind, target, (*roots, *views))
         stale = {tid for tid in views if _stale_view(tx, tid)}
         with tx.fake_mode:
             for tid in roots:
@@ -271,6 +272,21 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         if not _contains_tensor(result):
             return wrap_constant_result(tx, result, kind, target)
     return wrap_result(tx, result, node)
+
+
+# In-place ops that change only a tensor's shape, strides or storage offset, never its data.
+SHAPE_ONLY_METHODS = frozenset({"unsqueeze_", "squeeze_", "t_", "transpose_", "swapdims_", "swapaxes_",
+                                "as_strided_"})
+
+
+def _note_input_writes(tx: Any, kind: str, target: Any, tids: tuple) -> None:
+    """Record which graph inputs an in-place op touches, and whether it writes their data or only their shape
+    (what ``CacheEntry.rerun_on_raise`` may undo: runtime/compiler._without_effects)."""
+    touched = [tid for tid in tids if tid in tx.input_values]
+    if not touched:
+        return
+    name = target if kind == "call_method" else getattr(target, "__name__", "")
+    (tx.inputs_reshaped if name in SHAPE_ONLY_METHODS else tx.inputs_written).update(touched)
 
 
 def _refuse_grad_through_input_view(tx: Any) -> None:

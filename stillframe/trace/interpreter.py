@@ -98,6 +98,10 @@ class Tracer:
         self.lazy_generators = True  # next(gen) steps a generator; False: every generator is drained at once
         self.floor = 0  # frames below this index belong to a handler mid-call (see run_until_return, catch)
         self.input_values: dict[int, Any] = {}  # tid -> live value (example inputs), not part of the state
+        # inputs an in-place op wrote, on any path traced (not rolled back: it only makes rerun_on_raise rarer):
+        # their data, or only their shape (unsqueeze_); see runtime/compiler._without_effects
+        self.inputs_written: set[int] = set()
+        self.inputs_reshaped: set[int] = set()
         self.keepalive: list[Any] = []  # objects whose id() a guard checks stay alive while tracing
         self.stand_ins: dict[int, Any] = {}  # id(live leaf) -> the tensor fakeified in its place (builder._fakeified)
         self.input_nodes: dict[int, Any] = {}  # tid -> placeholder node (for finishing the graph)
@@ -371,10 +375,11 @@ class Tracer:
         enclosing ``try`` of the user's in any frame (a ``with`` block's exit handler alone is not: the exception
         passes through it, and so does a ``finally``: its re-raise is followed to the handler around it).
 
-        Side effects recorded before it are not counted, though they are replayed after the graph and a graph
-        that raises loses them (as under torch.compile): transformers records attribute writes on a global
-        context object before its masks' indexing, so counting them broke every model's graph at its mask; a
-        strict xfail in tests/regressions/test_fuzz_found.py keeps the gap in view."""
+        Side effects recorded before it are not counted (transformers records attribute writes on a global
+        context object before its masks' indexing, so counting them broke every model's graph at its mask).
+        They are replayed after the graph; a graph that raises runs its code again for real instead where it
+        has no effect of its own (``CacheEntry.rerun_on_raise``), and loses them otherwise, as under
+        torch.compile (a strict xfail in tests/regressions/test_fuzz_found.py keeps that gap in view)."""
         for frame in self.state.frames:
             if _caught_in_frame(frame.code, frame.ip - 1):
                 return "the user's except block around it would not see its error"

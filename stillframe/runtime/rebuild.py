@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 import torch
 from .. import compat
+from ..bytecode.liveness import live_locals
 from ..guards.guard import GuardCodegen
 from ..guards.source import ScalarOutputSource
 from ..tensors.symbolic import plain, reads_data
@@ -237,7 +238,10 @@ class StateCodegen:
         parts = []
         for frame in self.tracer.state.frames:
             stack = self._items(frame.stack)
-            locals_ = "{" + ", ".join(f"{k!r}: {self.expr(v)}" for k, v in frame.locals.items()) + "}"
+            live_names = live_locals(frame.code, frame.ip)  # a dead local is not rebuilt (nor a graph output)
+            kept = [(k, v) for k, v in frame.locals.items() if live_names is None or k in live_names or
+                    k not in frame.code.code.co_varnames]
+            locals_ = "{" + ", ".join(f"{k!r}: {self.expr(v)}" for k, v in kept) + "}"
             cells = "{" + ", ".join(f"{k!r}: {self.cell(v)}" for k, v in frame.cells.items()) + "}"
             globals_ = "G" if frame.globals_module is None else f"___module_globals({frame.globals_module!r})"
             yields = "None" if frame.yields is None else f"[{self._items(frame.yields)}]"

@@ -258,6 +258,23 @@ def f(x, y, w, k):
 ''', n=2, ks=(1, 2, 3)))
 
 
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_dead_local_at_a_break_is_not_a_graph_output(backend):
+    # fuzz 28:43 (aot_eager): t2 = x * len(STATE) is never read again, but was rebuilt at the break as a graph
+    # output; AOTAutograd makes one autograd node of the graph, so the real backward of w.sum() gave x a zero
+    # .grad where eager leaves None. Only live locals are rebuilt now (bytecode/liveness.py), as TorchDynamo
+    # keeps only live locals
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    y[0] = w
+    t2 = x * len(STATE)
+    t3 = y.mean()
+    torch.autograd.backward([w.sum()], retain_graph=True)
+    t7 = t3 * t3
+    return t7
+'''), compiler_for("stillframe", backend))
+
+
 def test_fuzz_index_out_of_bounds_inside_try():
     # fuzz 7:52: t1 has shape (1, n, n); t1[torch.tensor([0, 1])] += w raises IndexError in eager, in the try;
     # the graph raised it after the trace had left the try. Indexing with a tensor inside a try now runs for real

@@ -26,7 +26,7 @@ from ..config import config
 from ..errors import InternalError, RetraceSymbolic
 from ..guards.guard import Guard
 from ..guards.source import AttrSource, LiftedSource
-from .effects import is_pure_query, known_effect, no_rule, query_checker, raises_on_values
+from .effects import hashable_key, is_pure_query, known_effect, no_rule, query_checker, raises_on_values
 from . import saved
 from .meta import fresh_base, fresh_view
 from .symbolic import has_symbols, plain, wrap_symbolic
@@ -208,10 +208,26 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
             for tid in views:
                 meta = tx.state.heap[tid].meta
                 fresh[tid] = fresh_view(fresh[meta.base], meta, tid in stale)
+    if mutated and tx.functional_backend and _masked_write(tx, kind, target, args):
+        tx.unsupported("data_dependent", f"{_describe(kind, target)} writes through a boolean mask: AOTAutograd "
+                       "turns it into nonzero(), whose output shape depends on data",
+                       ("the graph so far runs, this step runs for real, tracing resumes",))
+    if mutated and tx.functional_backend and _reshapes_input_requiring_grad(tx, kind, target, roots, views):
+        tx.unsupported("autograd_leaf", f"{_describe(kind, target)} changes the shape of a graph input that requires "
+                       "grad: AOTAutograd applies it after the graph, outside the no_grad block that allowed it "
+                       "on a leaf", ("the graph before it runs, then the call itself, then tracing resumes",))
+    if mutated and tx.functional_backend and _writes_aliased_inputs_of_mixed_leafness(tx, roots, views):
+        tx.unsupported("unsupported_call", f"{_describe(kind, target)} writes into graph inputs that share memory, "
+                       "a leaf and a view of it that is not: AOTAutograd refuses to take them as inputs of one "
+                       "graph", RUNS_FOR_REAL)
     if mutated and _overlapping_write(tx, mutated, args, kwargs):
         refused = _probe_overlap(tx, kind, target, args, kwargs)
         if refused is not None:
             tx.user_error(refused, traceable=False)  # runs for real: eager's error reaches the user's except
+        if tx.functional_backend and _writes_input_overlapping_itself(tx, roots, views):
+            tx.unsupported("unsupported_call", f"{_describe(kind, target)} writes into a graph input whose memory "
+                           "overlaps itself (an expanded tensor): AOTAutograd would copy the new value back into "
+                           "it, which torch refuses, where eager's write succeeds", RUNS_FOR_REAL)
     fake_args = tuple(to_fake(tx, a, fresh) for a in args)
     fake_kwargs = {k: to_fake(tx, v, fresh) for k, v in kwargs.items()}
     if raises_on_values(kind, target, fake_args, fake_kwargs):
@@ -323,8 +339,12 @@ def _as_prologue(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> 
         return None
     var = args[0]
     entry = tx.state.heap[var.tid]
+    symbolic_aot = tx.functional_backend and tx.fake_mode.shape_env is not None
     if entry.source is None or var.tid not in tx.input_values or entry.node is None or entry.node.users or \
-            entry.meta.version != 0 or entry.meta.base is not None or _views_read(tx, var.tid):
+            entry.meta.version != 0 or entry.meta.base is not None or _views_read(tx, var.tid) or symbolic_aot:
+        # (symbolic_aot: AOTAutograd fakeifies the example inputs in the trace's own fake mode, whose memo holds
+        # the input's fake as it entered, before the prologue: it would compile the graph for an input that
+        # does not require grad; fuzz 28:242)
         # No graph can carry it (AOTAutograd traces inputs with fixed autograd metadata and returns outputs of
         # an autograd.Function, never new leaves): the graph so far runs, then the call itself for real.
         tx.unsupported("autograd_leaf", f"{target}() changes autograd metadata a graph cannot carry",
@@ -375,6 +395,62 @@ def _overlapping_write(tx: Any, mutated: list, args: tuple, kwargs: dict) -> boo
         target = roots.get(root)
         if target is not None and (meta.shape, meta.stride, meta.storage_offset) != \
                 (target.shape, target.stride, target.storage_offset):
+            return True
+    return False
+
+
+_INDEX_WRITES = {operator.setitem, "__setitem__", "index_put_", torch.index_put_, torch.Tensor.index_put_}
+
+
+def _masked_write(tx: Any, kind: str, target: Any, args: tuple) -> bool:
+    """Whether ``target`` is an indexed write (``t[mask] = v``, ``index_put_``) through a boolean (or uint8)
+    mask of a value ``v`` that requires grad, in grad mode: the gradient of ``v`` is the incoming gradient read
+    through the mask, and AOTAutograd's decomposition of that calls ``nonzero`` (fuzz 28:0, ``y[y > 0] += k``:
+    the backend failed and the frame ran instruction by instruction with a warning). A constant written through
+    a mask needs no such gradient, and the backend takes it."""
+    key = hashable_key(target)
+    if key is None or key not in _INDEX_WRITES or (kind == "call_method") != isinstance(key, str) or len(args) < 3:
+        return False
+    value = args[2]
+    if not tx.state.grad_enabled or not isinstance(value, TensorVariable) or \
+            not tx.state.heap[value.tid].meta.requires_grad:
+        return False
+    index = args[1]
+    items = index.items if isinstance(index, (TupleVariable, ListVariable)) else (index,)
+    return any(isinstance(v, TensorVariable) and tx.state.heap[v.tid].meta.dtype in (torch.bool, torch.uint8)
+               for v in items)
+
+
+def _reshapes_input_requiring_grad(tx: Any, kind: str, target: Any, roots: list, views: list) -> bool:
+    """Whether an ``unsqueeze_``-like op changes the shape of a graph input that requires grad (fuzz 28:202:
+    ``w.unsqueeze_(0)`` under ``no_grad`` on a leaf; AOTAutograd's ``as_strided_`` after the graph raised "a
+    leaf Variable that requires grad is being used in an in-place operation")."""
+    name = target if kind == "call_method" else getattr(target, "__name__", "")
+    return name in SHAPE_ONLY_METHODS and any(
+        tid in tx.input_values and tx.state.heap[tid].meta.requires_grad for tid in (*roots, *views))
+
+
+def _writes_aliased_inputs_of_mixed_leafness(tx: Any, roots: list, views: list) -> bool:
+    """Whether a write touches a graph input that shares memory with another tensor that is, or may become, a
+    graph input, some autograd leaves and some not (a leaf ``x`` and ``x[:, 1]``, both live across a break; the
+    base of an input view is fakeified with it and is an input once the code reads it): AOTAutograd asserts that
+    aliased inputs it sees mutated are all leaves or none (fuzz 28:87)."""
+    inputs = [tid for tid in (*roots, *views) if tid in tx.input_values]
+    if not inputs:
+        return False
+    group = set(inputs) | (set(roots) if any(tid in tx.input_values for tid in views) else set())
+    return len({tx.state.heap[tid].meta.is_leaf for tid in group}) > 1
+
+
+def _writes_input_overlapping_itself(tx: Any, roots: list, views: list) -> bool:
+    """Whether a write touches a graph input (or a view of one) whose memory overlaps itself: AOTAutograd copies
+    a written input's new value back into it after the graph, and ``copy_`` into such a tensor raises (fuzz
+    28:85: ``g1[0] = k`` on the expanded gradient ``autograd.grad`` returned, live across a break)."""
+    for tid in (*roots, *views):
+        if tid not in tx.input_values:
+            continue
+        meta = tx.state.heap[tid].meta
+        if any(size > 1 and stride == 0 for size, stride in zip(meta.shape, meta.stride)):
             return True
     return False
 

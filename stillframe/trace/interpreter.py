@@ -111,6 +111,9 @@ class Tracer:
         # what calls save for backward is checked for AOTAutograd's backends (runtime.compiler sets it); the
         # eager backend's real ops save and check for themselves
         self.saves_checked = False
+        # the backend functionalizes the graph (AOTAutograd): a write into an input becomes a copy_ back into it
+        # after the graph (runtime.compiler sets it)
+        self.functional_backend = False
         self.run_for_real: frozenset = frozenset()
         self.saved_for_backward: list[tuple[tuple, tuple]] = []
         self.shared_versions: list[tuple[Any, Any]] = []

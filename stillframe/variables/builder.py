@@ -427,7 +427,7 @@ def _fakeified(tx: Any, value: torch.Tensor, source: Source) -> tuple[Any, dict]
         compat.increment_version(fake)  # now its base was written after it was made, as the live one's
         return fake, {"autograd_error": str(e), "is_leaf": None, "has_grad_fn": None}
     base = value._base if value._base is not None else value
-    if _grad_mismatch(base):
+    if grad_mismatch(base):
         stand_in = tx.stand_ins.get(id(base))
         if stand_in is None:  # one per base, so that its views' fakes share the base's fake
             stand_in = tx.stand_ins[id(base)] = base.detach().requires_grad_(True)
@@ -439,7 +439,7 @@ def _fakeified(tx: Any, value: torch.Tensor, source: Source) -> tuple[Any, dict]
     return _fake_input(tx, value, source), {}
 
 
-def _grad_mismatch(t: torch.Tensor) -> bool:
+def grad_mismatch(t: torch.Tensor) -> bool:
     """Whether leaf ``t``'s ``.grad`` no longer has its shape, dtype or device."""
     grad = t.grad if t.requires_grad and t.is_leaf else None
     return grad is not None and (grad.shape != t.shape or grad.dtype != t.dtype or grad.device != t.device)

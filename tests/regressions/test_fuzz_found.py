@@ -10,16 +10,20 @@ names the gap; ``tests/check/test_fuzz.py`` lists which fuzzer programs each one
 from __future__ import annotations
 
 import pytest
+import torch
 
 import stillframe
 from stillframe.check.fuzz import check_program, compiler_for
+from stillframe.check.parity import assert_parity
 from stillframe.check.program_writer import HEADER
 from stillframe.check.programs import load
 
 
-def program(body: str, *, n: int = 2, x_rg: bool = True, w_rg: bool = True, ks=(2, 2, 2)) -> str:
-    """A fuzzer program: the usual outside state and ``make_args``, then ``body`` (which defines ``f``)."""
-    return HEADER % {"n0": n, "n2": n, "x_rg": x_rg, "w_rg": w_rg, "ks": ks} + "\n\n" + body
+def program(body: str, *, n: int = 2, n2: int | None = None, x_rg: bool = True, w_rg: bool = True,
+            ks=(2, 2, 2)) -> str:
+    """A fuzzer program: the usual outside state and ``make_args`` (sizes ``n``, then ``n2`` on the third call),
+    then ``body`` (which defines ``f``)."""
+    return HEADER % {"n0": n, "n2": n if n2 is None else n2, "x_rg": x_rg, "w_rg": w_rg, "ks": ks} + "\n\n" + body
 
 
 def assert_like_eager(source: str, compiler="stillframe"):
@@ -273,6 +277,74 @@ def f(x, y, w, k):
     t7 = t3 * t3
     return t7
 '''), compiler_for("stillframe", backend))
+
+
+def test_fuzz_write_into_an_expanded_gradient_after_a_break_on_aot_eager():
+    # fuzz 28:85: g1 = autograd.grad(w.sum(), [w]) is an expanded tensor, an input of the plan after the float()
+    # break; g1[0] = k succeeds in eager, but AOTAutograd copies a written input back with copy_, which refuses
+    # memory that overlaps itself (BackendCompilerFailed). Such a write now runs for real on AOTAutograd backends
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    g1, = torch.autograd.grad(w.sum(), [w], retain_graph=True)
+    print('x', f'{float(x.sum()):.2f}', file=BUF)
+    g1[0] = k
+    return g1 * 2
+''', n=3, x_rg=False, ks=(2, 1, 2)), compiler_for("stillframe", "aot_eager"))
+
+
+def _zero_a_column_after_backward(x, y):
+    t5 = x[:, 1]
+    t5.sum().backward(retain_graph=True)  # a graph break: x (a leaf) and t5 (a view, no leaf) are both inputs after
+    with torch.no_grad():
+        t5.zero_()
+        return x @ y
+
+
+def test_fuzz_write_into_a_view_input_of_a_leaf_input_on_aot_eager():
+    # fuzz 28:87: AOTAutograd asserted "any_leaf=True != all_leaf=False" on the two aliased inputs, the leaf x and
+    # its view t5 written in place (BackendCompilerFailed where eager returns); the write now runs for real
+    def make_args(i):
+        g = torch.Generator().manual_seed(i)
+        return torch.randn(3, 3, generator=g, requires_grad=True), torch.randn(3, 3, generator=g)
+
+    report = assert_parity(_zero_a_column_after_backward, make_args, backend="aot_eager", calls=3, grad=False)
+    assert not report.warnings
+
+
+def test_fuzz_masked_write_into_a_tensor_with_history_on_aot_eager():
+    # fuzz 28:0: y[y > 0] += k after y took history from w: AOTAutograd's decomposition of the masked index_put_
+    # calls nonzero, the backend failed, and the frame ran instruction by instruction with a warning (a fallback).
+    # A masked write now breaks the graph on AOTAutograd backends (data-dependent, as a masked read does)
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    y[1:] += w
+    y[y > 0] += k
+    return y * 2
+''', ks=(3, 1, 1)), compiler_for("stillframe", "aot_eager"))
+
+
+def test_fuzz_unsqueeze_of_a_leaf_under_no_grad_on_aot_eager():
+    # fuzz 28:202: w.unsqueeze_(0) under no_grad on a leaf that requires grad is allowed in eager; AOTAutograd
+    # applied it after the graph (as_strided_, outside the no_grad block), which raised "a leaf Variable that
+    # requires grad is being used in an in-place operation". It now runs for real on AOTAutograd backends
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t2 = x * 2
+    with torch.no_grad():
+        w.unsqueeze_(0)
+    return t2
+''', n=2), compiler_for("stillframe", "aot_eager"))
+
+
+def test_fuzz_requires_grad_of_an_input_then_copy_with_dynamic_shapes_on_aot_eager():
+    # fuzz 28:242: w.requires_grad_() is a prologue; once the sizes changed the plan was symbolic, and AOTAutograd
+    # fakeified w through the trace's fake mode, whose memo held w's fake from before the prologue: y.copy_(w)
+    # was compiled as if nothing required grad, and y lost its history on the third call
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    w.requires_grad_()
+    y.copy_(w)
+''', n=3, n2=4, w_rg=False, ks=(1, 1, 3)), compiler_for("stillframe", "aot_eager"))
 
 
 def test_fuzz_index_out_of_bounds_inside_try():

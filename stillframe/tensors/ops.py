@@ -216,6 +216,10 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         tx.unsupported("autograd_leaf", f"{_describe(kind, target)} changes the shape of a graph input that requires "
                        "grad: AOTAutograd applies it after the graph, outside the no_grad block that allowed it "
                        "on a leaf", ("the graph before it runs, then the call itself, then tracing resumes",))
+    if mutated and tx.functional_backend and _writes_reshaped_input(tx, kind, target, roots, views):
+        tx.unsupported("unsupported_call", f"{_describe(kind, target)} writes the data of a graph input whose shape "
+                       "the graph changed in place: AOTAutograd loses the autograd history the write gives it",
+                       RUNS_FOR_REAL)
     if mutated and tx.functional_backend and _writes_aliased_inputs_of_mixed_leafness(tx, roots, views):
         tx.unsupported("unsupported_call", f"{_describe(kind, target)} writes into graph inputs that share memory, "
                        "a leaf and a view of it that is not: AOTAutograd refuses to take them as inputs of one "
@@ -224,10 +228,13 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         refused = _probe_overlap(tx, kind, target, args, kwargs)
         if refused is not None:
             tx.user_error(refused, traceable=False)  # runs for real: eager's error reaches the user's except
-        if tx.functional_backend and _writes_input_overlapping_itself(tx, roots, views):
-            tx.unsupported("unsupported_call", f"{_describe(kind, target)} writes into a graph input whose memory "
-                           "overlaps itself (an expanded tensor): AOTAutograd would copy the new value back into "
-                           "it, which torch refuses, where eager's write succeeds", RUNS_FOR_REAL)
+        if tx.functional_backend:
+            # AOTAutograd functionalizes the write: it reads every argument before writing, where eager's kernel
+            # reads elements an earlier step of the same op already wrote (fuzz 28:459: y.sub_(y.diagonal()));
+            # and it copies a written input back with copy_, which refuses memory that overlaps itself (28:85)
+            tx.unsupported("unsupported_call", f"{_describe(kind, target)} writes into memory that overlaps itself "
+                           "or another argument: eager's result depends on the order its kernel writes in, which "
+                           "AOTAutograd's functional graph does not keep", RUNS_FOR_REAL)
     fake_args = tuple(to_fake(tx, a, fresh) for a in args)
     fake_kwargs = {k: to_fake(tx, v, fresh) for k, v in kwargs.items()}
     if raises_on_values(kind, target, fake_args, fake_kwargs):
@@ -430,6 +437,14 @@ def _reshapes_input_requiring_grad(tx: Any, kind: str, target: Any, roots: list,
         tid in tx.input_values and tx.state.heap[tid].meta.requires_grad for tid in (*roots, *views))
 
 
+def _writes_reshaped_input(tx: Any, kind: str, target: Any, roots: list, views: list) -> bool:
+    """Whether a data write touches a graph input that an ``unsqueeze_``-like op of this graph reshaped (fuzz
+    28:432: ``y.transpose_(0, 1)`` under ``no_grad``, then ``y.sub_(x)`` with ``x`` requiring grad; AOTAutograd
+    applied both after the graph and ``y`` did not require grad, where eager's ``y`` has a grad_fn)."""
+    name = target if kind == "call_method" else getattr(target, "__name__", "")
+    return name not in SHAPE_ONLY_METHODS and any(tid in tx.inputs_reshaped for tid in (*roots, *views))
+
+
 def _writes_aliased_inputs_of_mixed_leafness(tx: Any, roots: list, views: list) -> bool:
     """Whether a write touches a graph input that shares memory with another tensor that is, or may become, a
     graph input, some autograd leaves and some not (a leaf ``x`` and ``x[:, 1]``, both live across a break; the
@@ -440,19 +455,6 @@ def _writes_aliased_inputs_of_mixed_leafness(tx: Any, roots: list, views: list) 
         return False
     group = set(inputs) | (set(roots) if any(tid in tx.input_values for tid in views) else set())
     return len({tx.state.heap[tid].meta.is_leaf for tid in group}) > 1
-
-
-def _writes_input_overlapping_itself(tx: Any, roots: list, views: list) -> bool:
-    """Whether a write touches a graph input (or a view of one) whose memory overlaps itself: AOTAutograd copies
-    a written input's new value back into it after the graph, and ``copy_`` into such a tensor raises (fuzz
-    28:85: ``g1[0] = k`` on the expanded gradient ``autograd.grad`` returned, live across a break)."""
-    for tid in (*roots, *views):
-        if tid not in tx.input_values:
-            continue
-        meta = tx.state.heap[tid].meta
-        if any(size > 1 and stride == 0 for size, stride in zip(meta.shape, meta.stride)):
-            return True
-    return False
 
 
 def _probe_overlap(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> Exception | None:

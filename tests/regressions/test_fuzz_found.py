@@ -347,6 +347,31 @@ def f(x, y, w, k):
 ''', n=3, n2=4, w_rg=False, ks=(1, 1, 3)), compiler_for("stillframe", "aot_eager"))
 
 
+def test_fuzz_data_write_into_an_input_the_graph_reshaped_on_aot_eager():
+    # fuzz 28:432: y.transpose_(0, 1) under no_grad, then y.sub_(x) with x requiring grad: eager's y takes history;
+    # AOTAutograd applied both after the graph and y stayed a leaf that does not require grad. The data write
+    # into an input the graph reshaped now runs for real on AOTAutograd backends
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    with torch.set_grad_enabled(False):
+        y.transpose_(0, 1)
+    y.sub_(x, alpha=0.5)
+''', n=3), compiler_for("stillframe", "aot_eager"))
+
+
+def test_fuzz_write_reading_a_view_of_itself_on_aot_eager():
+    # fuzz 28:459 (a silent divergence): y.sub_(y.diagonal()) reads diagonal elements its own kernel already
+    # wrote in eager; AOTAutograd's functional graph read them all first. Such a write runs for real on
+    # AOTAutograd backends
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t1 = y.diagonal()
+    if w.sum() > -100:
+        y.sub_(t1, alpha=0.5)
+    return y * 1
+''', n=3, w_rg=False), compiler_for("stillframe", "aot_eager"))
+
+
 def test_fuzz_index_out_of_bounds_inside_try():
     # fuzz 7:52: t1 has shape (1, n, n); t1[torch.tensor([0, 1])] += w raises IndexError in eager, in the try;
     # the graph raised it after the trace had left the try. Indexing with a tensor inside a try now runs for real

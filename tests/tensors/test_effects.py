@@ -351,6 +351,28 @@ def test_indexing_with_a_tensor_runs_for_real_where_its_error_would_be_seen(fn, 
     assert [kind for kind, _ in breaks(fn, torch.randn(4), torch.tensor([0, 3]))] == expected_breaks
 
 
+def _assert_calls_like_eager(fn, compiled, indices, observe) -> None:
+    """Call ``fn`` and ``compiled`` on ``torch.arange(4.0)`` and each index list; the result or exception, ``OUT``
+    and ``observe(x)`` (after the call) must be eager's."""
+    for idx in indices:
+        seen = []
+        for f in (fn, compiled):
+            OUT.clear()
+            BOX.calls = 0
+            x = torch.arange(4.0)
+            try:
+                result = f(x, torch.tensor(idx))
+            except Exception as e:  # compared with eager's below
+                result = (type(e), str(e))
+            seen.append((result, list(OUT), observe(x)))
+        (expected, *expected_rest), (got, *got_rest) = seen
+        assert got_rest == expected_rest, idx
+        if isinstance(expected, torch.Tensor):
+            torch.testing.assert_close(got, expected, rtol=0, atol=0)
+        else:
+            assert got == expected, idx
+
+
 class _Box:
     pass
 
@@ -382,23 +404,8 @@ def test_a_graph_that_raises_after_side_effects_runs_its_code_again_for_real(bac
     the break on runs for real instead, and every effect before the error is eager's; calls that do not raise
     keep using the plan (no recompile, no eager fallback)."""
     compiled = stillframe.compile(_effects_then_index_after_a_break, backend=backend)
-    for idx in ([0, 3], [0, 9], [1, 2], [7, 0], [2, 2]):
-        outcomes = []
-        for fn in (_effects_then_index_after_a_break, compiled):
-            OUT.clear()
-            BOX.calls = 0
-            x = torch.arange(4.0)
-            try:
-                result = fn(x, torch.tensor(idx))
-            except Exception as e:  # compared with eager's below
-                result = (type(e), str(e))
-            outcomes.append((result, list(OUT), BOX.calls, x.shape))
-        (expected, *expected_rest), (got, *got_rest) = outcomes
-        assert got_rest == expected_rest, idx
-        if isinstance(expected, torch.Tensor):
-            torch.testing.assert_close(got, expected, rtol=0, atol=0)
-        else:
-            assert got == expected, idx
+    _assert_calls_like_eager(_effects_then_index_after_a_break, compiled, ([0, 3], [0, 9], [1, 2], [7, 0], [2, 2]),
+                             lambda x: (BOX.calls, x.shape))
     entries = compiled.all_cache_entries()
     assert sum(len(v) for v in entries.values()) == 2  # the plan before the break and the one after
     assert all(e.rerun_on_raise for v in entries.values() for e in v if e.compiled is not None)
@@ -427,22 +434,8 @@ def test_a_reshaped_input_is_put_back_before_the_code_runs_again(backend):
     strides and version counter are put back before the call runs again for real, so the real ``unsqueeze_``
     happens once, as in eager (fuzz 27:2407's shape, with no data written)."""
     compiled = stillframe.compile(_reshape_then_index, backend=backend)
-    for idx in ([0, 1], [0, 9], [3, 2]):
-        seen = []
-        for fn in (_reshape_then_index, compiled):
-            OUT.clear()
-            x = torch.arange(4.0)
-            try:
-                result = fn(x, torch.tensor(idx))
-            except Exception as e:  # compared with eager's below
-                result = (type(e), str(e))
-            seen.append((result, list(OUT), x.shape, x.stride(), x._version))
-        (expected, *expected_rest), (got, *got_rest) = seen
-        assert got_rest == expected_rest, idx
-        if isinstance(expected, torch.Tensor):
-            torch.testing.assert_close(got, expected, rtol=0, atol=0)
-        else:
-            assert got == expected, idx
+    _assert_calls_like_eager(_reshape_then_index, compiled, ([0, 1], [0, 9], [3, 2]),
+                             lambda x: (x.shape, x.stride(), x._version))
     (entry,) = [e for v in compiled.all_cache_entries().values() for e in v]
     assert entry.rerun_on_raise and entry.reshaped_inputs == (0,)
 

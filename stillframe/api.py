@@ -188,6 +188,10 @@ class CompiledFunction:
         fn = self._func
         if self._method_self is not None:
             args = (self._method_self, *args)
+        if fn.__code__.co_flags & _MAKES_GENERATOR:
+            # calling it only makes the generator (or coroutine) object: its body runs as the caller iterates,
+            # outside this call, as under torch.compile, which does not compile such a frame either
+            return fn(*args, **kwargs)
         L = self._bind(*args, **kwargs)
         G = fn.__globals__
         entries = self._cache.get(fn.__code__)
@@ -430,6 +434,10 @@ class CompiledFunction:
             return
         self._warned.add(key)
         warnings.warn(message, StillframeWarning, stacklevel=_user_stacklevel())
+
+
+_MAKES_GENERATOR = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | \
+    inspect.CO_ITERABLE_COROUTINE
 
 
 def _user_stacklevel() -> int:

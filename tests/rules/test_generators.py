@@ -158,3 +158,38 @@ def test_a_generator_left_suspended_inside_try_runs_its_finally():
                    "to it after `del` until the segment ends: its finally runs after 'after del', not before")
 def test_a_generator_deleted_mid_way_runs_its_finally_at_the_del():
     assert_parity(dropped_mid_way, lambda: (torch.zeros(2), []), calls=2)
+
+
+def _gathering_generator(x, idx, log):
+    log.append("start")
+    yield torch.gather(x, 0, idx)
+    log.append("middle")
+    yield x[idx] * 2
+    log.append("end")
+
+
+def _drive(fn, idx):
+    """Make the generator, then iterate it: what each step returned or raised, and the log after each."""
+    log = []
+    steps = []
+    gen = fn(torch.arange(4.0), torch.tensor(idx), log)
+    steps.append(("made", list(log)))
+    try:
+        for value in gen:
+            steps.append((value.tolist(), list(log)))
+    except Exception as e:  # compared with eager's below
+        steps.append((type(e).__name__, str(e), list(log)))
+    return steps
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_compiled_generator_function_runs_its_body_only_as_it_is_iterated(backend):
+    """Calling a compiled generator function makes the generator and runs none of its body, as in eager (it ran
+    the body to the first yield at the call, and that call raised AttributeError from a real step); iterating it
+    gives eager's values, side effects and errors. torch.compile does not compile such a frame either."""
+    import stillframe
+
+    compiled = stillframe.compile(_gathering_generator, backend=backend)
+    for idx in ([0, 1], [0, 9], [1, 2]):
+        assert _drive(compiled, idx) == _drive(_gathering_generator, idx), idx
+    assert compiled.traces == 0

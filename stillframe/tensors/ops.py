@@ -26,7 +26,8 @@ from ..config import config
 from ..errors import InternalError, RetraceSymbolic
 from ..guards.guard import Guard
 from ..guards.source import AttrSource, LiftedSource
-from .effects import hashable_key, is_pure_query, known_effect, no_rule, query_checker, raises_on_values
+from .aot_writes import note_input_writes, refuse_overlapping_write, refuse_writes_aot_cannot_take
+from .effects import is_pure_query, known_effect, no_rule, query_checker, raises_on_values
 from . import saved
 from .meta import fresh_base, fresh_view
 from .symbolic import has_symbols, plain, wrap_symbolic
@@ -200,7 +201,7 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     if mutated:
         _refuse_write_beside_data(tx, mutated)
         roots, views = tx.alias_group({v.tid for v in mutated})
-        _note_input_writes(tx, kind, target, (*roots, *views))
+        note_input_writes(tx, kind, target, (*roots, *views))
         stale = {tid for tid in views if _stale_view(tx, tid)}
         with tx.fake_mode:
             for tid in roots:
@@ -208,33 +209,14 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
             for tid in views:
                 meta = tx.state.heap[tid].meta
                 fresh[tid] = fresh_view(fresh[meta.base], meta, tid in stale)
-    if mutated and tx.functional_backend and _masked_write(tx, kind, target, args):
-        tx.unsupported("data_dependent", f"{_describe(kind, target)} writes through a boolean mask: AOTAutograd "
-                       "turns it into nonzero(), whose output shape depends on data",
-                       ("the graph so far runs, this step runs for real, tracing resumes",))
-    if mutated and tx.functional_backend and _reshapes_input_requiring_grad(tx, kind, target, roots, views):
-        tx.unsupported("autograd_leaf", f"{_describe(kind, target)} changes the shape of a graph input that requires "
-                       "grad: AOTAutograd applies it after the graph, outside the no_grad block that allowed it "
-                       "on a leaf", ("the graph before it runs, then the call itself, then tracing resumes",))
-    if mutated and tx.functional_backend and _writes_reshaped_input(tx, kind, target, roots, views):
-        tx.unsupported("unsupported_call", f"{_describe(kind, target)} writes the data of a graph input whose shape "
-                       "the graph changed in place: AOTAutograd loses the autograd history the write gives it",
-                       RUNS_FOR_REAL)
-    if mutated and tx.functional_backend and _writes_aliased_inputs_of_mixed_leafness(tx, roots, views):
-        tx.unsupported("unsupported_call", f"{_describe(kind, target)} writes into graph inputs that share memory, "
-                       "a leaf and a view of it that is not: AOTAutograd refuses to take them as inputs of one "
-                       "graph", RUNS_FOR_REAL)
+    if mutated and tx.functional_backend:
+        refuse_writes_aot_cannot_take(tx, kind, target, args, roots, views, _describe(kind, target))
     if mutated and _overlapping_write(tx, mutated, args, kwargs):
         refused = _probe_overlap(tx, kind, target, args, kwargs)
         if refused is not None:
             tx.user_error(refused, traceable=False)  # runs for real: eager's error reaches the user's except
         if tx.functional_backend:
-            # AOTAutograd functionalizes the write: it reads every argument before writing, where eager's kernel
-            # reads elements an earlier step of the same op already wrote (fuzz 28:459: y.sub_(y.diagonal()));
-            # and it copies a written input back with copy_, which refuses memory that overlaps itself (28:85)
-            tx.unsupported("unsupported_call", f"{_describe(kind, target)} writes into memory that overlaps itself "
-                           "or another argument: eager's result depends on the order its kernel writes in, which "
-                           "AOTAutograd's functional graph does not keep", RUNS_FOR_REAL)
+            refuse_overlapping_write(tx, _describe(kind, target))
     fake_args = tuple(to_fake(tx, a, fresh) for a in args)
     fake_kwargs = {k: to_fake(tx, v, fresh) for k, v in kwargs.items()}
     if raises_on_values(kind, target, fake_args, fake_kwargs):
@@ -295,21 +277,6 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         if not _contains_tensor(result):
             return wrap_constant_result(tx, result, kind, target)
     return wrap_result(tx, result, node)
-
-
-# In-place ops that change only a tensor's shape, strides or storage offset, never its data.
-SHAPE_ONLY_METHODS = frozenset({"unsqueeze_", "squeeze_", "t_", "transpose_", "swapdims_", "swapaxes_",
-                                "as_strided_"})
-
-
-def _note_input_writes(tx: Any, kind: str, target: Any, tids: tuple) -> None:
-    """Record which graph inputs an in-place op touches, and whether it writes their data or only their shape
-    (what ``CacheEntry.rerun_on_raise`` may undo: runtime/compiler._without_effects)."""
-    touched = [tid for tid in tids if tid in tx.input_values]
-    if not touched:
-        return
-    name = target if kind == "call_method" else getattr(target, "__name__", "")
-    (tx.inputs_reshaped if name in SHAPE_ONLY_METHODS else tx.inputs_written).update(touched)
 
 
 def _refuse_grad_through_input_view(tx: Any) -> None:
@@ -404,57 +371,6 @@ def _overlapping_write(tx: Any, mutated: list, args: tuple, kwargs: dict) -> boo
                 (target.shape, target.stride, target.storage_offset):
             return True
     return False
-
-
-_INDEX_WRITES = {operator.setitem, "__setitem__", "index_put_", torch.index_put_, torch.Tensor.index_put_}
-
-
-def _masked_write(tx: Any, kind: str, target: Any, args: tuple) -> bool:
-    """Whether ``target`` is an indexed write (``t[mask] = v``, ``index_put_``) through a boolean (or uint8)
-    mask of a value ``v`` that requires grad, in grad mode: the gradient of ``v`` is the incoming gradient read
-    through the mask, and AOTAutograd's decomposition of that calls ``nonzero`` (fuzz 28:0, ``y[y > 0] += k``:
-    the backend failed and the frame ran instruction by instruction with a warning). A constant written through
-    a mask needs no such gradient, and the backend takes it."""
-    key = hashable_key(target)
-    if key is None or key not in _INDEX_WRITES or (kind == "call_method") != isinstance(key, str) or len(args) < 3:
-        return False
-    value = args[2]
-    if not tx.state.grad_enabled or not isinstance(value, TensorVariable) or \
-            not tx.state.heap[value.tid].meta.requires_grad:
-        return False
-    index = args[1]
-    items = index.items if isinstance(index, (TupleVariable, ListVariable)) else (index,)
-    return any(isinstance(v, TensorVariable) and tx.state.heap[v.tid].meta.dtype in (torch.bool, torch.uint8)
-               for v in items)
-
-
-def _reshapes_input_requiring_grad(tx: Any, kind: str, target: Any, roots: list, views: list) -> bool:
-    """Whether an ``unsqueeze_``-like op changes the shape of a graph input that requires grad (fuzz 28:202:
-    ``w.unsqueeze_(0)`` under ``no_grad`` on a leaf; AOTAutograd's ``as_strided_`` after the graph raised "a
-    leaf Variable that requires grad is being used in an in-place operation")."""
-    name = target if kind == "call_method" else getattr(target, "__name__", "")
-    return name in SHAPE_ONLY_METHODS and any(
-        tid in tx.input_values and tx.state.heap[tid].meta.requires_grad for tid in (*roots, *views))
-
-
-def _writes_reshaped_input(tx: Any, kind: str, target: Any, roots: list, views: list) -> bool:
-    """Whether a data write touches a graph input that an ``unsqueeze_``-like op of this graph reshaped (fuzz
-    28:432: ``y.transpose_(0, 1)`` under ``no_grad``, then ``y.sub_(x)`` with ``x`` requiring grad; AOTAutograd
-    applied both after the graph and ``y`` did not require grad, where eager's ``y`` has a grad_fn)."""
-    name = target if kind == "call_method" else getattr(target, "__name__", "")
-    return name not in SHAPE_ONLY_METHODS and any(tid in tx.inputs_reshaped for tid in (*roots, *views))
-
-
-def _writes_aliased_inputs_of_mixed_leafness(tx: Any, roots: list, views: list) -> bool:
-    """Whether a write touches a graph input that shares memory with another tensor that is, or may become, a
-    graph input, some autograd leaves and some not (a leaf ``x`` and ``x[:, 1]``, both live across a break; the
-    base of an input view is fakeified with it and is an input once the code reads it): AOTAutograd asserts that
-    aliased inputs it sees mutated are all leaves or none (fuzz 28:87)."""
-    inputs = [tid for tid in (*roots, *views) if tid in tx.input_values]
-    if not inputs:
-        return False
-    group = set(inputs) | (set(roots) if any(tid in tx.input_values for tid in views) else set())
-    return len({tx.state.heap[tid].meta.is_leaf for tid in group}) > 1
 
 
 def _probe_overlap(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> Exception | None:

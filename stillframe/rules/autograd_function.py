@@ -246,7 +246,7 @@ def _record_saved(tx: Tracer, fwd, ctx: VariableTracker, outputs: list, fake_out
     out_fakes = {o.tid: f for o, f in zip(outputs, fake_out)}
     fakes = [out_fakes[t.tid] if t.tid in out_fakes else tx.state.heap[t.tid].fake
              for t in _tensors(tx, fwd, ctx, "to_save") if t.tid in out_fakes or t.tid < fwd.first_id]
-    if fakes and tx.saves_checked:  # (the eager backend saves them through autograd: runtime/function_apply.py)
+    if fakes and tx.functional_backend:  # (the eager backend saves them through autograd: runtime/function_apply.py)
         saved_tensors.record(tx, fakes)
 
 

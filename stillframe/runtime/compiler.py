@@ -42,7 +42,7 @@ from ..rules.known import live_iterator_index
 from ..rules.speculation import draws_random_numbers
 from ..tensors.meta import TensorEntry
 from ..variables.base import AutocastExitVariable, LazyArgument, LiveIteratorVariable, SymNodeVariable, TensorVariable
-from ..variables.builder import grad_mismatch, is_lazy_scalar, wrap
+from ..variables.builder import grad_stand_in, is_lazy_scalar, wrap
 from ..rules.frames import EMPTY_CELLS
 from ..rules.generators import refuse_unclosed
 from ..trace import ops  # noqa: F401  (registers the opcode handlers)
@@ -193,7 +193,7 @@ def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any
         tracer = make_tracer()
         tracer.uncaptured_ops = frozenset(rejected)
         tracer.run_for_real = frozenset(run_for_real)
-        tracer.saves_checked = tracer.functional_backend = not compat.is_eager_backend(backend)
+        tracer.functional_backend = not compat.is_eager_backend(backend)
         return tracer
 
     while True:
@@ -319,7 +319,9 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     compiled = None
     if tracer.graph.num_ops() or codegen.output_nodes:
         example_inputs = fetch(L, G, F)
-        examples = [_backend_example(tracer, example_inputs[i]) for i in used_inputs]
+        # an input whose .grad lost its shape is handed over as its stand-in: AOTAutograd fakeifies examples,
+        # copying .grad, and refuses such a grad (fuzz 22:730); the call itself gets the live tensor
+        examples = [_stand_in_or(tracer, example_inputs[i]) for i in used_inputs]
         if symbolic:  # a symbol's example is its SymInt, as torch.compile hands it to the backend
             inputs = list(tracer.state.inputs)
             examples = [_symbolic_example(tracer, inputs[i][1], e) for i, e in zip(used_inputs, examples)]
@@ -416,24 +418,9 @@ def _call_backend(backend: Callable, gm: torch.fx.GraphModule, example_inputs: l
     raise failed.with_traceback(error_tb) from None
 
 
-def _backend_example(tracer: Tracer, value: Any) -> Any:
-    """What the backend is handed for a fetched input at compile time: the input itself, or, for a leaf (or a
-    view of one) whose ``.grad`` no longer has its shape (``w.unsqueeze_(0)`` under ``no_grad`` after a
-    backward), the stand-in the trace fakeified instead: AOTAutograd fakeifies its examples, copying ``.grad``,
-    and refuses such a grad (fuzz 22:730 once ``unsqueeze_`` of a leaf runs for real there). The call itself
-    gets the live tensor."""
-    if not isinstance(value, torch.Tensor):
-        return value
-    base = value._base if value._base is not None else value
-    if not grad_mismatch(base):
-        return value
-    stand_in = tracer.stand_ins.get(id(base))
-    if stand_in is None:
-        stand_in = base.detach().requires_grad_(base.requires_grad)
-    if base is not value:
-        with torch.enable_grad():
-            stand_in = stand_in.as_strided(value.shape, value.stride(), value.storage_offset())
-    return stand_in
+def _stand_in_or(tracer: Tracer, value: Any) -> Any:
+    stand_in = grad_stand_in(tracer, value) if isinstance(value, torch.Tensor) else None
+    return value if stand_in is None else stand_in
 
 
 def _symbolic_example(tracer: Tracer, tid: int, value: Any) -> Any:

@@ -13,7 +13,6 @@ once, and the guard would take it for the object it was traced with.
 
 from __future__ import annotations
 
-import sys
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -72,12 +71,12 @@ class CacheEntry:
             geometries = [compat.geometry(inputs[i]) for i in self.reshaped_inputs]
             try:
                 outputs = self.compiled(*args)
-            except Exception:
+            except Exception as e:
                 compat.set_grad_enabled(grad_mode)  # a graph that raised inside a no_grad block
                 if self.rerun_on_raise:
                     for saved in geometries:  # as before the graph: the real run makes eager's change once
                         compat.restore_geometry(saved)
-                    return RunForReal(sys.exc_info()[1])
+                    return RunForReal(e)
                 raise
             except BaseException:
                 compat.set_grad_enabled(grad_mode)

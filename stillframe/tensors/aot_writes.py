@@ -57,14 +57,17 @@ SHAPE_ONLY_METHODS = frozenset({"unsqueeze_", "squeeze_", "t_", "transpose_", "s
                                 "as_strided_"})
 
 
+def _shape_only(kind: str, target: Any) -> bool:
+    return (target if kind == "call_method" else getattr(target, "__name__", "")) in SHAPE_ONLY_METHODS
+
+
 def note_input_writes(tx: Any, kind: str, target: Any, tids: tuple) -> None:
     """Record which graph inputs an in-place op touches, and whether it writes their data or only their shape
     (what ``CacheEntry.rerun_on_raise`` may undo: runtime/compiler._without_effects)."""
     touched = [tid for tid in tids if tid in tx.input_values]
     if not touched:
         return
-    name = target if kind == "call_method" else getattr(target, "__name__", "")
-    (tx.inputs_reshaped if name in SHAPE_ONLY_METHODS else tx.inputs_written).update(touched)
+    (tx.inputs_reshaped if _shape_only(kind, target) else tx.inputs_written).update(touched)
 
 
 _INDEX_WRITES = {operator.setitem, "__setitem__", "index_put_", torch.index_put_, torch.Tensor.index_put_}
@@ -93,8 +96,7 @@ def _reshapes_input_requiring_grad(tx: Any, kind: str, target: Any, roots: list,
     """Whether an ``unsqueeze_``-like op changes the shape of a graph input that requires grad (fuzz 28:202:
     ``w.unsqueeze_(0)`` under ``no_grad`` on a leaf; AOTAutograd's ``as_strided_`` after the graph raised "a
     leaf Variable that requires grad is being used in an in-place operation")."""
-    name = target if kind == "call_method" else getattr(target, "__name__", "")
-    return name in SHAPE_ONLY_METHODS and any(
+    return _shape_only(kind, target) and any(
         tid in tx.input_values and tx.state.heap[tid].meta.requires_grad for tid in (*roots, *views))
 
 
@@ -102,8 +104,7 @@ def _writes_reshaped_input(tx: Any, kind: str, target: Any, roots: list, views: 
     """Whether a data write touches a graph input that an ``unsqueeze_``-like op of this graph reshaped (fuzz
     28:432: ``y.transpose_(0, 1)`` under ``no_grad``, then ``y.sub_(x)`` with ``x`` requiring grad; AOTAutograd
     applied both after the graph and ``y`` did not require grad, where eager's ``y`` has a grad_fn)."""
-    name = target if kind == "call_method" else getattr(target, "__name__", "")
-    return name not in SHAPE_ONLY_METHODS and any(tid in tx.inputs_reshaped for tid in (*roots, *views))
+    return not _shape_only(kind, target) and any(tid in tx.inputs_reshaped for tid in (*roots, *views))
 
 
 def _writes_aliased_inputs_of_mixed_leafness(tx: Any, roots: list, views: list) -> bool:

@@ -9,7 +9,7 @@ torch's ``autograd_function_apply`` keeps what a Function saves where no version
 returns gradients there too).
 
 The ``eager`` backend runs the graph's real ops, which save and check for themselves (a captured Function
-included: see ``runtime/function_apply.py``), so nothing is recorded for it (``Tracer.saves_checked``). For
+included: see ``runtime/function_apply.py``), so nothing is recorded for it (``Tracer.functional_backend``). For
 the others the trace records which fakes each traced call saved (a pack hook while the op runs on fakes; the Function
 rule names what its ``ctx`` saved), and an in-place op that writes one of them raises
 :class:`~stillframe.errors.RetraceSavedTensor`: the frame is traced again with the saving call (its
@@ -49,7 +49,7 @@ def recording(tx: Any) -> Iterator[list]:
     drop from the list it gets the tensors the op itself writes besides its result (``batch_norm``'s running
     statistics: eager checks no version of those)."""
     saved: list = []
-    if not tx.saves_checked:
+    if not tx.functional_backend:
         yield saved
         return
 

@@ -108,11 +108,9 @@ class Tracer:
         self.uncaptured_ops: frozenset = frozenset()  # higher-order ops the backend failed on: graph breaks
         # tensors saved for backward (tensors/saved.py): the calls that run for real ((code, instruction index)),
         # (fakes saved, call) per traced call that saved some, (fake, fake) pairs sharing a version counter
-        # what calls save for backward is checked for AOTAutograd's backends (runtime.compiler sets it); the
-        # eager backend's real ops save and check for themselves
-        self.saves_checked = False
-        # the backend functionalizes the graph (AOTAutograd): a write into an input becomes a copy_ back into it
-        # after the graph (runtime.compiler sets it)
+        # the backend functionalizes the graph (AOTAutograd; runtime.compiler sets it): a write into an input becomes
+        # a copy_ back into it after the graph, and what calls save for backward is checked (tensors/saved.py; the
+        # eager backend's real ops save and check for themselves)
         self.functional_backend = False
         self.run_for_real: frozenset = frozenset()
         self.saved_for_backward: list[tuple[tuple, tuple]] = []

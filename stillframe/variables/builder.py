@@ -426,17 +426,28 @@ def _fakeified(tx: Any, value: torch.Tensor, source: Source) -> tuple[Any, dict]
         fake = _fake_input(tx, value, source, stand_in)
         compat.increment_version(fake)  # now its base was written after it was made, as the live one's
         return fake, {"autograd_error": str(e), "is_leaf": None, "has_grad_fn": None}
-    base = value._base if value._base is not None else value
-    if grad_mismatch(base):
-        stand_in = tx.stand_ins.get(id(base))
-        if stand_in is None:  # one per base, so that its views' fakes share the base's fake
-            stand_in = tx.stand_ins[id(base)] = base.detach().requires_grad_(True)
-            tx.keepalive.append(base)
-        if base is not value:
-            with torch.enable_grad():
-                stand_in = stand_in.as_strided(value.shape, value.stride(), value.storage_offset())
+    stand_in = grad_stand_in(tx, value)
+    if stand_in is not None:
         return _fake_input(tx, value, source, stand_in), {}
     return _fake_input(tx, value, source), {}
+
+
+def grad_stand_in(tx: Any, value: torch.Tensor) -> torch.Tensor | None:
+    """For a leaf (or a view of one) whose ``.grad`` no longer has its shape (:func:`grad_mismatch`), the
+    stand-in fakeified in its place, and handed to the backend as its example (runtime/compiler.py): a leaf
+    sharing its storage, without the ``.grad``, one per leaf (so that the fakes of its views share its fake),
+    viewed as ``value`` is; ``None`` for any other tensor."""
+    base = value._base if value._base is not None else value
+    if not grad_mismatch(base):
+        return None
+    stand_in = tx.stand_ins.get(id(base))
+    if stand_in is None:
+        stand_in = tx.stand_ins[id(base)] = base.detach().requires_grad_(True)
+        tx.keepalive.append(base)
+    if base is not value:
+        with torch.enable_grad():
+            stand_in = stand_in.as_strided(value.shape, value.stride(), value.storage_offset())
+    return stand_in
 
 
 def grad_mismatch(t: torch.Tensor) -> bool:

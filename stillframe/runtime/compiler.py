@@ -24,7 +24,8 @@ import torch
 from .. import compat
 from ..bytecode.reader import read
 from ..config import config
-from ..errors import GraphBreak, GraphBreakKind, RetraceSavedTensor, RetraceSymbolic, Unsupported, UserLocation
+from ..errors import (GraphBreak, GraphBreakKind, InternalError, RetraceSavedTensor, RetraceSymbolic, Unsupported,
+                      UserLocation)
 from ..tensors.effects import runs_for_real
 from ..guards.guard import Guard, GuardCodegen, aliasing_pattern, compile_guards, tensor_examples
 from ..guards.source import (

@@ -9,7 +9,8 @@ own model and optimizer, so a change of machine load falls on all three alike.
 With ``--scheduler``, a ``CosineAnnealingLR`` changes ``lr`` after every step (stillframe takes ``lr`` as a graph
 input; torch.compile compiles it as a constant first, then as a symbolic float).
 
-Run: ``python bench/optimizer_step.py [--backend eager] [--steps 60] [--width 128] [--scheduler]``. Both frontends
+Run: ``python bench/optimizer_step.py [--backend eager] [--steps 60] [--width 128] [--scheduler] [--device cuda]``
+(on CUDA each step call is timed between two ``torch.cuda.synchronize()``). Both frontends
 get the same backend (``eager`` by default: the numbers are the frontends' and the update's, not code generation's;
 ``--backend inductor`` fuses the update).
 """
@@ -55,7 +56,7 @@ class Counted:
         return compiled
 
 
-def run(make_opt, compile_steps, steps, width, scheduler=False):
+def run(make_opt, compile_steps, steps, width, scheduler=False, device="cpu"):
     """One model and optimizer per entry of ``compile_steps``, stepped in turn (the order rotates every step, so
     a change of machine load falls on every frontend alike): per frontend, the median time of the step call
     and the parameters after the run."""
@@ -63,17 +64,20 @@ def run(make_opt, compile_steps, steps, width, scheduler=False):
     for compile_step in compile_steps:
         torch.manual_seed(0)
         model = nn.Sequential(nn.Linear(64, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
-                              nn.Linear(width, 10))
+                              nn.Linear(width, 10)).to(device)
         opt = make_opt(model.parameters())
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps) if scheduler else None
         sides.append((model, opt, sched, compile_step(opt.step), []))
-    x = torch.randn(32, 64)
+    x = torch.randn(32, 64, device=device)
+    sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
     for i in range(steps):
         for j in range(len(sides)):
             model, opt, sched, step, times = sides[(i + j) % len(sides)]
             model(x).pow(2).mean().backward()
+            sync()
             start = time.perf_counter()
             step()
+            sync()
             times.append(time.perf_counter() - start)
             opt.zero_grad()
             if sched is not None:
@@ -92,11 +96,12 @@ def main():
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--width", type=int, default=128)
     parser.add_argument("--scheduler", action="store_true", help="change lr after every step (CosineAnnealingLR)")
+    parser.add_argument("--device", default="cpu", help="where the model and optimizer state live (cpu or cuda)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, Python {platform.python_version()}, {platform.machine()}, backend "
-          f"{args.backend!r}, 1 thread; MLP 64-{args.width}-{args.width}-10, batch 32; median step time over "
+          f"{args.backend!r}, device {args.device}, 1 CPU thread; MLP 64-{args.width}-{args.width}-10, batch 32; median step time over "
           f"{args.steps - 10} steps, the three stepped in turn" +
           ("; lr changed after every step" if args.scheduler else ""))
     print("| optimizer | eager | stillframe | ratio | graphs / recompiles | max diff | torch.compile | ratio | "
@@ -108,7 +113,7 @@ def main():
         ours_backend, theirs_backend = Counted(args.backend), Counted(args.backend)
         (eager_s, eager_p), (ours_s, ours_p), (theirs_s, theirs_p) = run(
             make_opt, [lambda s: s, lambda s: stillframe.compile(s, backend=ours_backend),
-                       lambda s: torch.compile(s, backend=theirs_backend)], args.steps, args.width, args.scheduler)
+                       lambda s: torch.compile(s, backend=theirs_backend)], args.steps, args.width, args.scheduler, args.device)
         recompiles = stillframe.counters["recompiles"]
         print(f"| {name} | {eager_s * 1e3:.3f} ms | {ours_s * 1e3:.3f} ms | {ours_s / eager_s:.2f} | "
               f"{ours_backend.graphs} / {recompiles} | {max_diff(ours_p, eager_p):.1e} | {theirs_s * 1e3:.3f} ms | "

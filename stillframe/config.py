@@ -45,6 +45,11 @@ class Config:
     ``capture_dynamic_output_shape_ops``: ops whose output shape depends on data (``nonzero``,
     ``masked_select``, boolean-mask indexing, ``unique``) are captured with unbacked sizes instead of breaking the
     graph (torch.compile's ``capture_dynamic_output_shape_ops``; also ``TORCHDYNAMO_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS=1``).
+    ``rerun_snapshot_bytes``: the most bytes of input storage (in all) a graph that writes its inputs' data and
+    may raise at run time (an op reading an integer or boolean tensor, such as an index) copies before each
+    call, so that if it raises, the inputs are put back and the code runs again for real with eager's side
+    effects (``CacheEntry.rerun_on_raise``; default 256 KiB). Larger inputs are not copied: such a graph that
+    raises loses the effects the plan replays after it, as under torch.compile.
     ``verbose_tracebacks``: keep stillframe's own frames in the tracebacks of the user's exceptions, with a
     note per user frame (for debugging stillframe; default False: the user sees eager's frames; also
     ``STILLFRAME_VERBOSE_TRACEBACKS=1``).
@@ -59,6 +64,7 @@ class Config:
         default_factory=lambda: os.environ.get("TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS", "") == "1")
     capture_dynamic_output_shape_ops: bool = field(
         default_factory=lambda: os.environ.get("TORCHDYNAMO_CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS", "") == "1")
+    rerun_snapshot_bytes: int = 256 * 1024
     verbose_tracebacks: bool = field(
         default_factory=lambda: os.environ.get("STILLFRAME_VERBOSE_TRACEBACKS", "") == "1")
 

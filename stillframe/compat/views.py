@@ -107,3 +107,34 @@ def restore_geometry(saved: tuple) -> None:
         with torch.no_grad():
             t.as_strided_(shape, stride, offset)
     torch._C._autograd._unsafe_set_version_counter((t,), (version,))
+
+
+def storage_snapshot(tensors: list, limit: int) -> list | None:
+    """A copy of the storage of each of ``tensors`` (dense, strided; one copy per storage) and their version
+    counters, for :func:`restore_storages`. The copy is made at the storage level: no version counter moves, an
+    input whose memory overlaps itself is no problem, and autograd records nothing. ``None`` where the storages
+    hold more than ``limit`` bytes in all."""
+    copies, seen, total = [], set(), 0
+    for t in tensors:
+        storage = t.untyped_storage()
+        key = (storage.device, storage.data_ptr())
+        if key in seen:
+            continue
+        seen.add(key)
+        total += storage.nbytes()
+        if total > limit:
+            return None
+        copies.append((storage, storage.clone()))
+    return [copies, [(t, t._version) for t in tensors]]
+
+
+def restore_storages(saved: list) -> bool:
+    """Put back what :func:`storage_snapshot` copied: the bytes of each storage, then each version counter.
+    ``False`` (nothing put back) where a storage was resized since."""
+    copies, versions = saved
+    if any(storage.nbytes() != copy.nbytes() for storage, copy in copies):
+        return False
+    for storage, copy in copies:
+        storage.copy_(copy)
+    torch._C._autograd._unsafe_set_version_counter(tuple(t for t, _ in versions), tuple(v for _, v in versions))
+    return True

@@ -315,7 +315,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     gm = tracer.graph.finish(tuple(codegen.output_nodes))
     fetch, fetch_source = _fetch_function(tracer, _hoist_grad_mode(gm))
     rebuild, rebuild_source = codegen.function(result_expr)
-    reshaped = _without_effects(tracer, gm)
+    undoable = _without_effects(tracer, gm)
     t1 = time.perf_counter()
     compiled = None
     if tracer.graph.num_ops() or codegen.output_nodes:
@@ -349,46 +349,77 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
                        graph_module=gm, rebuild_source=rebuild_source + "\n" + fetch_source,
                        graph_break=tracer.graph_break, guards=guards,
                        used_inputs=None if len(used_inputs) == len(tracer.state.inputs) else tuple(used_inputs),
-                       rerun_on_raise=compiled is not None and reshaped is not None,
-                       reshaped_inputs=reshaped or ())
+                       rerun_on_raise=compiled is not None and undoable is not None,
+                       reshaped_inputs=undoable[0] if undoable else (), written_inputs=undoable[1] if undoable else (),
+                       draws_random=bool(undoable and undoable[2]))
     return TraceOutcome(entry, tracer, t1 - t0, t2 - t1)
 
 
 def _without_effects(tracer: Tracer, gm: torch.fx.GraphModule) -> tuple | None:
-    """Whether the graph has no effect of its own that cannot be undone, so that if it raises, running the code
-    it stands for again for real is eager's behaviour (``CacheEntry.rerun_on_raise``): it writes the data of no
-    tensor it did not make (a graph input, or a view of one: a write before the op that raised would be made
-    twice), draws no random numbers (eager's stream would move twice), and holds no higher-order op (whose
-    subgraphs are not looked into) and no switch of global state but grad mode (which ``CacheEntry.run``
-    restores). An input whose shape only an ``unsqueeze_``-like op changed, and that requires no grad (no
-    autograd history to keep), is allowed: its geometry is put back before the code runs again.
+    """Whether every effect of the graph's own can be undone, so that if it raises, running the code it stands
+    for again for real is eager's behaviour (``CacheEntry.rerun_on_raise``): it holds no higher-order op (whose subgraphs are not looked into) and no switch of
+    global state but grad mode (which ``CacheEntry.run`` restores). A tensor it did not make (a graph input, or a
+    view of one) that it writes must require no grad (no autograd history to keep): an input whose shape only an
+    ``unsqueeze_``-like op changed has its geometry put back; an input whose data it writes has its storage copied
+    before each call and put back (a write before the op that raised would be made twice, and eager's
+    ``index_put_`` writes part of its input before it raises). Data writes are allowed only in a graph that may
+    raise at run time (:func:`_may_raise_at_run_time`), so a graph that cannot raise pays no copy. So are random
+    draws (eager's stream would move twice): the generators' states are saved before each call and put back.
 
-    Returns the positions (among the fetched inputs) of those reshaped inputs, or ``None`` where the graph has
-    an effect of its own."""
-    reshaped = set()
+    Returns the positions (among the fetched inputs) of the reshaped inputs and of the written ones, and whether
+    it draws random numbers; ``None`` where the graph has an effect of its own that cannot be undone."""
+    reshaped, written = set(), set()
     for tid in tracer.input_values:
         entry = tracer.state.heap.get(tid)
         if not isinstance(entry, TensorEntry) or entry.meta.version == 0:
             continue
         live = tracer.input_values[tid]
-        if tid in tracer.inputs_written or tid not in tracer.inputs_reshaped or \
-                not isinstance(live, torch.Tensor) or live.requires_grad:
+        if not isinstance(live, torch.Tensor) or live.requires_grad or live.layout != torch.strided:
             return None
-        reshaped.add(tid)
-    positions = tuple(i for i, (_src, tid) in enumerate(tracer.state.inputs) if tid in reshaped)
-    if len(positions) != len(reshaped):
+        if tid not in tracer.inputs_written and tid not in tracer.inputs_reshaped:
+            return None
+        if tid in tracer.inputs_written:
+            written.add(tid)
+        if tid in tracer.inputs_reshaped:
+            reshaped.add(tid)
+    positions = {tid: i for i, (_src, tid) in enumerate(tracer.state.inputs)}
+    if not (reshaped | written) <= positions.keys():
         return None
-    for module in gm.modules():
-        if not isinstance(module, torch.fx.GraphModule):
-            continue
-        for node in module.graph.nodes:
-            if node.op == "call_module" or draws_random_numbers(node):
+    graphs = [module.graph for module in gm.modules() if isinstance(module, torch.fx.GraphModule)]
+    draws = False
+    for graph in graphs:
+        for node in graph.nodes:
+            if node.op == "call_module":
                 return None
+            if draws_random_numbers(node):
+                if node.kwargs.get("generator") is not None:  # only the default generators' states are saved
+                    return None
+                draws = True
             if node.op == "call_function" and (isinstance(node.target, compat.HigherOrderOperator) or
                                                 node.target in _GLOBAL_STATE_SWITCHES):
                 return None
-    return positions
+    if (written or draws) and not any(_may_raise_at_run_time(node) for graph in graphs for node in graph.nodes):
+        return None
+    return tuple(sorted(positions[t] for t in reshaped)), tuple(sorted(positions[t] for t in written)), draws
 
+
+def _may_raise_at_run_time(node: torch.fx.Node) -> bool:
+    """Whether ``node`` may raise on the data of its inputs, which fake tensors do not see: it reads an integer or
+    boolean tensor (an index out of range, a mask whose count differs from the values', an integer division by
+    zero) or is a linear-algebra routine (a singular matrix). Shapes, dtypes and devices were checked by the
+    trace."""
+    if node.op not in ("call_function", "call_method"):
+        return False
+    name = (node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")).lower()
+    if any(word in name for word in _RAISES_ON_VALUES):
+        return True
+    found = []
+    torch.fx.node.map_arg((node.args, node.kwargs), found.append)
+    return any(isinstance(arg.meta.get("val"), torch.Tensor) and not arg.meta["val"].is_floating_point() and
+               not arg.meta["val"].is_complex() for arg in found)
+
+
+_RAISES_ON_VALUES = ("linalg", "cholesky", "inverse", "solve", "lu", "assert", "det")
 
 _GLOBAL_STATE_SWITCHES = (torch.amp.autocast_mode._enter_autocast, torch.amp.autocast_mode._exit_autocast)
 

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import torch
 from .. import compat
+from ..config import config
 from ..guards.guard import compile_guards
 
 
@@ -54,6 +55,8 @@ class CacheEntry:
     watched: tuple = ()  # weak references to the objects whose id() the guards compare (see watch())
     rerun_on_raise: bool = False  # the graph has no effect of its own: if it raises, the code runs for real
     reshaped_inputs: tuple = ()  # positions of fetched inputs whose geometry the graph may change (unsqueeze_)
+    written_inputs: tuple = ()  # positions of fetched inputs whose data the graph may write (copied each call)
+    draws_random: bool = False  # the graph draws random numbers (the generators' states are saved each call)
 
     def failing_guard(self, L: dict, G: dict, F: Any) -> str | None:
         """The text of the first guard that does not hold for this call (``None`` if all hold)."""
@@ -69,13 +72,22 @@ class CacheEntry:
         if self.compiled is not None:
             args = inputs if self.used_inputs is None else [inputs[i] for i in self.used_inputs]
             geometries = [compat.geometry(inputs[i]) for i in self.reshaped_inputs]
+            # the data of the inputs it writes, copied where small enough (else a raise is not run again)
+            storages = compat.storage_snapshot([inputs[i] for i in self.written_inputs],
+                                               config.rerun_snapshot_bytes) \
+                if self.written_inputs else []
+            rng = _rng_states() if self.draws_random else None
             try:
                 outputs = self.compiled(*args)
             except Exception as e:
                 compat.set_grad_enabled(grad_mode)  # a graph that raised inside a no_grad block
-                if self.rerun_on_raise:
-                    for saved in geometries:  # as before the graph: the real run makes eager's change once
+                # as before the graph, so the real run makes eager's changes once
+                if self.rerun_on_raise and storages is not None and \
+                        (not storages or compat.restore_storages(storages)):
+                    for saved in geometries:
                         compat.restore_geometry(saved)
+                    if rng is not None:
+                        _set_rng_states(rng)
                     return RunForReal(e)
                 raise
             except BaseException:
@@ -87,13 +99,25 @@ class CacheEntry:
 @dataclass(slots=True)
 class RunForReal:
     """What :meth:`CacheEntry.run` returns when its graph raised ``error`` and had no effect of its own (it
-    wrote no input's data, drew no random numbers, entered no autocast region; an input it reshaped was put
-    back). The effects the plan replays after the graph (appends to outside lists, attribute and global
+    entered no autocast region; an input it reshaped, the storage of an input it wrote, and the random number
+    generators it drew from, were put back). The effects the plan replays after the graph (appends to outside lists, attribute and global
     writes) were made by eager *before* the op that raised, so the caller runs the code again for real, from
     where the plan began: the effects come in eager's order, then eager's exception, with eager's traceback.
     (Replayed after a graph that raised, they were lost, as torch.compile loses them.)"""
 
     error: BaseException
+
+
+def _rng_states() -> tuple:
+    """The state of the CPU generator, and of every CUDA device's where CUDA is in use."""
+    return torch.get_rng_state(), torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+
+
+def _set_rng_states(states: tuple) -> None:
+    cpu, cuda = states
+    torch.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state_all(cuda)
 
 
 def _never(L: dict, G: dict, F: Any) -> bool:

@@ -440,12 +440,77 @@ def test_a_reshaped_input_is_put_back_before_the_code_runs_again(backend):
     assert entry.rerun_on_raise and entry.reshaped_inputs == (0,)
 
 
-@pytest.mark.parametrize("fn", [_write_then_index, _draw_then_index])
+def _write_through_index_then_raise(x, idx):
+    OUT.append(1)
+    x.mul_(2)
+    x[idx] = 5.0  # eager's index_put_ writes x[0] before it finds 9 out of range
+    OUT.append(2)
+    return x + 1
+
+
+@pytest.mark.parametrize("fn", [_write_then_index, _write_through_index_then_raise])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_input_written_before_a_raise_is_put_back_before_the_code_runs_again(backend, fn):
+    """A graph that writes an input's data and may raise on values (an index) copies the input's storage before
+    each call: when it raises, the data and version counter are put back and the call runs again for real, so
+    eager's append comes before eager's error and each write is made once (fuzz 26:8164, 27:2407, 27:3580)."""
+    compiled = stillframe.compile(fn, backend=backend)
+    # AOTAutograd writes a mutated input back with copy_, which moves its version counter once more than eager
+    _assert_calls_like_eager(fn, compiled, ([0, 1], [0, 9], [3, 2], [9, 0]),
+                             lambda x: (x.tolist(), x._version if backend == "eager" else None))
+    (entry,) = [e for v in compiled.all_cache_entries().values() for e in v]
+    assert entry.rerun_on_raise and entry.written_inputs == (0,)
+
+
+def test_an_input_too_large_to_copy_is_not_written_twice(monkeypatch):
+    """Above ``config.rerun_snapshot_bytes`` the written input is not copied: a graph that raises then raises
+    eager's error without running again (the append the plan replays after the graph is lost, as under
+    torch.compile), and the input holds eager's data, written once."""
+    monkeypatch.setattr(stillframe.config, "rerun_snapshot_bytes", 8)
+    compiled = stillframe.compile(_write_then_index, backend="eager")
+    for f in (_write_then_index, compiled):
+        x = torch.arange(4.0)
+        with pytest.raises(RuntimeError, match="out of bounds|out of range"):
+            f(x, torch.tensor([0, 9]))
+        assert x.tolist() == [1.0, 2.0, 3.0, 4.0] and x._version == 1
+
+
+def _draw_without_an_index(x, idx):
+    OUT.append(1)
+    return x + torch.rand(4)
+
+
+def _write_then_no_index(x, idx):
+    OUT.append(1)
+    x.add_(1)
+    return x * 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_random_draws_before_a_raise_are_put_back_before_the_code_runs_again(backend):
+    """A graph that draws random numbers and may raise on values saves the generator's state before each call:
+    when it raises, the state is put back and the call runs again for real, so eager's numbers are drawn once
+    (fuzz 27:3580: ``torch.rand_like`` before a write through an index out of range)."""
+    compiled = stillframe.compile(_draw_then_index, backend=backend)
+    for idx in ([0, 1], [0, 9], [3, 2]):
+        seen = []
+        for f in (_draw_then_index, compiled):
+            OUT.clear()
+            torch.manual_seed(7)
+            try:
+                result = f(torch.arange(4.0), torch.tensor(idx)).tolist()
+            except RuntimeError as e:
+                result = str(e)
+            seen.append((result, list(OUT), torch.rand(2).tolist()))
+        assert seen[1] == seen[0], idx
+    (entry,) = [e for v in compiled.all_cache_entries().values() for e in v]
+    assert entry.rerun_on_raise and entry.draws_random
+
+
+@pytest.mark.parametrize("fn", [_write_then_no_index, _draw_without_an_index])
 def test_a_graph_with_an_effect_of_its_own_is_never_run_again(fn):
-    """A graph that writes an input's data or draws random numbers would do it twice if the code ran again for
-    real
-    after it raised: its plan is not marked ``rerun_on_raise`` (where it raises, the append replayed after it is
-    lost, as under torch.compile; see the strict xfail in tests/regressions/test_fuzz_found.py)."""
+    """A graph that writes an input or draws random numbers, but reads no value that can make it raise, pays no
+    copy of the input or of the generator's state: its plan is not marked ``rerun_on_raise``."""
     compiled = stillframe.compile(fn, backend="eager")
     compiled(torch.randn(4), torch.tensor([0, 1]))
     (entry,) = [e for v in compiled.all_cache_entries().values() for e in v]

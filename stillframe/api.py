@@ -1,8 +1,8 @@
 """``stillframe.compile``: wrappers for functions and ``nn.Module`` s, and the per-call runtime.
 
 On each call the wrapper binds the arguments to the function's parameters
-(``L``), tries the cache entries of the code object in order (the first whose
-guard function holds runs its plan), and on a miss traces a new entry::
+(``L``), tries the cache entries of the code object (the one the last call hit first, then the rest in
+trace order; the first whose guard function holds runs its plan), and on a miss traces a new entry::
 
     >>> import torch, stillframe
     >>> @stillframe.compile(backend="eager")
@@ -16,8 +16,6 @@ guard function holds runs its plan), and on a miss traces a new entry::
 
 from __future__ import annotations
 
-import builtins
-import collections
 import functools
 import inspect
 import os
@@ -36,13 +34,13 @@ from .errors import InternalError, StillframeWarning, Unsupported, UserError
 from .guards.guard import identity_checked, user_names
 from .runtime import live, tracebacks
 from .rules.disable import ORIGINAL, disable, is_disabled  # noqa: F401  (public: stillframe.disable)
+from .rules.frames import make_binder
 from .runtime.compiler import compile_frame, compile_retrying, eager_entry, start_resume
-from .runtime.entry import CacheEntry, RunForReal, watch
+from .runtime.entry import CacheEntries, CacheEntry, RunForReal, counters, drop_entry, lookup, watch  # noqa: F401
 from .runtime.step_router import StepRouter
 from .runtime.shapes import ShapePolicy, mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: F401  (public)
 from .diagnostics import log
 
-counters: collections.Counter = collections.Counter()
 _LIVE: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
 
 
@@ -57,41 +55,6 @@ def reset() -> None:
         compiled.trace_seconds = compiled.compile_seconds = 0.0
         compiled.traces = 0
     counters.clear()
-
-
-def _make_binder(fn: types.FunctionType) -> Callable[..., dict]:
-    """A function with ``fn``'s signature returning its arguments as a dict (defaults applied)."""
-    sig = inspect.signature(fn, follow_wrapped=False)  # the code we trace is fn's own
-    params, names, defaults = [], [], {}
-    seen_kwonly = False
-    last_posonly = None
-    for i, p in enumerate(sig.parameters.values()):
-        text = p.name
-        if p.default is not inspect.Parameter.empty:
-            defaults[f"___d{i}"] = p.default
-            text += f"=___d{i}"
-        if p.kind is p.VAR_POSITIONAL:
-            text, seen_kwonly = "*" + p.name, True
-        elif p.kind is p.VAR_KEYWORD:
-            text = "**" + p.name
-        elif p.kind is p.KEYWORD_ONLY and not seen_kwonly:
-            params.append("*")
-            seen_kwonly = True
-        if p.kind is p.POSITIONAL_ONLY:
-            last_posonly = len(params)
-        params.append(text)
-        names.append(p.name)
-    if last_posonly is not None:
-        params.insert(last_posonly + 1, "/")
-    body = ", ".join(f"{n!r}: {n}" for n in names)
-    text = f"def ___bind({', '.join(params)}):\n    return {{{body}}}\n"
-    ns = dict(defaults)
-    exec(builtins.compile(text, "<stillframe bind>", "exec"), ns)
-    bind = ns.pop("___bind")  # popped: no cycle through its globals keeps a default value alive
-    # named as fn: a call with the wrong arguments raises Python's TypeError naming the user's function
-    bind.__code__ = bind.__code__.replace(co_name=fn.__name__, co_qualname=fn.__qualname__)
-    bind.__name__, bind.__qualname__ = fn.__name__, fn.__qualname__
-    return bind
 
 
 def _calling(fn: Callable) -> Callable:
@@ -130,14 +93,14 @@ class CompiledFunction:
         self._fullgraph = fullgraph
         self._dynamic = dynamic
         self._disable = disable
-        self._cache: dict[Any, list[CacheEntry]] = {}
+        self._cache: dict[Any, CacheEntries] = {}
         self._shapes: dict[Any, ShapePolicy] = {}  # per cache key: which input dimensions are symbolic
         self._warned: set = set()
         self._events: list[dict] = []
         self._faults: dict[Any, int] = {}  # internal errors met while tracing, by cache key
         self.trace_seconds = self.compile_seconds = 0.0
         self.traces = 0  # traces of this object (a first trace, a recompile, or code after a new graph break)
-        self._bind = _make_binder(self._func)
+        self._bind = make_binder(self._func)
         self._method_self = fn.__self__ if isinstance(fn, types.MethodType) else None
         # a real step calling opt.step() calls a compiled opt.step (runtime/optimizer_step.py)
         self._router = StepRouter(functools.partial(CompiledFunction, **{**self._compile_kwargs, "fullgraph": False}),
@@ -196,8 +159,8 @@ class CompiledFunction:
         G = fn.__globals__
         entries = self._cache.get(fn.__code__)
         if entries is None:
-            entries = self._cache.setdefault(fn.__code__, [])
-        entry = _lookup(entries, L, G, fn)
+            entries = self._cache.setdefault(fn.__code__, CacheEntries())
+        entry = lookup(entries, L, G, fn)
         if entry is None:
             entry = self._miss(fn, L, G, entries)
         if isinstance(entry, UserError):
@@ -242,7 +205,7 @@ class CompiledFunction:
         """The entry to run for a call no cache entry took: traced now, under the compile lock (or one another
         thread traced meanwhile). ``None``: run eagerly, nothing cached; a ``UserError``: tracing raised it."""
         with compat.compile_lock():
-            entry = _lookup(entries, L, G, fn)  # another thread may have traced this call while we waited
+            entry = lookup(entries, L, G, fn)  # another thread may have traced this call while we waited
             if entry is not None:
                 return entry
             if len(entries) >= config.cache_size_limit:
@@ -345,9 +308,9 @@ class CompiledFunction:
         if entries is None:
             if cont.concrete:
                 return cont
-            entries = self._cache.setdefault(key, [])
+            entries = self._cache.setdefault(key, CacheEntries())
         L = live.flatten(cont.frames)
-        entry = _lookup(entries, L, G, None)
+        entry = lookup(entries, L, G, None)
         if entry is None and not cont.concrete:
             entry = self._trace_resume(cont, key, entries, L, G)
         if entry is None or entry.eager:  # this point cannot be traced: run one more instruction for real
@@ -367,7 +330,7 @@ class CompiledFunction:
         """The entry for the code after a graph break, traced now under the compile lock (or one another thread
         traced meanwhile); ``None`` where the cache of that point is full."""
         with compat.compile_lock():
-            entry = _lookup(entries, L, G, None)
+            entry = lookup(entries, L, G, None)
             if entry is not None:
                 return entry
             where = "%s:%s" % cont.frames[-1].code.location(cont.frames[-1].ip)
@@ -410,7 +373,7 @@ class CompiledFunction:
     def _add_entry(self, key: Any, entries: list[CacheEntry], entry: CacheEntry, L: dict, G: dict, F: Any) -> None:
         """Cache ``entry`` under ``key``, to be dropped when an object whose ``id()`` it guards dies."""
         entries.append(entry)
-        watch(entry, identity_checked(entry.guards, L, G, F), functools.partial(_drop_entry, weakref.ref(self), key))
+        watch(entry, identity_checked(entry.guards, L, G, F), functools.partial(drop_entry, weakref.ref(self), key))
 
     def _timed(self, start: float, trace: Callable, *args: Any) -> Any:
         """``trace(*args)``, its time since ``start`` added to ``trace_seconds`` less the backend's share.
@@ -448,29 +411,6 @@ def _user_stacklevel() -> int:
     while frame is not None and frame.f_code.co_filename.startswith(package):
         frame, level = frame.f_back, level + 1
     return level
-
-
-def _drop_entry(owner: "weakref.ref[CompiledFunction]", key: Any, entry: CacheEntry) -> None:
-    """A weakref callback: an object ``entry`` guards by identity died; forget the entry (its id may be reused)."""
-    compiled = owner()
-    entries = compiled._cache.get(key) if compiled is not None else None
-    if entries:
-        for i, e in enumerate(entries):
-            if e is entry:
-                del entries[i]
-                break
-
-
-def _lookup(entries: list[CacheEntry], L: dict, G: dict, F: Any) -> CacheEntry | None:
-    """The first cache entry whose guards hold for this call (counted as a cache hit), or ``None``.
-
-    Read without the compile lock: another thread may append (under the lock) or a dead object's callback
-    drop an entry meanwhile; a miss that comes of it looks again under the lock."""
-    for entry in entries:
-        if entry.check(L, G, F):
-            counters["cache_hits"] += 1
-            return entry
-    return None
 
 
 def _fault(e: Exception) -> str:

@@ -7,6 +7,7 @@ would (``f() takes 1 positional argument but 2 were given``), naming the user's 
 
 from __future__ import annotations
 
+import builtins
 import inspect
 import types
 from typing import TYPE_CHECKING, Any, Callable
@@ -144,3 +145,38 @@ def _wrap_default(tx: Tracer, value: Any) -> VariableTracker:
 
 def _type_error(tx: Tracer, message: str) -> None:
     tx.user_error(TypeError(message))
+
+
+def make_binder(fn: types.FunctionType) -> Callable[..., dict]:
+    """A function with ``fn``'s signature returning its arguments as a dict (defaults applied)."""
+    sig = inspect.signature(fn, follow_wrapped=False)  # the code we trace is fn's own
+    params, names, defaults = [], [], {}
+    seen_kwonly = False
+    last_posonly = None
+    for i, p in enumerate(sig.parameters.values()):
+        text = p.name
+        if p.default is not inspect.Parameter.empty:
+            defaults[f"___d{i}"] = p.default
+            text += f"=___d{i}"
+        if p.kind is p.VAR_POSITIONAL:
+            text, seen_kwonly = "*" + p.name, True
+        elif p.kind is p.VAR_KEYWORD:
+            text = "**" + p.name
+        elif p.kind is p.KEYWORD_ONLY and not seen_kwonly:
+            params.append("*")
+            seen_kwonly = True
+        if p.kind is p.POSITIONAL_ONLY:
+            last_posonly = len(params)
+        params.append(text)
+        names.append(p.name)
+    if last_posonly is not None:
+        params.insert(last_posonly + 1, "/")
+    body = ", ".join(f"{n!r}: {n}" for n in names)
+    text = f"def ___bind({', '.join(params)}):\n    return {{{body}}}\n"
+    ns = dict(defaults)
+    exec(builtins.compile(text, "<stillframe bind>", "exec"), ns)
+    bind = ns.pop("___bind")  # popped: no cycle through its globals keeps a default value alive
+    # named as fn: a call with the wrong arguments raises Python's TypeError naming the user's function
+    bind.__code__ = bind.__code__.replace(co_name=fn.__name__, co_qualname=fn.__qualname__)
+    bind.__name__, bind.__qualname__ = fn.__name__, fn.__qualname__
+    return bind

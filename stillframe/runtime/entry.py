@@ -13,6 +13,7 @@ once, and the guard would take it for the object it was traced with.
 
 from __future__ import annotations
 
+import collections
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -108,6 +109,23 @@ class RunForReal:
     error: BaseException
 
 
+#: What the runtime counts, process-wide (``stillframe.counters``): cache hits, traces, graphs, graph breaks,
+#: recompiles, fallbacks.
+counters: collections.Counter = collections.Counter()
+
+
+class CacheEntries(list):
+    """The cache entries of one code point, in the order they were traced, and the one the last call hit
+    (``last_hit``), whose guards are checked first: in a steady state (a decode loop after its prompt) one entry's
+    guards are checked per call, as torch.compile's cache moves the entry it hit to the front."""
+
+    __slots__ = ("last_hit",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last_hit: CacheEntry | None = None
+
+
 def _rng_states() -> tuple:
     """The state of the CPU generator, and of every CUDA device's where CUDA is in use."""
     return torch.get_rng_state(), torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
@@ -152,3 +170,34 @@ def watch(entry: CacheEntry, objects: list, on_death: Callable[[CacheEntry], Non
         except TypeError:
             refs.append(obj)
     entry.watched = tuple(refs)
+
+
+def drop_entry(owner: "weakref.ref", key: Any, entry: CacheEntry) -> None:
+    """A weakref callback: an object ``entry`` guards by identity died; forget the entry (its id may be reused)."""
+    compiled = owner()
+    entries = compiled._cache.get(key) if compiled is not None else None
+    if entries:
+        for i, e in enumerate(entries):
+            if e is entry:
+                del entries[i]
+                break
+        if entries.last_hit is entry:
+            entries.last_hit = None
+
+
+def lookup(entries: CacheEntries, L: dict, G: dict, F: Any) -> CacheEntry | None:
+    """A cache entry whose guards hold for this call (counted as a cache hit), or ``None``: the one the last
+    call hit if it holds, else the first in trace order.
+
+    Read without the compile lock: another thread may append (under the lock) or a dead object's callback
+    drop an entry meanwhile (its guards fail from then on); a miss that comes of it looks again under the lock."""
+    last = entries.last_hit
+    if last is not None and last.check(L, G, F):
+        counters["cache_hits"] += 1
+        return last
+    for entry in entries:
+        if entry is not last and entry.check(L, G, F):
+            counters["cache_hits"] += 1
+            entries.last_hit = entry
+            return entry
+    return None

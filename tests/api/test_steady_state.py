@@ -59,3 +59,25 @@ def test_a_c_method_of_a_live_object_breaks_once_per_call(fn, breaks):
     before = stillframe.counters["graph_breaks"]
     torch.testing.assert_close(compiled(x), fn(x))
     assert stillframe.counters["graph_breaks"] - before == breaks  # at the call; reading the method was another
+
+
+def _scale(x):
+    return x * 2 + 1
+
+
+def test_a_steady_state_checks_the_guards_of_the_entry_it_hit_last():
+    """With one entry per shape (``dynamic=False``), a run of calls on one shape checks only that entry's guard
+    function once it has hit, as torch.compile's cache moves the entry it hit to the front (GPT-2's decode loop
+    checked its prompt's entry first on every token); values are eager's on every call."""
+    compiled = stillframe.compile(_scale, backend="eager", dynamic=False)
+    shapes = [(2,), (3,), (4,)]
+    for shape in shapes:
+        compiled(torch.randn(shape))
+    checked = []
+    for i, entry in enumerate(compiled.cache_entries()):
+        entry.check = (lambda check, i: lambda *a: checked.append(i) or check(*a))(entry.check, i)
+    for shape in [(2,)] * 3 + [(4,)] * 3:
+        x = torch.randn(shape)
+        torch.testing.assert_close(compiled(x), _scale(x), rtol=0, atol=0)
+    # the first (2,) call scans from the start; a (4,) call first tries the (2,) entry it hit last
+    assert checked == [0, 0, 0, 0, 1, 2, 2, 2]

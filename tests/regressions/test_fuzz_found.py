@@ -740,8 +740,8 @@ def f(x, y, w, k):
 '''), compiler_for("stillframe", backend))
 
 
-@pytest.mark.parametrize("backend", _aot_xfail(ONE_NODE + "; t1 is an output because the ExitStack breaks the "
-                                                          "graph, where TorchDynamo traces it (torch.compile passes)"))
+@pytest.mark.parametrize("backend", _aot_xfail(ONE_NODE + "; t1 is an output of the graph before the ExitStack's "
+                                                          "break (torch.compile passes)"))
 def test_fuzz_aot_local_live_across_an_exit_stack_break_gets_a_grad(backend):
     # fuzz 2026:32, minimized by the fuzzer
     assert_like_eager(program('''

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 
 _DEFAULT_VIEW = torch._C._autograd.CreationMeta.DEFAULT
 _LEAF_IN_PLACE = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -19,8 +20,14 @@ def view_made_in_grad_mode(t: torch.Tensor) -> bool:
 def grad_fn_made_on_read(t: torch.Tensor) -> bool:
     """Whether reading ``t.is_leaf`` or ``t.grad_fn`` may make ``t``'s grad_fn: ``t`` is a view (made in grad
     mode) whose base requires grad, and autograd makes a view's grad_fn lazily, when it is asked for. Such a
-    read changes what eager does next (see :func:`is_stale_view`), so stillframe never makes it itself."""
-    return t._is_view() and t._base.requires_grad and torch._C._autograd._get_creation_meta(t) == _DEFAULT_VIEW
+    read changes what eager does next (see :func:`is_stale_view`), so stillframe never makes it itself.
+
+    Autograd makes it only where the version counter moved since the view was made (``VariableHooks::grad_fn``
+    compares it with the version the view recorded): a counter still at 0 has never moved, so a read then
+    changes nothing (``t1 = x.t(); x.requires_grad_()``: eager's ``t1.is_leaf`` stays True; fuzz 30:1078). Asked
+    of a real tensor only: the trace's fakes are never written in place, so their counters say nothing."""
+    return t._is_view() and t._base.requires_grad and torch._C._autograd._get_creation_meta(t) == _DEFAULT_VIEW \
+        and (t._version != 0 or isinstance(t, FakeTensor))
 
 
 def autograd_flags(t: torch.Tensor) -> tuple[bool, bool, bool]:

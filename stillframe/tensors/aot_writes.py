@@ -36,10 +36,61 @@ def refuse_writes_aot_cannot_take(tx: Any, kind: str, target: Any, args: tuple, 
     if _writes_reshaped_input(tx, kind, target, roots, views):
         tx.unsupported("unsupported_call", f"{describe} writes the data of a graph input whose shape the graph "
                        "changed in place: AOTAutograd loses the autograd history the write gives it", RUNS_FOR_REAL)
+    if _writes_input_aliased_outside_its_views(tx, roots, views):
+        tx.unsupported("unsupported_call", f"{describe} writes into a graph input that shares memory with another "
+                       "input that is not a view of it (a detach(), .data): AOTAutograd refuses such input "
+                       "mutations", RUNS_FOR_REAL)
     if _writes_aliased_inputs_of_mixed_leafness(tx, roots, views):
         tx.unsupported("unsupported_call", f"{describe} writes into graph inputs that share memory, a leaf and a "
                        "view of it that is not: AOTAutograd refuses to take them as inputs of one graph",
                        RUNS_FOR_REAL)
+
+
+def refuse_reading_aliases_of_written_inputs(tx: Any, tensors: list) -> None:
+    """Break before an op that reads a graph input (one of ``tensors``, TensorVariables) sharing memory with an
+    input the graph already wrote, where AOTAutograd would refuse the two as inputs of one graph: a leaf and a
+    view of it that is not (fuzz 31:33: ``w.sub_(...)`` under ``no_grad``, then ``w[0]`` made before the break
+    is read), or two tensors that are not views of each other (31:26). The graph so far, which does not read
+    it, runs; the op runs for real; the next graph takes both. Call only where ``tx.functional_backend``."""
+    if not tx.inputs_written:
+        return
+    for var in tensors:
+        tid = var.tid
+        if tid in tx.input_values and tid not in tx.inputs_written and \
+                any(_aliased_apart(tx, tid, w) for w in tx.inputs_written if w in tx.input_values):
+            tx.unsupported("unsupported_call", "reads a graph input that shares memory with an input the graph "
+                           "wrote, a leaf beside a view that is not or two tensors that are not views of each "
+                           "other: AOTAutograd refuses them as inputs of one graph", RUNS_FOR_REAL)
+
+
+def _storage_key(t: Any) -> Any:
+    """What identifies the memory of live tensor ``t`` (``None`` for an empty storage, which aliases nothing)."""
+    if not isinstance(t, torch.Tensor) or t.layout != torch.strided:
+        return None
+    ptr = t.untyped_storage().data_ptr()
+    return (t.device, ptr) if ptr else None
+
+
+def _aliased_apart(tx: Any, a: int, b: int) -> bool:
+    """Whether inputs ``a`` and ``b`` share memory but not as AOTAutograd takes aliased inputs it sees mutated
+    (views of one base, all leaves or none)."""
+    key = _storage_key(tx.input_values[a])
+    if key is None or key != _storage_key(tx.input_values[b]):
+        return False
+    ma, mb = tx.state.heap[a].meta, tx.state.heap[b].meta
+    root_a = ma.base if ma.base is not None else a
+    root_b = mb.base if mb.base is not None else b
+    return root_a != root_b or ma.is_leaf != mb.is_leaf
+
+
+def _writes_input_aliased_outside_its_views(tx: Any, roots: list, views: list) -> bool:
+    """Whether a write touches a graph input sharing memory with another input outside its alias group (its
+    roots and their views in the trace): one that is not a view of it (fuzz 31:26: ``t4 = w.detach()`` before
+    a break, then ``w[1:] = t4[1:]``)."""
+    family = set(roots) | set(views)
+    written = [tid for tid in family if tid in tx.input_values]
+    return any(_aliased_apart(tx, w, other) for w in written for other in tx.input_values
+               if other not in family)
 
 
 def refuse_overlapping_write(tx: Any, describe: str) -> None:

@@ -26,7 +26,8 @@ from ..config import config
 from ..errors import InternalError, RetraceSymbolic
 from ..guards.guard import Guard
 from ..guards.source import AttrSource, LiftedSource
-from .aot_writes import note_input_writes, refuse_overlapping_write, refuse_writes_aot_cannot_take
+from .aot_writes import (note_input_writes, refuse_overlapping_write, refuse_reading_aliases_of_written_inputs,
+                         refuse_writes_aot_cannot_take)
 from .effects import is_pure_query, known_effect, no_rule, query_checker, raises_on_values
 from . import saved
 from .meta import fresh_base, fresh_view
@@ -194,6 +195,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         if lifted is not None:
             return lifted
     saved.refuse_if_saving_runs_for_real(tx, _describe(kind, target))
+    if tx.functional_backend:
+        refuse_reading_aliases_of_written_inputs(tx, _fakes_vars(args, kwargs))
     mutated = mutated_arguments(kind, target, args, kwargs)
     fresh: dict[int, Any] = {}
     roots: list[int] = []

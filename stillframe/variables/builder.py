@@ -410,7 +410,9 @@ def _fakeified(tx: Any, value: torch.Tensor, source: Source) -> tuple[Any, dict]
     * a leaf (or a view of one) whose ``.grad`` no longer has its shape, dtype or device (``w.unsqueeze_(0)``
       under ``no_grad`` after a backward: eager allows it; fakeifying copies ``.grad`` and refuses): a stand-in
       leaf sharing its storage, without the ``.grad``, which the trace never reads from the fake (``.grad`` is
-      an input of its own), one per leaf (so that the fakes of its views share its fake).
+      an input of its own), one per leaf (so that the fakes of its views share its fake);
+    * a view whose ``is_leaf`` differs from its fake's (made while its base required no grad, and never written
+      since: eager's has no grad_fn): the live flags.
     """
     if compat.is_stale_view(value):  # asked before anything asks for its grad_fn, which would end that state
         stand_in = compat.stale_view(value._base, value.shape, value.stride(), value.storage_offset())
@@ -419,7 +421,7 @@ def _fakeified(tx: Any, value: torch.Tensor, source: Source) -> tuple[Any, dict]
             fake = compat.stale_view(fake._base, fake.shape, fake.stride(), fake.storage_offset())
         return fake, {"grad_fn_pending": True}
     try:
-        compat.autograd_flags(value)
+        _, is_leaf, has_grad_fn = compat.autograd_flags(value)
     except RuntimeError as e:
         with torch.no_grad():
             stand_in = value._base.as_strided(value.shape, value.stride(), value.storage_offset())
@@ -427,9 +429,12 @@ def _fakeified(tx: Any, value: torch.Tensor, source: Source) -> tuple[Any, dict]
         compat.increment_version(fake)  # now its base was written after it was made, as the live one's
         return fake, {"autograd_error": str(e), "is_leaf": None, "has_grad_fn": None}
     stand_in = grad_stand_in(tx, value)
-    if stand_in is not None:
-        return _fake_input(tx, value, source, stand_in), {}
-    return _fake_input(tx, value, source), {}
+    fake = _fake_input(tx, value, source, stand_in) if stand_in is not None else _fake_input(tx, value, source)
+    if value._is_view() and compat.autograd_flags(fake)[1:] != (is_leaf, has_grad_fn):
+        # a view made while its base required no grad, never written since: eager's has no grad_fn (fuzz 30:1078)
+        # where the fake, made from its base's fake in grad mode, has one
+        return fake, {"is_leaf": is_leaf, "has_grad_fn": has_grad_fn}
+    return fake, {}
 
 
 def grad_stand_in(tx: Any, value: torch.Tensor) -> torch.Tensor | None:

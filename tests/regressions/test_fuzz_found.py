@@ -715,6 +715,56 @@ def f(x, y, w, k):
 ''', ks=(1, 2, 3)))
 
 
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_view_made_before_requires_grad_of_its_base_stays_a_leaf(backend):
+    # fuzz 30:1078, minimized by the fuzzer: after the requires_grad_() break, the plan took t1's is_leaf as
+    # False (as if reading it made its grad_fn); eager's t1, made before and never written since, stays a leaf
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t1 = x.t()
+    x.requires_grad_()
+    print('t1', t1.shape, t1.requires_grad, t1.is_leaf, file=BUF)
+    return t1
+''', x_rg=False), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_view_of_a_leaf_read_after_the_graph_wrote_the_leaf(backend):
+    # fuzz 31:33, minimized by the fuzzer: after the backward's break the graph writes the leaf w (no_grad), then
+    # reads t5 = w[0], made before the break; AOTAutograd asserted any_leaf != all_leaf for the two aliased
+    # inputs (BackendCompilerFailed reached the user; torch.compile raises it too). The read now breaks first
+    assert_like_eager(program('''
+def h9(p, k):
+    return p * 1.0
+
+
+def h8(p, k):
+    t12 = h9(p, k)
+
+
+def f(x, y, w, k):
+    t5 = w[0]
+    torch.autograd.backward([t5.sum()], retain_graph=True)
+    with torch.no_grad():
+        if w.grad is not None:
+            w.sub_(0.1 * w.grad)
+    t13 = h8(t5, k)
+'''), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_write_into_an_input_a_detached_input_shares(backend):
+    # fuzz 31:26, minimized by the fuzzer: t4 = w.detach() and w are inputs of the graph after the break, and
+    # w[1:] = t4[1:] writes w: AOTAutograd refuses to mutate inputs that share memory without being views of
+    # each other (BackendCompilerFailed; torch.compile raises it too). The write now runs for real
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t4 = w.detach()
+    gen15 = torch.Generator().manual_seed(k)
+    w[1:] = t4[1:]
+''', n=3, n2=4, w_rg=False, ks=(2, 3, 1)), compiler_for("stillframe", backend))
+
+
 # ------------------------------------------------------------------ found on aot_eager (issue 11)
 # Each program passes on the eager backend. On aot_eager it diverges: AOTAutograd makes one autograd node of a
 # graph and saves its own tensors for backward. Where torch.compile (aot_eager) diverges the same way, the

@@ -152,6 +152,22 @@ def test_catches_wrong_is_leaf_and_grad_fn():
             "is_leaf differs", "grad_fn is None differs")
 
 
+def _view_whose_is_leaf_raises(x, y):
+    with torch.no_grad():
+        v = y.detach().unsqueeze(0)  # a no_grad view of a tensor that then takes history in place
+    base = v._base
+    base.mul_(x)
+    return [v]
+
+
+def test_a_view_whose_autograd_reads_raise_is_compared_by_the_error():
+    """Reading ``is_leaf`` of a view made under ``no_grad`` whose base was then written in grad mode raises in
+    eager: both sides' errors are compared as values (fuzz 32:672 made the checker itself fail)."""
+    assert compare(_view_whose_is_leaf_raises, make_xy, compiled=_view_whose_is_leaf_raises, grad=False).ok
+    failing(compare(_view_whose_is_leaf_raises, make_xy, grad=False,
+                    compiled=lambda x, y: [y.detach().unsqueeze(0) * x]), "is_leaf differs")
+
+
 def test_catches_wrong_stride():
     def transposed_layout(x, y):
         out = x * 2 + y

@@ -356,18 +356,19 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
 
 
 def _without_effects(tracer: Tracer, gm: torch.fx.GraphModule) -> tuple | None:
-    """Whether every effect of the graph's own can be undone, so that if it raises, running the code it stands
-    for again for real is eager's behaviour (``CacheEntry.rerun_on_raise``): it holds no higher-order op (whose subgraphs are not looked into) and no switch of
-    global state but grad mode (which ``CacheEntry.run`` restores). A tensor it did not make (a graph input, or a
-    view of one) that it writes must require no grad (no autograd history to keep): an input whose shape only an
-    ``unsqueeze_``-like op changed has its geometry put back; an input whose data it writes has its storage copied
-    before each call and put back (a write before the op that raised would be made twice, and eager's
-    ``index_put_`` writes part of its input before it raises). Data writes are allowed only in a graph that may
-    raise at run time (:func:`_may_raise_at_run_time`), so a graph that cannot raise pays no copy. So are random
-    draws (eager's stream would move twice): the generators' states are saved before each call and put back.
+    """Whether every effect of the graph's own can be undone, so that if it raises, running the code it stands for
+    again for real is eager's behaviour (``CacheEntry.rerun_on_raise``): it holds no higher-order op (whose
+    subgraphs are not looked into) and no switch of global state but grad mode (which ``CacheEntry.run`` restores).
+    A tensor it did not make (a graph input, or a view of one) that it writes must require no grad (no autograd
+    history to keep): an input whose shape only an ``unsqueeze_``-like op changed has its geometry put back; an
+    input whose data it writes has its storage copied before each call and put back (a write before the op that
+    raised would be made twice, and eager's ``index_put_`` writes part of its input before it raises). Data writes
+    are allowed only in a graph that may raise at run time (:func:`_may_raise_at_run_time`), so a graph that cannot
+    raise pays no copy. So are random draws (eager's stream would move twice): the generators' states are saved
+    before each call and put back.
 
-    Returns the positions (among the fetched inputs) of the reshaped inputs and of the written ones, and whether
-    it draws random numbers; ``None`` where the graph has an effect of its own that cannot be undone."""
+    Returns the positions (among the fetched inputs) of the reshaped inputs and of the written ones, and whether it
+    draws random numbers; ``None`` where the graph has an effect of its own that cannot be undone."""
     reshaped, written = set(), set()
     for tid in tracer.input_values:
         entry = tracer.state.heap.get(tid)

@@ -101,9 +101,10 @@ class CacheEntry:
 class RunForReal:
     """What :meth:`CacheEntry.run` returns when its graph raised ``error`` and had no effect of its own (it
     entered no autocast region; an input it reshaped, the storage of an input it wrote, and the random number
-    generators it drew from, were put back). The effects the plan replays after the graph (appends to outside lists, attribute and global
-    writes) were made by eager *before* the op that raised, so the caller runs the code again for real, from
-    where the plan began: the effects come in eager's order, then eager's exception, with eager's traceback.
+    generators it drew from, were put back). The effects the plan replays after the graph (appends to outside
+    lists, attribute and global writes) were made by eager *before* the op that raised, so the caller runs the
+    code again for real, from where the plan began: the effects come in eager's order, then eager's exception,
+    with eager's traceback.
     (Replayed after a graph that raised, they were lost, as torch.compile loses them.)"""
 
     error: BaseException

@@ -199,15 +199,20 @@ def _tensor_ok(t: Any, expected: tuple) -> bool:
     )
 
 
-def _extras(signature: tuple) -> tuple:
-    """What torch's C++ tensor check does not compare, from a ``tensor_signature``: storage offset,
-    ``is_leaf``, whether it is a view."""
-    return (signature[5], signature[7], signature[8])
+def _extras_check(v: str, signature: tuple) -> str:
+    """What torch's C++ tensor check does not compare, for the (strided) tensor at local ``v`` with
+    ``tensor_signature`` ``signature``: storage offset, being a view, ``is_leaf``. Written out per tensor, with
+    no call of a Python function: this runs on every call of a model with hundreds of parameters.
 
-
-def _tensor_extras(tensors: tuple) -> tuple:
-    return tuple((t.storage_offset() if t.layout == torch.strided else 0, compat.is_leaf(t), t._base is not None)
-                 for t in tensors)
+    ``is_leaf`` is read only where it says something: a tensor that is no view and requires no grad (which the C++
+    check compares) is a leaf (its grad_fn would make it require grad), and of a tensor that is no view
+    ``t.is_leaf`` makes nothing; a view's is read through :func:`compat.is_leaf` (reading it may make its
+    grad_fn, or raise)."""
+    offset, requires_grad, leaf, view = signature[5], signature[6], signature[7], signature[8]
+    if view:
+        return f"{v}.storage_offset() == {offset} and {v}._base is not None and ___is_leaf({v}) is {leaf!r}"
+    check = f"{v}.storage_offset() == {offset} and {v}._base is None"
+    return check if not requires_grad and leaf else f"{check} and {v}.is_leaf is {leaf!r}"
 
 
 def tensor_examples(guards: list[Guard], L: dict, G: dict, F: Any) -> list | None:
@@ -244,10 +249,6 @@ def aliasing_pattern(tensors: tuple) -> tuple:
             continue
         pattern.append(seen.setdefault(ptr, i))
     return tuple(pattern)
-
-
-def _no_hooks(m: torch.nn.Module) -> bool:
-    return not (m._forward_hooks or m._forward_pre_hooks)
 
 
 def hook_ids(m: torch.nn.Module) -> tuple:
@@ -349,10 +350,9 @@ class GuardCodegen:
             "___actual": actual,
             "___tensor_ok": _tensor_ok,
             "___tensor_symbolic_ok": _tensor_symbolic_ok,
-            "___tensor_extras": _tensor_extras,
+            "___is_leaf": compat.is_leaf,
             "___is_stale_view": compat.is_stale_view,
             "___aliasing": aliasing_pattern,
-            "___no_hooks": _no_hooks,
             "___hook_ids": hook_ids,
             "___global_hooks_empty": _global_hooks_empty,
             "___module_globals": _module_globals,
@@ -459,7 +459,7 @@ GUARD_KINDS: dict[str, GuardKind] = {
     "KEYS": GuardKind(lambda gen, v, exp: f"list({v}.keys()) == {gen.const(list(exp))}",
                       lambda name, exp: f"list({name}.keys()) == {list(exp)!r}"),
     # (key, present): one lookup, for a dict the trace only looked a key up in
-    "HAS_KEY": GuardKind(lambda gen, v, exp: f"({_literal(gen, exp[0])} in {v}) is {exp[1]!r}",
+    "HAS_KEY": GuardKind(lambda gen, v, exp: f"{_literal(gen, exp[0])} {'in' if exp[1] else 'not in'} {v}",
                          lambda name, exp: f"({exp[0]!r} in {name}) is {exp[1]!r}"),
     "TENSOR": GuardKind(_tensor_check, _tensor_text),
     # whether a view input is stale (compat.is_stale_view), for a plan whose in-place op depends on it
@@ -468,7 +468,8 @@ GUARD_KINDS: dict[str, GuardKind] = {
                                               "leaf (made before its base took history)"),
     # (sources, an expression over ___t0, ___t1 ...): one of the ShapeEnv's guards on the inputs' symbolic sizes
     "SHAPE": GuardKind(_shape_check, _shape_text),
-    "NO_HOOKS": GuardKind(lambda gen, v, exp: f"___no_hooks({v})", lambda name, exp: f"{name} has no forward hooks"),
+    "NO_HOOKS": GuardKind(lambda gen, v, exp: f"not ({v}._forward_hooks or {v}._forward_pre_hooks)",
+                          lambda name, exp: f"{name} has no forward hooks"),
     "HOOKS": GuardKind(lambda gen, v, exp: f"___hook_ids({v}) == {exp!r}",
                        lambda name, exp: f"{name} has the same forward hooks"),
     "SAME": GuardKind(lambda gen, v, exp: f"{v} is {gen.ref(exp)}", lambda name, exp: f"{name} is {exp.name}"),
@@ -520,10 +521,9 @@ def compile_guards(guards: list[Guard], verbose: bool = False,
             failed += f" + '; got ' + ___actual({gen.ref(guard.source)})"
         body.append(f"if not ({cond}): return {failed}")
     if batched:
-        refs = "".join(f"{r}, " for r in batched)
-        expected = tuple(_extras(g.expected) for g in guards if g.kind == "TENSOR")
-        body.append(f"if not {gen.const(batch)}.check({refs}): return False")
-        body.append(f"if ___tensor_extras(({refs})) != {gen.const(expected)}: return False")
+        body.append(f"if not {gen.const(batch)}.check({''.join(f'{r}, ' for r in batched)}): return False")
+        signatures = [g.expected for g in guards if g.kind == "TENSOR"]
+        body.extend(f"if not ({_extras_check(r, e)}): return False" for r, e in zip(batched, signatures))
     text = "def ___guard(L, G, F):\n"
     text += "    try:\n        pass\n" if not body else "    try:\n"
     text += "".join(f"        {line}\n" for line in body)

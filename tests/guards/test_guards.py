@@ -313,16 +313,18 @@ def test_a_key_looked_up_guards_only_that_key():
         os.environ.pop(name + "_OTHER", None)
 
 
-@pytest.mark.parametrize("change", ["offset", "leaf", "view", "parameter", "inference"])
+@pytest.mark.parametrize("change", ["offset", "leaf", "view", "view_at_offset_0", "parameter", "inference"])
 def test_tensor_metadata_the_cpp_check_does_not_cover_still_recompiles(change):
     """Tensor guards run as one C++ check (type, dispatch keys, dtype, device, requires_grad, sizes, strides)
-    plus a tuple of what it does not cover: a change in any of those must miss the plan and match eager."""
+    plus a check per tensor of what it does not cover: a change in any of those must miss the plan and match
+    eager."""
     base = torch.randn(8)
     first = {"offset": lambda: base[0:4], "leaf": lambda: torch.randn(4, requires_grad=True),
-             "view": lambda: torch.randn(4), "parameter": lambda: torch.randn(4, requires_grad=True),
+             "view": lambda: torch.randn(4), "view_at_offset_0": lambda: torch.randn(4), "parameter": lambda: torch.randn(4, requires_grad=True),
              "inference": lambda: torch.randn(4)}[change]
     second = {"offset": lambda: base[2:6], "leaf": lambda: torch.randn(4, requires_grad=True) * 1,
-              "view": lambda: torch.randn(6)[1:5], "parameter": lambda: nn.Parameter(torch.randn(4)),
+              "view": lambda: torch.randn(6)[1:5], "view_at_offset_0": lambda: torch.randn(4)[0:4],
+              "parameter": lambda: nn.Parameter(torch.randn(4)),
               "inference": lambda: _inference_tensor(4)}[change]
 
     def f(x):

@@ -38,7 +38,8 @@ from .shapes import (  # noqa: F401,E402
     symbolic_int, take_float_specializations, unbacked_bindings)
 from .views import (  # noqa: F401,E402
     autograd_flags, geometry, grad_fn_made_on_read, is_leaf, is_stale_view, made_without_grad_fn,
-    no_grad_view_before_write, restore_geometry, restore_storages, stale_view, storage_snapshot,
+    no_grad_view_before_write, restore_geometry, restore_storages, stale_view, storage_key,
+    storage_snapshot,
     view_made_in_grad_mode)
 from .optim import (  # noqa: F401,E402
     default_foreach, guard_function, guarded_symbols, optimizer_fake_mode, optimizer_hooks, optimizer_init_group,

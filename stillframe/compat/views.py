@@ -116,6 +116,16 @@ def restore_geometry(saved: tuple) -> None:
     torch._C._autograd._unsafe_set_version_counter((t,), (version,))
 
 
+def storage_key(t: Any) -> tuple | None:
+    """What identifies the memory of live tensor ``t``: its device and the address of its storage. ``None`` for
+    what has no storage to share (not a strided tensor, or an empty storage: those all report address 0 and
+    alias nothing). Two tensors share memory when their keys are equal and not ``None``."""
+    if not isinstance(t, torch.Tensor) or t.layout != torch.strided:
+        return None
+    ptr = t.untyped_storage().data_ptr()
+    return (t.device, ptr) if ptr else None
+
+
 def storage_snapshot(tensors: list, limit: int) -> list | None:
     """A copy of the storage of each of ``tensors`` (dense, strided; one copy per storage) and their version
     counters, for :func:`restore_storages`. The copy is made at the storage level: no version counter moves, an
@@ -123,11 +133,11 @@ def storage_snapshot(tensors: list, limit: int) -> list | None:
     hold more than ``limit`` bytes in all."""
     copies, seen, total = [], set(), 0
     for t in tensors:
-        storage = t.untyped_storage()
-        key = (storage.device, storage.data_ptr())
-        if key in seen:
+        key = storage_key(t)
+        if key is None or key in seen:  # nothing to copy, or copied already
             continue
         seen.add(key)
+        storage = t.untyped_storage()
         total += storage.nbytes()
         if total > limit:
             return None

@@ -240,14 +240,11 @@ def tensor_examples(guards: list[Guard], L: dict, G: dict, F: Any) -> list | Non
 
 def aliasing_pattern(tensors: tuple) -> tuple:
     """For each tensor, the index of the first tensor sharing its storage (its own index if none)."""
-    seen: dict[int, int] = {}
+    seen: dict[tuple, int] = {}
     pattern = []
     for i, t in enumerate(tensors):
-        ptr = t.untyped_storage().data_ptr()
-        if ptr == 0:  # empty storages all report 0: they never alias
-            pattern.append(i)
-            continue
-        pattern.append(seen.setdefault(ptr, i))
+        key = compat.storage_key(t)
+        pattern.append(i if key is None else seen.setdefault(key, i))
     return tuple(pattern)
 
 

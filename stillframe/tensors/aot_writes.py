@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from .. import compat
 from ..variables.base import ListVariable, TensorVariable, TupleVariable
 from .effects import hashable_key
 
@@ -63,19 +64,11 @@ def refuse_reading_aliases_of_written_inputs(tx: Any, tensors: list) -> None:
                            "other: AOTAutograd refuses them as inputs of one graph", RUNS_FOR_REAL)
 
 
-def _storage_key(t: Any) -> Any:
-    """What identifies the memory of live tensor ``t`` (``None`` for an empty storage, which aliases nothing)."""
-    if not isinstance(t, torch.Tensor) or t.layout != torch.strided:
-        return None
-    ptr = t.untyped_storage().data_ptr()
-    return (t.device, ptr) if ptr else None
-
-
 def _aliased_apart(tx: Any, a: int, b: int) -> bool:
     """Whether inputs ``a`` and ``b`` share memory but not as AOTAutograd takes aliased inputs it sees mutated
     (views of one base, all leaves or none)."""
-    key = _storage_key(tx.input_values[a])
-    if key is None or key != _storage_key(tx.input_values[b]):
+    key = compat.storage_key(tx.input_values[a])
+    if key is None or key != compat.storage_key(tx.input_values[b]):
         return False
     ma, mb = tx.state.heap[a].meta, tx.state.heap[b].meta
     root_a = ma.base if ma.base is not None else a

@@ -475,10 +475,9 @@ def _refuse_write_beside_data(tx: Any, mutated: list) -> None:
     data_inputs = [t for source, t in tx.state.inputs if isinstance(source, AttrSource) and source.attr == "data"]
     if not data_inputs:
         return
-    shared = {tx.input_values[t].untyped_storage().data_ptr() for t in data_inputs if t in tx.input_values}
+    shared = {compat.storage_key(tx.input_values[t]) for t in data_inputs if t in tx.input_values} - {None}
     for var in mutated:
-        live = tx.input_values.get(var.tid)
-        if live is not None and live.untyped_storage().data_ptr() in shared:
+        if compat.storage_key(tx.input_values.get(var.tid)) in shared:
             tx.unsupported("unsupported_attribute", "an in-place write to a tensor whose .data the graph also reads",
                            RUNS_FOR_REAL)
 

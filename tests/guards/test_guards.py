@@ -345,3 +345,17 @@ def test_tensor_metadata_the_cpp_check_does_not_cover_still_recompiles(change):
 def _inference_tensor(n):
     with torch.inference_mode():
         return torch.randn(n)
+
+
+def test_a_sparse_argument_beside_a_dense_one_compiles_once():
+    """The storage-sharing guard among arguments passes over a tensor with no storage (a sparse one): it shares
+    memory with nothing. (Its storage was read: an internal error, and the function ran eagerly on every call.)"""
+    def f(a, b):
+        return (a * 2).to_dense(), b + 1
+
+    compiled = stillframe.compile(f, backend="eager")
+    before = dict(stillframe.counters)
+    for _ in range(3):
+        assert_parity(f, lambda: (torch.eye(3).to_sparse(), torch.randn(3)), compiled=compiled)
+    assert stillframe.counters["traces"] - before.get("traces", 0) == 1
+    assert stillframe.counters["fallbacks"] == before.get("fallbacks", 0)

@@ -130,11 +130,13 @@ def storage_snapshot(tensors: list, limit: int) -> list | None:
     """A copy of the storage of each of ``tensors`` (dense, strided; one copy per storage) and their version
     counters, for :func:`restore_storages`. The copy is made at the storage level: no version counter moves, an
     input whose memory overlaps itself is no problem, and autograd records nothing. ``None`` where the storages
-    hold more than ``limit`` bytes in all."""
+    hold more than ``limit`` bytes in all, or a tensor has no storage (a sparse one)."""
     copies, seen, total = [], set(), 0
     for t in tensors:
+        if t.layout != torch.strided:  # no storage to copy (sparse): as a copy too large to make
+            return None
         key = storage_key(t)
-        if key is None or key in seen:  # nothing to copy, or copied already
+        if key is None or key in seen:  # an empty storage, or one copied already
             continue
         seen.add(key)
         storage = t.untyped_storage()

@@ -31,7 +31,7 @@ from .aot_writes import (note_input_writes, refuse_overlapping_write, refuse_rea
 from .effects import is_pure_query, known_effect, no_rule, query_checker, raises_on_values
 from . import saved
 from .meta import fresh_base, fresh_view
-from .symbolic import has_symbols, plain, wrap_symbolic
+from .symbolic import fold_alpha, has_symbols, plain, wrap_symbolic
 from ..variables.base import (
     ConstantVariable,
     DictVariable,
@@ -197,6 +197,7 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     saved.refuse_if_saving_runs_for_real(tx, _describe(kind, target))
     if tx.functional_backend:
         refuse_reading_aliases_of_written_inputs(tx, _fakes_vars(args, kwargs))
+        args, kwargs = fold_alpha(tx, kind, target, args, kwargs)
     mutated = mutated_arguments(kind, target, args, kwargs)
     fresh: dict[int, Any] = {}
     roots: list[int] = []

@@ -26,7 +26,7 @@ import torch
 from .. import compat
 from ..guards.guard import Guard
 from ..guards.source import ScalarOutputSource
-from ..variables.base import ConstantVariable, SymNodeVariable, TupleVariable, VariableTracker
+from ..variables.base import ConstantVariable, SymNodeVariable, TensorVariable, TupleVariable, VariableTracker
 
 SYM_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
 
@@ -306,3 +306,24 @@ def _min_max(tx: Any, fn: Any, args: list) -> VariableTracker:
             best = var
     return best
 
+
+
+#: add and sub with an ``alpha``: as a method, in place, and as torch functions.
+_ALPHA_OPS = {("call_method", name) for name in ("add", "sub", "add_", "sub_", "subtract", "subtract_")} | \
+    {("call_function", fn) for fn in (torch.add, torch.sub, torch.subtract)}
+
+
+def fold_alpha(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``x.sub_(s, alpha=a)`` as ``x.sub_(s * a)`` where ``s`` is a symbolic float, for a backend that runs
+    AOTAutograd: its pass that turns symbolic floats into tensors (torch's ``tensorify_python_scalars``) rebuilds
+    such an op from its positional arguments and drops ``alpha``, so the plan computed ``x - s`` (fuzz 34:55;
+    torch.compile computes it too). Only on a floating-point ``x`` (on an integer one, eager raises for a float
+    alpha). The product is taken in double precision before the op rounds it, where eager rounds ``s`` and ``a``
+    first: they may differ in the last bit, as a fused kernel may. Other calls are returned as they are."""
+    if "alpha" not in kwargs or len(args) < 2 or (kind, target) not in _ALPHA_OPS or \
+            not (isinstance(args[1], SymNodeVariable) and isinstance(args[1].value, torch.SymFloat)):
+        return args, kwargs
+    if not isinstance(args[0], TensorVariable) or not tx.state.heap[args[0].tid].meta.dtype.is_floating_point:
+        return args, kwargs
+    other = apply(tx, operator.mul, (args[1], kwargs["alpha"]))
+    return (args[0], other, *args[2:]), {k: v for k, v in kwargs.items() if k != "alpha"}

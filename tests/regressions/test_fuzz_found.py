@@ -765,6 +765,19 @@ def f(x, y, w, k):
 ''', n=3, n2=4, w_rg=False, ks=(2, 3, 1)), compiler_for("stillframe", backend))
 
 
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_sub_of_a_symbolic_float_with_alpha(backend):
+    # fuzz 34:55, minimized by the fuzzer: k changes on the second call, so float(k) / 4 is a symbolic float;
+    # AOTAutograd's pass that makes symbolic floats tensors rebuilt the sub without its alpha, and y lost
+    # float(k) / 4 instead of half of it, silently (torch.compile (aot_eager) too)
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    y.sub_(float(k) / 4, alpha=0.5)
+    scale2 = k * 0.5
+    return torch.add(y * scale2, k / 8, alpha=3)
+''', n=3, ks=(3, 1, 2)), compiler_for("stillframe", backend))
+
+
 # ------------------------------------------------------------------ found on aot_eager (issue 11)
 # Each program passes on the eager backend. On aot_eager it diverges: AOTAutograd makes one autograd node of a
 # graph and saves its own tensors for backward. Where torch.compile (aot_eager) diverges the same way, the

@@ -186,19 +186,19 @@ def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any
     at the graph break (no real generator can stand for it), trace again draining generators at once. A trace
     that writes in place a tensor saved for backward is traced again with the saving calls run for real. A static
     trace that meets a dimension the shape policy makes dynamic is traced again with a ShapeEnv; a backend that
-    fails on higher-order ops gets the frame again with those ops as graph breaks."""
+    fails on higher-order ops gets the frame again with those ops as graph breaks, one that specialized floats
+    with those floats static. Each retry keeps what the ones before it learned (a trace draining generators
+    still takes a backend's request: fuzz 34:68)."""
     rejected: set[str] = set()
     run_for_real: set = set()  # calls saving for backward a tensor written in place later (tensors/saved.py)
+    lazy_generators = True  # False once a generator was suspended at the break: every retry drains them then
 
-    def fresh() -> Tracer:
+    while True:
         tracer = make_tracer()
         tracer.uncaptured_ops = frozenset(rejected)
         tracer.run_for_real = frozenset(run_for_real)
         tracer.functional_backend = not compat.is_eager_backend(backend)
-        return tracer
-
-    while True:
-        tracer = fresh()
+        tracer.lazy_generators = lazy_generators
         try:
             return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
         except RetraceSavedTensor as e:
@@ -218,16 +218,9 @@ def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any
                 raise e.__cause__ from None
             rejected |= e.ops
         except Unsupported as e:
-            if e.graph_break.kind is not GraphBreakKind.SUSPENDED_GENERATOR:
+            if not lazy_generators or e.graph_break.kind is not GraphBreakKind.SUSPENDED_GENERATOR:
                 raise
-            break
-    while True:
-        tracer = fresh()
-        tracer.lazy_generators = False
-        try:
-            return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
-        except RetraceSavedTensor as e:
-            run_for_real |= e.locations
+            lazy_generators = False
 
 
 class BackendSpecializedFloats(Exception):

@@ -778,6 +778,31 @@ def f(x, y, w, k):
 ''', n=3, ks=(3, 1, 2)), compiler_for("stillframe", backend))
 
 
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_float_read_at_a_break_beside_a_generator_closed_there(backend):
+    # fuzz 34:68 and 31:38, minimized by the fuzzer: the segment after the backward's break is traced again with
+    # generators drained (gp1 is still suspended at the next break); that retry did not take the backend's
+    # request to make the float read by float(...) static, and the frame ran instruction by instruction with
+    # a warning
+    assert_like_eager(program('''
+def gp1(t):
+    try:
+        yield (t + 2)
+    finally:
+        pass
+
+
+def f(x, y, w, k):
+    (x * x).sum().backward()
+    try:
+        STATE['gsum'] = 0.0 if x.grad is None else float(x.grad.sum())
+        it2 = gp1(x)
+        it2.close()
+    except (RuntimeError, ValueError, IndexError, KeyError) as e4:
+        pass
+''', n=4, n2=5, w_rg=False, ks=(2, 3, 1)), compiler_for("stillframe", backend))
+
+
 # ------------------------------------------------------------------ found on aot_eager (issue 11)
 # Each program passes on the eager backend. On aot_eager it diverges: AOTAutograd makes one autograd node of a
 # graph and saves its own tensors for backward. Where torch.compile (aot_eager) diverges the same way, the

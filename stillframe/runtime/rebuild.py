@@ -115,6 +115,15 @@ class StateCodegen:
             base = self._tensor(TensorVariable(meta.base))
             return self._once(("no_grad view", var.tid), f"{self.gen.const(compat.no_grad_view_before_write)}("
                               f"{base}, {meta.shape!r}, {meta.stride!r}, {meta.storage_offset!r})", lambda name: "pass")
+        if meta.base is not None and tx.functional_backend and meta.base in tx.inputs_reshaped and \
+                meta.base in self.input_position and not tx.input_values[meta.base].requires_grad and \
+                all(type(n) is int for n in (*meta.shape, *meta.stride, meta.storage_offset)):
+            # AOTAutograd makes an output view of an input the graph reshaped in place (t_, unsqueeze_) from the
+            # input's geometry before the change (fuzz 34:766: another view of it, silently); it is made again
+            # from the input, whose new geometry AOTAutograd has set by then
+            base = self._tensor(TensorVariable(meta.base))
+            return self._once(("view of a reshaped input", var.tid), f"{base}.as_strided({meta.shape!r}, "
+                              f"{meta.stride!r}, {meta.storage_offset!r})", lambda name: "pass")
         if var.tid not in self.output_index:
             entry = tx.tensor(var)
             if entry.node is None:

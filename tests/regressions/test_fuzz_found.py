@@ -803,6 +803,34 @@ def f(x, y, w, k):
 ''', n=4, n2=5, w_rg=False, ks=(2, 3, 1)), compiler_for("stillframe", backend))
 
 
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_view_of_an_input_transposed_in_place_is_live_at_a_break(backend):
+    # fuzz 34:766, minimized by the fuzzer: t2 is a view of y after y.t_(); AOTAutograd (training: t1 requires
+    # grad) made the graph's output t2 from y's geometry before the t_, so the masked write that runs for real
+    # after the break wrote other elements of y, silently (torch.compile breaks at y.t_())
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t1 = x - w
+    y.t_()
+    t2 = y.narrow(0, 0, 1)
+    t3 = t1.pow(2)
+    t2[t2 > 0] = 0.0
+    t12 = t3.abs()
+    return (t2, w)
+''', n=3, x_rg=False), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_view_of_an_input_transposed_in_place_is_returned(backend):
+    # fuzz 34:766, the same without the break: the returned view had the strides and values of y before t_
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t3 = (x - w).pow(2)
+    y.t_()
+    return (y.narrow(0, 0, 1), y.unsqueeze_(0)[0, 1:], t3)
+''', n=3, x_rg=False), compiler_for("stillframe", backend))
+
+
 # ------------------------------------------------------------------ found on aot_eager (issue 11)
 # Each program passes on the eager backend. On aot_eager it diverges: AOTAutograd makes one autograd node of a
 # graph and saves its own tensors for backward. Where torch.compile (aot_eager) diverges the same way, the

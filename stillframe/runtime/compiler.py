@@ -554,20 +554,24 @@ def _add_aliasing_guard(tracer: Tracer) -> None:
 
 
 def _hoist_grad_mode(gm: torch.fx.GraphModule) -> bool | None:
-    """Take the grad-mode switch a graph starts with (a segment resumed inside ``no_grad`` that leaves it) out
-    of the graph, to be made before the graph is called: a backend decides at call time whether the call is
-    differentiable (AOTAutograd, called with grad off, left an in-place op on an input out of autograd)."""
-    mode = None
-    for node in list(gm.graph.nodes):
-        if node.op == "placeholder":
-            continue
-        if node.op == "call_function" and node.target is compat.set_grad_enabled and not node.users:
-            mode = node.args[0]
-            gm.graph.erase_node(node)
-            continue
-        break
-    if mode is not None:
-        gm.recompile()
+    """The grad mode a graph is called (and compiled) in, where it starts by switching grad mode: a backend decides
+    at call time whether the whole call is differentiable (AOTAutograd, called with grad off, left an in-place op
+    on an input out of autograd), so the mode is on wherever any of the graph runs with grad on.
+
+    A switch the graph starts with (a segment resumed inside ``no_grad`` that leaves it) is taken out of the graph
+    and made before the call; but a graph that starts by entering ``no_grad`` and leaves it later is called with
+    grad on and keeps its switches (called with grad off, AOTAutograd made the view ``w.view(-1)`` after the
+    block without a grad_fn: fuzz 34:320). ``None`` where the graph starts with no switch."""
+    switches = [node for node in gm.graph.nodes if node.op == "call_function" and
+                node.target is compat.set_grad_enabled and not node.users]
+    first = next((node for node in gm.graph.nodes if node.op != "placeholder"), None)
+    if first is None or not switches or first is not switches[0]:
+        return None
+    mode = first.args[0]
+    if mode is False and any(node.args[0] is True for node in switches[1:]):
+        return True
+    gm.graph.erase_node(first)
+    gm.recompile()
     return mode
 
 

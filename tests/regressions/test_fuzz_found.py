@@ -831,6 +831,25 @@ def f(x, y, w, k):
 ''', n=3, x_rg=False), compiler_for("stillframe", backend))
 
 
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_view_after_a_no_grad_block_at_the_start_of_a_graph(backend):
+    # fuzz 34:320 (and 34:319, 34:496): the graph starts by entering no_grad and leaves it; it was called with grad
+    # off, so AOTAutograd made w.view(-1) without a grad_fn and w got no grad from the backward
+    assert_like_eager(program('''
+def gp2(t):
+    got = (yield (t * 1))
+
+
+def f(x, y, w, k):
+    with Recorder('r1'):
+        with torch.no_grad():
+            it3 = gp2(w)
+            t4 = next(it3)
+    t8 = w.view(-1)
+    return (t8, y, x)
+''', n=4), compiler_for("stillframe", backend))
+
+
 # ------------------------------------------------------------------ found on aot_eager (issue 11)
 # Each program passes on the eager backend. On aot_eager it diverges: AOTAutograd makes one autograd node of a
 # graph and saves its own tensors for backward. Where torch.compile (aot_eager) diverges the same way, the

@@ -306,7 +306,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         check, guard_source = compile_guards(guards, examples=tensor_examples(guards, L, G, F))
     used_inputs = _drop_unread_placeholders(tracer)
     gm = tracer.graph.finish(tuple(codegen.output_nodes))
-    fetch, fetch_source = _fetch_function(tracer, _hoist_grad_mode(gm))
+    fetch, fetch_source = _fetch_function(tracer, _hoist_grad_mode(gm, torch.is_grad_enabled()))
     rebuild, rebuild_source = codegen.function(result_expr)
     undoable = _without_effects(tracer, gm)
     t1 = time.perf_counter()
@@ -553,23 +553,34 @@ def _add_aliasing_guard(tracer: Tracer) -> None:
     tracer.add_guard(Guard(None, "ALIASING", (tuple(src for src, _ in args), pattern)))
 
 
-def _hoist_grad_mode(gm: torch.fx.GraphModule) -> bool | None:
-    """The grad mode a graph is called (and compiled) in, where it starts by switching grad mode: a backend decides
-    at call time whether the whole call is differentiable (AOTAutograd, called with grad off, left an in-place op
-    on an input out of autograd), so the mode is on wherever any of the graph runs with grad on.
+def _hoist_grad_mode(gm: torch.fx.GraphModule, start_mode: bool) -> bool | None:
+    """The grad mode a graph is called (and compiled) in, where it switches grad mode (``start_mode``: the mode
+    the traced code started in). A backend decides at call time whether the whole call is differentiable
+    (AOTAutograd, called with grad off, runs it all as inference), so the call is made with grad on wherever any
+    of the graph runs with grad on.
 
-    A switch the graph starts with (a segment resumed inside ``no_grad`` that leaves it) is taken out of the graph
-    and made before the call; but a graph that starts by entering ``no_grad`` and leaves it later is called with
-    grad on and keeps its switches (called with grad off, AOTAutograd made the view ``w.view(-1)`` after the
-    block without a grad_fn: fuzz 34:320). ``None`` where the graph starts with no switch."""
+    A switch the graph starts with (a segment resumed inside ``no_grad`` that leaves it at once) is taken out of
+    the graph and made before the call (AOTAutograd had left an in-place op on an input out of autograd). A graph
+    that starts with grad off and turns it on later (it enters ``no_grad`` first, or it was resumed inside a
+    ``no_grad`` block that it leaves) is called with grad on and starts by turning it off itself (called with grad
+    off, AOTAutograd made the view ``w.view(-1)`` after the block without a grad_fn: fuzz 34:320). ``None``: the
+    graph is called in the mode the code is in."""
     switches = [node for node in gm.graph.nodes if node.op == "call_function" and
                 node.target is compat.set_grad_enabled and not node.users]
     first = next((node for node in gm.graph.nodes if node.op != "placeholder"), None)
-    if first is None or not switches or first is not switches[0]:
+    if first is None or not switches:
         return None
-    mode = first.args[0]
-    if mode is False and any(node.args[0] is True for node in switches[1:]):
+    leading = first is switches[0]
+    mode = first.args[0] if leading else start_mode
+    later = switches[1:] if leading else switches
+    if mode is False and any(node.args[0] is True for node in later):
+        if not leading:
+            with gm.graph.inserting_before(first):
+                gm.graph.call_function(compat.set_grad_enabled, (False,))
+            gm.recompile()
         return True
+    if not leading:
+        return None
     gm.graph.erase_node(first)
     gm.recompile()
     return mode

@@ -850,6 +850,32 @@ def f(x, y, w, k):
 ''', n=4), compiler_for("stillframe", backend))
 
 
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_view_after_a_no_grad_block_that_a_graph_resumes_inside(backend):
+    # fuzz 34:320 as generated: it3.send breaks the graph inside the no_grad block; the resumed graph starts with
+    # grad off and turns it on, so it was called with grad off and AOTAutograd made t8 without a grad_fn
+    assert_like_eager(program('''
+def gp2(t):
+    got = yield t * 1
+    while True:
+        OUT.append(got)
+        got = yield t * got
+
+
+def f(x, y, w, k):
+    with Recorder('r1'):
+        with torch.no_grad():
+            it3 = gp2(w)
+            t4 = next(it3)
+            t5 = it3.send(2.0)
+            t6 = t4 @ y
+        STATE['s1'] = w
+        t7 = w * STATE.get('n', 0)
+    t8 = w.view(-1)
+    return (t8, y, x)
+''', n=4), compiler_for("stillframe", backend))
+
+
 # ------------------------------------------------------------------ found on aot_eager (issue 11)
 # Each program passes on the eager backend. On aot_eager it diverges: AOTAutograd makes one autograd node of a
 # graph and saves its own tensors for backward. Where torch.compile (aot_eager) diverges the same way, the

@@ -34,6 +34,12 @@ def refuse_writes_aot_cannot_take(tx: Any, kind: str, target: Any, args: tuple, 
         tx.unsupported("autograd_leaf", f"{describe} changes the shape of a graph input that requires grad: "
                        "AOTAutograd applies it after the graph, outside the no_grad block that allowed it on a "
                        "leaf", RUNS_FOR_REAL)
+    if _shape_only(kind, target) and tx.fake_mode.shape_env is not None and \
+            any(tid in tx.input_values for tid in (*roots, *views)):
+        tx.unsupported("dynamic_shape", f"{describe} changes the shape of a graph input with symbolic sizes: "
+                       "AOTAutograd makes an output view of it from its shape before the change, which the plan "
+                       "could only remake with static sizes (fuzz 34:766; torch.compile breaks here too)",
+                       RUNS_FOR_REAL)
     if _writes_reshaped_input(tx, kind, target, roots, views):
         tx.unsupported("unsupported_call", f"{describe} writes the data of a graph input whose shape the graph "
                        "changed in place: AOTAutograd loses the autograd history the write gives it", RUNS_FOR_REAL)

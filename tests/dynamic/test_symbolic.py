@@ -304,3 +304,20 @@ def test_zero_and_one_sizes_get_their_own_entries_under_automatic_dynamic():
     0 each get an entry of their own, reused when they come back."""
     report = assert_parity(size_and_sum, args_of_shape([(n, 4) for n in (3, 5, 1, 0, 7, 1, 0)]), calls=7)
     assert len(report.compiled.cache_entries()) == 4
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_view_of_an_input_transposed_in_place_with_symbolic_sizes(backend):
+    """fuzz 34:766 with dynamic sizes: AOTAutograd made the returned view of y from y's geometry before its t_
+    (strides and values of the untransposed y); on AOTAutograd backends a symbolic trace breaks at the t_ and runs
+    it for real, as torch.compile does; the eager backend captures it."""
+    def f(x, y, w):
+        t3 = (x - w).pow(2)
+        y.t_()
+        return y.narrow(0, 0, 1), t3
+
+    def make(i):
+        n = (3, 4, 5)[i]
+        return torch.randn(n, n), torch.randn(n, n), torch.randn(n, requires_grad=True)
+
+    assert_parity(f, make, calls=3, backend=backend, compile_kwargs={"dynamic": True})

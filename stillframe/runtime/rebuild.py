@@ -108,22 +108,28 @@ class StateCodegen:
         if var.tid in self.input_position:
             return f"___in[{self.input_position[var.tid]}]"  # the very object fetched, as eager returns it
         meta = tx.tensor(var).meta
+        static = all(type(n) is int for n in (*meta.shape, *meta.stride, meta.storage_offset))
         if meta.autograd_error is not None and meta.base is not None and tx.state.heap[meta.base].node is not None \
-                and all(type(n) is int for n in (*meta.shape, *meta.stride, meta.storage_offset)):
+                and static:
             # a view made under no_grad whose base was written since: reading its autograd metadata raises, so no
             # backend returns it (AOTAutograd fails); it is made again from its base, in that state
             base = self._tensor(TensorVariable(meta.base))
             return self._once(("no_grad view", var.tid), f"{self.gen.const(compat.no_grad_view_before_write)}("
                               f"{base}, {meta.shape!r}, {meta.stride!r}, {meta.storage_offset!r})", lambda name: "pass")
         if meta.base is not None and tx.functional_backend and meta.base in tx.inputs_reshaped and \
-                meta.base in self.input_position and not tx.input_values[meta.base].requires_grad and \
-                all(type(n) is int for n in (*meta.shape, *meta.stride, meta.storage_offset)):
+                meta.base in self.input_position and not tx.input_values[meta.base].requires_grad and static:
             # AOTAutograd makes an output view of an input the graph reshaped in place (t_, unsqueeze_) from the
             # input's geometry before the change (fuzz 34:766: another view of it, silently); it is made again
             # from the input, whose new geometry AOTAutograd has set by then
             base = self._tensor(TensorVariable(meta.base))
             return self._once(("view of a reshaped input", var.tid), f"{base}.as_strided({meta.shape!r}, "
                               f"{meta.stride!r}, {meta.storage_offset!r})", lambda name: "pass")
+        if meta.base is not None and tx.functional_backend and static and self._stale(var):
+            # an AOTAutograd output view of an intermediate may come back with no _base (fuzz 35:230): the stale
+            # view is made from its base's own output, with the geometry the trace gave it
+            base = self._tensor(TensorVariable(meta.base))
+            return self._once(("stale view", var.tid), f"{self.gen.const(compat.stale_view)}({base}, "
+                              f"{meta.shape!r}, {meta.stride!r}, {meta.storage_offset!r})", lambda name: "pass")
         if var.tid not in self.output_index:
             entry = tx.tensor(var)
             if entry.node is None:

@@ -876,6 +876,22 @@ def f(x, y, w, k):
 ''', n=4), compiler_for("stillframe", backend))
 
 
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_stale_view_of_an_intermediate_returned(backend):
+    # fuzz 35:230, minimized by the fuzzer: t9 is a view of t7 made while t7 required no grad; t7 += w gives t7
+    # history, so eager's t9 is a stale view (a leaf until asked). AOTAutograd returned t9 with no _base, and the
+    # rebuild read its _base: AttributeError: 'NoneType' object has no attribute '_version' reached the user
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t1 = torch.relu(y)
+    t7 = t1 * math.sqrt(k)
+    t8 = w.unsqueeze(0)
+    t9 = t7.diagonal()
+    t7 += w
+    return (t9, t8)
+''', n=4, x_rg=False, ks=(3, 3, 1)), compiler_for("stillframe", backend))
+
+
 # ------------------------------------------------------------------ found on aot_eager (issue 11)
 # Each program passes on the eager backend. On aot_eager it diverges: AOTAutograd makes one autograd node of a
 # graph and saves its own tensors for backward. Where torch.compile (aot_eager) diverges the same way, the

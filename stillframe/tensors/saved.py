@@ -86,7 +86,7 @@ def check_write(tx: Any, roots: list[int]) -> None:
     written = _sharing_version(tx, set(roots))
     locations = set()
     for fakes, location in tx.saved_for_backward:
-        if any(_root(tx, tx.tid_of_fake(f)) in written for f in fakes):
+        if any(_saved_root(tx, f) in written for f in fakes):
             locations.add(location)
     if not locations:
         return
@@ -94,6 +94,15 @@ def check_write(tx: Any, roots: list[int]) -> None:
         tx.unsupported("saved_for_backward", "an in-place op writes a tensor saved for backward earlier",
                        ("the write runs for real",))
     raise RetraceSavedTensor(frozenset(locations))
+
+
+def _saved_root(tx: Any, fake: Any) -> int | None:
+    """The alias group (its root's tid) of a saved tensor: a traced tensor's, or, for a view the op made inside
+    itself and saved (``t2 @ y`` on a 1-d ``t2`` saves ``t2.unsqueeze(0)``: fuzz 35:158), its base's."""
+    tid = tx.tid_of_fake(fake)
+    if tid is None and getattr(fake, "_base", None) is not None:
+        tid = tx.tid_of_fake(fake._base)
+    return _root(tx, tid)
 
 
 def _root(tx: Any, tid: int | None) -> int | None:

@@ -892,6 +892,30 @@ def f(x, y, w, k):
 ''', n=4, x_rg=False, ks=(3, 3, 1)), compiler_for("stillframe", backend))
 
 
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_write_into_a_tensor_a_matmul_saved_a_view_of(backend):
+    # fuzz 35:158, minimized by the fuzzer: t2 @ y (t2 1-d, y requiring grad) saves t2.unsqueeze(0), a view the
+    # op made inside itself; t2.fill_ then writes it. The saved view was matched to no traced tensor, so the write
+    # stayed in the graph and AOTAutograd's own backward trace raised (BackendCompilerFailed reached the user)
+    assert_like_eager(program('''
+def h15(p, k):
+    print('k', k, len(OUT), file=BUF)
+    return p * 1.0
+
+
+def f(x, y, w, k):
+    d1 = {'p': w, 'q': w}
+    t2 = sum(d1.values())
+    y.requires_grad_()
+    t6 = t2 @ y
+    try:
+        raise ValueError('boom ' + str(k))
+    except (RuntimeError, ValueError, IndexError, KeyError) as e8:
+        t2.fill_(2.0)
+    t16 = h15(t6, k)
+''', n=4, ks=(2, 1, 1)), compiler_for("stillframe", backend))
+
+
 # ------------------------------------------------------------------ found on aot_eager (issue 11)
 # Each program passes on the eager backend. On aot_eager it diverges: AOTAutograd makes one autograd node of a
 # graph and saves its own tensors for backward. Where torch.compile (aot_eager) diverges the same way, the

@@ -27,6 +27,7 @@ from ..config import config
 from ..errors import (GraphBreak, GraphBreakKind, InternalError, RetraceSavedTensor, RetraceSymbolic, Unsupported,
                       UserLocation)
 from ..tensors.effects import runs_for_real
+from ..graph import passes
 from ..guards.guard import Guard, GuardCodegen, aliasing_pattern, compile_guards, tensor_examples
 from ..guards.source import (
     AttrSource,
@@ -163,9 +164,10 @@ def compile_frame(fn: types.FunctionType, L: dict, G: dict, F: Any, backend: Cal
     """Trace one call of ``fn`` and build its cache entry (raises Unsupported / UserError from the trace).
 
     ``opt.step`` of an optimizer class with a rule (``rules/optimizers.py``) is captured by
-    :func:`~stillframe.runtime.optimizer_step.optimizer_outcome`. Any other function whose every call must run for real (``stillframe.compile(opt.step)``: torch.optim keeps its
-    state in Python objects, see ``tensors/effects.py``) is not traced at all: Unsupported, so it runs
-    eagerly, without the per-call guards and graph breaks of a plan that would capture nothing.
+    :func:`~stillframe.runtime.optimizer_step.optimizer_outcome`. Any other function whose every call must run
+    for real (``stillframe.compile(opt.step)``: torch.optim keeps its state in Python objects, see
+    ``tensors/effects.py``) is not traced at all: Unsupported, so it runs eagerly, without the per-call guards
+    and graph breaks of a plan that would capture nothing.
     """
     captured = optimizer_outcome(fn, L, lambda gm, examples: _call_backend(backend, gm, examples, None), fullgraph,
                                  backend)
@@ -248,12 +250,6 @@ class BackendRejectedOps(Exception):
         self.ops = ops
 
 
-def _higher_order_ops(gm: torch.fx.GraphModule) -> frozenset:
-    """The names of the higher-order ops in ``gm`` and its subgraphs."""
-    return frozenset(n.target.name() for m in gm.modules() if isinstance(m, torch.fx.GraphModule)
-                     for n in m.graph.nodes if isinstance(n.target, compat.HigherOrderOperator))
-
-
 def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable, fullgraph: bool,
                     fn: Any = None) -> TraceOutcome:
     """Run ``tracer`` to a return or a graph break and build the cache entry for what it traced.
@@ -306,7 +302,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         check, guard_source = compile_guards(guards, examples=tensor_examples(guards, L, G, F))
     used_inputs = _drop_unread_placeholders(tracer)
     gm = tracer.graph.finish(tuple(codegen.output_nodes))
-    fetch, fetch_source = _fetch_function(tracer, _hoist_grad_mode(gm, torch.is_grad_enabled()))
+    fetch, fetch_source = _fetch_function(tracer, passes.hoist_grad_mode(gm, torch.is_grad_enabled()))
     rebuild, rebuild_source = codegen.function(result_expr)
     undoable = _without_effects(tracer, gm)
     t1 = time.perf_counter()
@@ -322,12 +318,13 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
             compat.drop_pending_unbacked(tracer.fake_mode)
             context = compat.backend_context(tracer.fake_mode)
         else:  # higher-order ops: a ShapeEnv, as torch.compile gives (AOTAutograd's fake while_loop needs one)
-            context = compat.static_backend_context(examples) if _higher_order_ops(gm) else contextlib.nullcontext()
+            hops = passes.higher_order_ops(gm)
+            context = compat.static_backend_context(examples) if hops else contextlib.nullcontext()
         with context:
             try:
                 compiled = _call_backend(backend, gm, examples, tracer)
             except Exception as e:
-                ops = _higher_order_ops(gm)
+                ops = passes.higher_order_ops(gm)
                 if not ops:
                     raise
                 raise BackendRejectedOps(ops) from e  # retried with those ops as graph breaks
@@ -356,9 +353,9 @@ def _without_effects(tracer: Tracer, gm: torch.fx.GraphModule) -> tuple | None:
     history to keep): an input whose shape only an ``unsqueeze_``-like op changed has its geometry put back; an
     input whose data it writes has its storage copied before each call and put back (a write before the op that
     raised would be made twice, and eager's ``index_put_`` writes part of its input before it raises). Data writes
-    are allowed only in a graph that may raise at run time (:func:`_may_raise_at_run_time`), so a graph that cannot
-    raise pays no copy. So are random draws (eager's stream would move twice): the generators' states are saved
-    before each call and put back.
+    are allowed only in a graph that may raise at run time (:func:`stillframe.graph.passes.may_raise_at_run_time`),
+    so a graph that cannot raise pays no copy. So are random draws (eager's stream would move twice): the
+    generators' states are saved before each call and put back.
 
     Returns the positions (among the fetched inputs) of the reshaped inputs and of the written ones, and whether it
     draws random numbers; ``None`` where the graph has an effect of its own that cannot be undone."""
@@ -392,28 +389,10 @@ def _without_effects(tracer: Tracer, gm: torch.fx.GraphModule) -> tuple | None:
             if node.op == "call_function" and (isinstance(node.target, compat.HigherOrderOperator) or
                                                 node.target in _GLOBAL_STATE_SWITCHES):
                 return None
-    if (written or draws) and not any(_may_raise_at_run_time(node) for graph in graphs for node in graph.nodes):
+    if (written or draws) and not any(passes.may_raise_at_run_time(node) for graph in graphs for node in graph.nodes):
         return None
     return tuple(sorted(positions[t] for t in reshaped)), tuple(sorted(positions[t] for t in written)), draws
 
-
-def _may_raise_at_run_time(node: torch.fx.Node) -> bool:
-    """Whether ``node`` may raise on the data of its inputs, which fake tensors do not see: it reads an integer or
-    boolean tensor (an index out of range, a mask whose count differs from the values', an integer division by
-    zero) or is a linear-algebra routine (a singular matrix). Shapes, dtypes and devices were checked by the
-    trace."""
-    if node.op not in ("call_function", "call_method"):
-        return False
-    name = (node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")).lower()
-    if any(word in name for word in _RAISES_ON_VALUES):
-        return True
-    found = []
-    torch.fx.node.map_arg((node.args, node.kwargs), found.append)
-    return any(isinstance(arg.meta.get("val"), torch.Tensor) and not arg.meta["val"].is_floating_point() and
-               not arg.meta["val"].is_complex() for arg in found)
-
-
-_RAISES_ON_VALUES = ("linalg", "cholesky", "inverse", "solve", "lu", "assert", "det")
 
 _GLOBAL_STATE_SWITCHES = (torch.amp.autocast_mode._enter_autocast, torch.amp.autocast_mode._exit_autocast)
 
@@ -551,39 +530,6 @@ def _add_aliasing_guard(tracer: Tracer) -> None:
         return
     pattern = aliasing_pattern(tuple(tracer.input_values[tid] for _, tid in args))
     tracer.add_guard(Guard(None, "ALIASING", (tuple(src for src, _ in args), pattern)))
-
-
-def _hoist_grad_mode(gm: torch.fx.GraphModule, start_mode: bool) -> bool | None:
-    """The grad mode a graph is called (and compiled) in, where it switches grad mode (``start_mode``: the mode
-    the traced code started in). A backend decides at call time whether the whole call is differentiable
-    (AOTAutograd, called with grad off, runs it all as inference), so the call is made with grad on wherever any
-    of the graph runs with grad on.
-
-    A switch the graph starts with (a segment resumed inside ``no_grad`` that leaves it at once) is taken out of
-    the graph and made before the call (AOTAutograd had left an in-place op on an input out of autograd). A graph
-    that starts with grad off and turns it on later (it enters ``no_grad`` first, or it was resumed inside a
-    ``no_grad`` block that it leaves) is called with grad on and starts by turning it off itself (called with grad
-    off, AOTAutograd made the view ``w.view(-1)`` after the block without a grad_fn: fuzz 34:320). ``None``: the
-    graph is called in the mode the code is in."""
-    switches = [node for node in gm.graph.nodes if node.op == "call_function" and
-                node.target is compat.set_grad_enabled and not node.users]
-    first = next((node for node in gm.graph.nodes if node.op != "placeholder"), None)
-    if first is None or not switches:
-        return None
-    leading = first is switches[0]
-    mode = first.args[0] if leading else start_mode
-    later = switches[1:] if leading else switches
-    if mode is False and any(node.args[0] is True for node in later):
-        if not leading:
-            with gm.graph.inserting_before(first):
-                gm.graph.call_function(compat.set_grad_enabled, (False,))
-            gm.recompile()
-        return True
-    if not leading:
-        return None
-    gm.graph.erase_node(first)
-    gm.recompile()
-    return mode
 
 
 def _fetch_function(tracer: Tracer, grad_mode: bool | None = None) -> tuple[Callable, str]:

@@ -28,6 +28,7 @@ from .. import compat
 from ..bytecode.liveness import live_locals
 from ..guards.guard import GuardCodegen
 from ..guards.source import ScalarOutputSource
+from ..tensors.meta import TensorMeta
 from ..tensors.symbolic import plain, reads_data
 from ..variables.base import (
     AttrsView,
@@ -108,28 +109,11 @@ class StateCodegen:
         if var.tid in self.input_position:
             return f"___in[{self.input_position[var.tid]}]"  # the very object fetched, as eager returns it
         meta = tx.tensor(var).meta
-        static = all(type(n) is int for n in (*meta.shape, *meta.stride, meta.storage_offset))
-        if meta.autograd_error is not None and meta.base is not None and tx.state.heap[meta.base].node is not None \
-                and static:
-            # a view made under no_grad whose base was written since: reading its autograd metadata raises, so no
-            # backend returns it (AOTAutograd fails); it is made again from its base, in that state
+        make = self._view_maker(var, meta)
+        if make is not None:
             base = self._tensor(TensorVariable(meta.base))
-            return self._once(("no_grad view", var.tid), f"{self.gen.const(compat.no_grad_view_before_write)}("
-                              f"{base}, {meta.shape!r}, {meta.stride!r}, {meta.storage_offset!r})", lambda name: "pass")
-        if meta.base is not None and tx.functional_backend and meta.base in tx.inputs_reshaped and \
-                meta.base in self.input_position and not tx.input_values[meta.base].requires_grad and static:
-            # AOTAutograd makes an output view of an input the graph reshaped in place (t_, unsqueeze_) from the
-            # input's geometry before the change (fuzz 34:766: another view of it, silently); it is made again
-            # from the input, whose new geometry AOTAutograd has set by then
-            base = self._tensor(TensorVariable(meta.base))
-            return self._once(("view of a reshaped input", var.tid), f"{base}.as_strided({meta.shape!r}, "
-                              f"{meta.stride!r}, {meta.storage_offset!r})", lambda name: "pass")
-        if meta.base is not None and tx.functional_backend and static and self._stale(var):
-            # an AOTAutograd output view of an intermediate may come back with no _base (fuzz 35:230): the stale
-            # view is made from its base's own output, with the geometry the trace gave it
-            base = self._tensor(TensorVariable(meta.base))
-            return self._once(("stale view", var.tid), f"{self.gen.const(compat.stale_view)}({base}, "
-                              f"{meta.shape!r}, {meta.stride!r}, {meta.storage_offset!r})", lambda name: "pass")
+            return self._once(("view", var.tid), f"{self.gen.const(make)}({base}, {meta.shape!r}, {meta.stride!r}, "
+                              f"{meta.storage_offset!r})", lambda name: "pass")
         if var.tid not in self.output_index:
             entry = tx.tensor(var)
             if entry.node is None:
@@ -138,9 +122,33 @@ class StateCodegen:
             self.output_nodes.append(entry.node)
         out = f"___out[{self.output_index[var.tid]}]"
         if self._stale(var):  # a backend's output view has a grad_fn; the view eager has here has none yet
-            return self._once(("stale view", var.tid), f"{self.gen.const(compat.stale_view)}({out}._base, "
+            return self._once(("view", var.tid), f"{self.gen.const(compat.stale_view)}({out}._base, "
                               f"{out}.shape, {out}.stride(), {out}.storage_offset())", lambda name: "pass")
         return out
+
+    def _view_maker(self, var: TensorVariable, meta: TensorMeta) -> Callable | None:
+        """How to make the view ``var`` again from its base, with the geometry the trace gave it, where the
+        backend's own output cannot be returned; ``None`` where it can. Only static geometry is remade."""
+        tx = self.tracer
+        if meta.base is None or not all(type(n) is int for n in (*meta.shape, *meta.stride, meta.storage_offset)):
+            return None
+        if meta.autograd_error is not None and tx.state.heap[meta.base].node is not None:
+            # a view made under no_grad whose base was written since: reading its autograd metadata raises, so no
+            # backend returns it (AOTAutograd fails)
+            return compat.no_grad_view_before_write
+        if not tx.functional_backend:
+            return None
+        if meta.base in tx.inputs_reshaped and meta.base in self.input_position and \
+                not tx.input_values[meta.base].requires_grad:
+            # AOTAutograd makes an output view of an input the graph reshaped in place (t_, unsqueeze_) from the
+            # input's geometry before the change (fuzz 34:766: another view of it, silently); the input has its
+            # new geometry by the time the rebuild runs
+            return torch.Tensor.as_strided
+        if self._stale(var):
+            # an AOTAutograd output view of an intermediate may come back with no _base (fuzz 35:230): the stale
+            # view is made from its base's own output
+            return compat.stale_view
+        return None
 
     def _stale(self, var: TensorVariable) -> bool:
         """Whether ``var`` is a view that autograd treats as a leaf (:func:`compat.is_stale_view`), which no

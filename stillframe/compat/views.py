@@ -12,9 +12,27 @@ _DEFAULT_VIEW = torch._C._autograd.CreationMeta.DEFAULT
 _LEAF_IN_PLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 
 
-def view_made_in_grad_mode(t: torch.Tensor) -> bool:
-    """Whether view ``t`` was made with grad mode on (autograd then allows in-place ops on it in grad mode)."""
-    return torch._C._autograd._get_creation_meta(t) != torch._C._autograd.CreationMeta.NO_GRAD_MODE
+#: How autograd recorded a view's making (``torch._C._autograd.CreationMeta``), which decides the in-place ops it
+#: allows on the view: ``DEFAULT``, ``NO_GRAD_MODE`` (made under ``no_grad``, which includes the grads
+#: ``torch.autograd.grad`` returns), ``MULTI_OUTPUT_NODE`` (one of ``split``'s or ``unbind``'s outputs),
+#: ``INFERENCE_MODE``, ``IN_CUSTOM_FUNCTION``.
+CreationMeta = torch._C._autograd.CreationMeta
+
+
+def view_creation(t: torch.Tensor) -> CreationMeta:
+    """How view ``t`` was made, as autograd recorded it (:data:`CreationMeta`)."""
+    return torch._C._autograd._get_creation_meta(t)
+
+
+def view_made_as(base: torch.Tensor, shape: Any, stride: Any, offset: Any, creation: CreationMeta) -> torch.Tensor:
+    """``base.as_strided(shape, stride, offset)``, made so that autograd treats it as a view made the way
+    ``creation`` says: under ``no_grad`` for ``NO_GRAD_MODE`` (so it has no grad_fn), in grad mode otherwise,
+    with ``creation`` recorded, so an in-place op on it raises where eager's raises on the view it stands for."""
+    with torch.set_grad_enabled(creation != CreationMeta.NO_GRAD_MODE):
+        view = base.as_strided(shape, stride, offset)
+    if creation not in (CreationMeta.DEFAULT, CreationMeta.NO_GRAD_MODE):
+        torch._C._autograd._set_creation_meta(view, creation)
+    return view
 
 
 def grad_fn_made_on_read(t: torch.Tensor) -> bool:
@@ -73,6 +91,15 @@ def is_stale_view(t: torch.Tensor) -> bool:
     except RuntimeError as e:
         return str(e).startswith(_LEAF_IN_PLACE)
     raise AssertionError("an add_ of a wrong shape succeeded")  # pragma: no cover
+
+
+def recorded_as(view: torch.Tensor, creation: CreationMeta) -> torch.Tensor:
+    """``view``, with autograd's record of its making set to ``creation`` (a backend's output view that stands
+    for one of ``split``'s outputs, which AOTAutograd remakes as a plain view); a tensor that is not a view is
+    returned as it is."""
+    if view._is_view():
+        torch._C._autograd._set_creation_meta(view, creation)
+    return view
 
 
 def stale_view(base: torch.Tensor, shape: Any, stride: Any, offset: Any) -> torch.Tensor:

@@ -20,6 +20,7 @@ import collections
 import copy
 import functools
 import itertools
+import operator
 import types
 from typing import Any, Callable
 
@@ -124,6 +125,11 @@ class StateCodegen:
         if self._stale(var):  # a backend's output view has a grad_fn; the view eager has here has none yet
             return self._once(("view", var.tid), f"{self.gen.const(compat.stale_view)}({out}._base, "
                               f"{out}.shape, {out}.stride(), {out}.storage_offset())", lambda name: "pass")
+        if meta.view_creation not in (compat.CreationMeta.DEFAULT, compat.CreationMeta.NO_GRAD_MODE):
+            # (symbolic geometry) AOTAutograd remakes an output view as a plain view: one of split's outputs
+            # would then take an in-place op that eager refuses
+            return self._once(("view", var.tid), f"{self.gen.const(compat.recorded_as)}({out}, "
+                              f"{self.gen.const(meta.view_creation)})", lambda name: "pass")
         return out
 
     def _view_maker(self, var: TensorVariable, meta: TensorMeta) -> Callable | None:
@@ -148,7 +154,37 @@ class StateCodegen:
             # an AOTAutograd output view of an intermediate may come back with no _base (fuzz 35:230): the stale
             # view is made from its base's own output
             return compat.stale_view
+        if meta.view_creation not in (compat.CreationMeta.DEFAULT, compat.CreationMeta.NO_GRAD_MODE) and \
+                (tx.state.heap[meta.base].node is not None or meta.base in self.input_position):
+            # one of split's outputs: AOTAutograd returns it as a plain tensor (or remakes it as a plain view), so
+            # an in-place op that eager refuses on it would run; it is made from its base, recorded as eager's
+            return self._replayed_view(var, meta) or functools.partial(compat.view_made_as,
+                                                                      creation=meta.view_creation)
         return None
+
+    def _replayed_view(self, var: TensorVariable, meta: TensorMeta) -> Callable | None:
+        """``var`` is one of the views one op made at once (``y.split(2)[0]``) and the op's call can be made again
+        on its base as the base is now (same geometry, grad mode on): that call, so the view is eager's (its
+        grad_fn, and autograd's refusal of an in-place op on it, name the op)."""
+        tx = self.tracer
+        node = tx.tensor(var).node
+        if node is None or node.op != "call_function" or node.target is not operator.getitem or \
+                not tx.state.grad_enabled:
+            return None
+        maker, index = node.args
+        if not isinstance(maker, torch.fx.Node) or maker.op not in ("call_function", "call_method") or \
+                type(index) is not int or not maker.args or not isinstance(maker.args[0], torch.fx.Node):
+            return None
+        found: list = []
+        torch.fx.node.map_arg((maker.args[1:], maker.kwargs), found.append)
+        base, view = maker.args[0].meta.get("val"), node.meta.get("val")
+        if found or not isinstance(base, torch.Tensor) or tx.tid_of_fake(base) != meta.base or \
+                not isinstance(view, torch.Tensor) or _geometry(TensorMeta.of(view)) != _geometry(meta) or \
+                _geometry(TensorMeta.of(base)) != _geometry(tx.state.heap[meta.base].meta):
+            return None
+        fn = getattr(torch.Tensor, maker.target) if maker.op == "call_method" else maker.target
+        args, kwargs = maker.args[1:], dict(maker.kwargs)
+        return lambda b, _shape, _stride, _offset: fn(b, *args, **kwargs)[index]
 
     def _stale(self, var: TensorVariable) -> bool:
         """Whether ``var`` is a view that autograd treats as a leaf (:func:`compat.is_stale_view`), which no
@@ -547,3 +583,8 @@ REBUILD.refuse("an autocast context made in traced code and not entered yet cann
 REBUILD.refuse("a super() object is only ever read from in the trace; one held across a graph break is not "
                "rebuilt (the frame runs eagerly)", SuperVariable)
 REBUILD.refuse("a deleted-attribute marker is never a value of the program", _Deleted)
+
+
+def _geometry(meta: TensorMeta) -> tuple:
+    """``meta``'s shape, stride and storage offset."""
+    return meta.shape, meta.stride, meta.storage_offset

@@ -34,8 +34,9 @@ class TensorMeta:
     ``base`` is the tid of the autograd base when the tensor is a view (the
     root: a view of a view names the root, as ``Tensor._base`` does), ``None``
     otherwise. ``version`` counts in-place ops applied to this identity during
-    the trace. ``view_grad_mode`` is the grad mode in force when the view was
-    created (it decides which in-place ops on the view autograd allows).
+    the trace. ``view_creation`` is how autograd recorded the view's making
+    (:data:`compat.CreationMeta`: under ``no_grad``, one of several outputs of
+    ``split``...); it decides which in-place ops on the view autograd allows.
     ``grad_fn_pending``: a view made while its base did not require grad (autograd makes its grad_fn only when
     asked); once the base takes history it may be a stale view, which eager treats as a leaf that requires
     grad in in-place ops (:func:`compat.is_stale_view` tells).
@@ -51,7 +52,7 @@ class TensorMeta:
     is_leaf: bool
     has_grad_fn: bool
     base: int | None = None
-    view_grad_mode: bool = True
+    view_creation: compat.CreationMeta = compat.CreationMeta.DEFAULT
     version: int = 0
     autograd_error: str | None = None
     grad_fn_pending: bool = False
@@ -61,7 +62,8 @@ class TensorMeta:
         return len(self.shape)
 
     @staticmethod
-    def of(t: torch.Tensor, base: int | None = None, view_grad_mode: bool = True, version: int = 0) -> "TensorMeta":
+    def of(t: torch.Tensor, base: int | None = None, view_creation: compat.CreationMeta = compat.CreationMeta.DEFAULT,
+           version: int = 0) -> "TensorMeta":
         """Read the metadata of a real or fake tensor ``t``.
 
         Reading autograd metadata can itself raise in eager (a view made under
@@ -87,7 +89,7 @@ class TensorMeta:
             is_leaf=is_leaf,
             has_grad_fn=has_grad_fn,
             base=base,
-            view_grad_mode=view_grad_mode,
+            view_creation=view_creation,
             version=version,
             autograd_error=error,
             grad_fn_pending=pending,
@@ -111,7 +113,7 @@ class TensorEntry:
 
     def bump(self, fake: Any, node: Any) -> "TensorEntry":
         """The next version: metadata re-read from ``fake`` (keeping base and view mode)."""
-        meta = TensorMeta.of(fake, self.meta.base, self.meta.view_grad_mode, self.meta.version + 1)
+        meta = TensorMeta.of(fake, self.meta.base, self.meta.view_creation, self.meta.version + 1)
         if self.meta.grad_fn_pending and not meta.grad_fn_pending:  # made without one: still maybe stale
             meta = replace(meta, grad_fn_pending=True)
         return replace(self, meta=meta, fake=fake, node=node if node is not None else self.node)
@@ -138,12 +140,12 @@ def fresh_base(meta: TensorMeta) -> torch.Tensor:
 
 
 def fresh_view(base: torch.Tensor, meta: TensorMeta, stale: bool = False) -> torch.Tensor:
-    """A new fake view of ``base`` with ``meta``'s geometry, created under the view's grad mode; ``stale``: one
-    that autograd treats as a leaf requiring grad, as the view it stands for (:func:`compat.is_stale_view`)."""
+    """A new fake view of ``base`` with ``meta``'s geometry, made as the view was (``meta.view_creation``:
+    :func:`compat.view_made_as`); ``stale``: one that autograd treats as a leaf requiring grad, as the view it
+    stands for (:func:`compat.is_stale_view`)."""
     if stale:
         return compat.stale_view(base, meta.shape, meta.stride, meta.storage_offset)
-    with torch.set_grad_enabled(meta.view_grad_mode):
-        return base.as_strided(meta.shape, meta.stride, meta.storage_offset)
+    return compat.view_made_as(base, meta.shape, meta.stride, meta.storage_offset, meta.view_creation)
 
 
 def _extent(shape: tuple[int, ...], stride: tuple[int, ...]) -> int:

@@ -275,12 +275,15 @@ class Tracer:
             if base_tid is None:  # the base of an input view: tracked, never read by the graph
                 base_tid = self.new_tensor(base, None).tid
         tid = self.new_id()
-        # a view made by the traced code records the grad mode it was made under; a view passed in, the one
-        # its autograd metadata says (a view made under no_grad refuses in-place ops in grad mode)
-        made_here = source is None
-        grad_mode = True if base_tid is None else self.state.grad_enabled if made_here else \
-            compat.view_made_in_grad_mode(fake)
-        meta = TensorMeta.of(fake, base_tid, grad_mode)
+        # a view records how autograd saw it made (under no_grad, as one of several outputs of split, ...), which
+        # decides the in-place ops it allows: a view passed in, or made by the traced code (whose fake was made
+        # under the traced grad mode, or by autograd.grad's engine under no_grad), as its fake says
+        creation = compat.CreationMeta.DEFAULT
+        if base_tid is not None:
+            creation = compat.view_creation(fake)
+            if source is None and not self.state.grad_enabled:
+                creation = compat.CreationMeta.NO_GRAD_MODE
+        meta = TensorMeta.of(fake, base_tid, creation)
         self.heap_set(tid, TensorEntry(meta, fake, node, source))
         self.state = self.state.replace(fakes=self.state.fakes.set(id(fake), (tid, fake)))
         return TensorVariable(tid)

@@ -916,6 +916,46 @@ def f(x, y, w, k):
 ''', n=4, ks=(2, 1, 1)), compiler_for("stillframe", backend))
 
 
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_write_into_a_grad_autograd_grad_returned(backend):
+    # fuzz 37:35, minimized by the fuzzer: the grad autograd.grad returns for w is a view autograd's engine made
+    # under no_grad, so eager refuses g3.copy_(w) (w requires grad). The trace recorded views it made as made in
+    # its own grad mode, so the copy_ stayed in the graph and AOTAutograd raised it (BackendCompilerFailed
+    # reached the user)
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t2 = w - x
+    g3, = torch.autograd.grad(t2.sum(), [w], retain_graph=True)
+    g3.copy_(w)
+''', n=4, ks=(3, 2, 2)), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_write_into_one_of_splits_outputs(backend):
+    # found beside fuzz 37:35: one of split's outputs refuses an in-place op where its base requires grad,
+    # inside the compiled function and after it returned (AOTAutograd returned it as a plain tensor that took
+    # the write)
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t1 = x * 2
+    a, b = t1.split(2)
+    c, d = x.unbind(1)[:2]
+    OUT.append((a, c))
+    if k > 1:
+        a.add_(1)
+    return a, b, c
+''', n=4, ks=(1, 2, 1)), compiler_for("stillframe", backend))
+
+    def f(x):
+        t1 = x * 2
+        return t1.split(2)
+
+    x = torch.randn(4, 3, requires_grad=True)
+    for a in (f(x)[0], stillframe.compile(f, backend=backend)(x)[0]):
+        with pytest.raises(RuntimeError, match="Output 0 of Split is a view and is being modified inplace"):
+            a.mul_(2)
+
+
 # ------------------------------------------------------------------ found on aot_eager (issue 11)
 # Each program passes on the eager backend. On aot_eager it diverges: AOTAutograd makes one autograd node of a
 # graph and saves its own tensors for backward. Where torch.compile (aot_eager) diverges the same way, the

@@ -61,7 +61,7 @@ from ..variables.base import (
 from ..variables.builder import is_constant, wrap
 from ..variables.kinds import INTERNAL
 from ..variables.objects import ContainerMethodVariable, ObjectVariable, SuperVariable
-from ..tensors.effects import never_traced, runs_for_real
+from ..tensors.effects import hashable_key, never_traced, runs_for_real
 from ..tensors.ops import RUNS_FOR_REAL, call_tensor_op
 # builtin_calls first: it imports the lower rules modules by name, and they reach it as a module object
 from .builtin_calls import (
@@ -441,7 +441,8 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
             value.__module__ not in ("builtins",) and not value.__module__.startswith("torch"):
         return tx.push(construct(tx, value, args, kwargs))
     module = getattr(value, "__module__", "") or ""
-    if value in PURE_FUNCTIONS and all(is_const(tx, a) for a in args) and all(is_const(tx, v) for v in kwargs.values()):
+    if hashable_key(value) in PURE_FUNCTIONS and all(is_const(tx, a) for a in args) and \
+            all(is_const(tx, v) for v in kwargs.values()):  # (a weakref.ref to a dict hashes as the dict: raises)
         return tx.push(fold(tx, value, args, kwargs))
     if module in ("math", "operator", "_operator") or module.startswith("math"):
         if any(isinstance(a, TensorVariable) for a in args) and module in ("operator", "_operator"):

@@ -200,7 +200,9 @@ def never_traced(target: Any) -> str | None:
 # its state break the graph at every parameter): ``opt.step()``, ``opt.zero_grad()``, ``sched.step()``
 # break the graph and run for real, whole. ``opt.step`` of SGD, Adam and AdamW is captured by its own rule
 # instead (``rules/optimizers.py``): compiled directly, and as the real step a compiled training step takes.
-RUNS_FOR_REAL_PACKAGES = ("torch.optim",)
+# ``torch.utils.hooks``: a hook's ``RemovableHandle.remove()`` deletes it from the hooks dict through a weakref,
+# keyed by a handle id that grows on every registration (traced through, each call's new id made a new plan).
+RUNS_FOR_REAL_PACKAGES = ("torch.optim", "torch.utils.hooks")
 
 
 # Ops whose success depends on tensor *values*: an integer index out of range raises only when the graph runs

@@ -298,6 +298,34 @@ def test_register_hook_on_intermediate(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_hook_removed_before_backward(backend):
+    """A hook registered, then removed through its handle before the backward: it never runs, as in eager.
+    ``RemovableHandle.remove`` calls the weakref it keeps to the hooks dict, which hashes as that dict: the trace
+    raised TypeError and the step ran instruction by instruction, with a warning. Traced through, the handle's
+    id (new on every registration) made a new plan per step until the cache limit; ``remove`` now runs for
+    real, whole."""
+    def make_step(side: Side):
+        model, opt, log = side.model, side.opt, side.log
+
+        def step(x, y):
+            h = model[0](x)
+            kept = h.register_hook(lambda g: log.append(g.detach().clone()))
+            dropped = h.register_hook(lambda g: g * 100)
+            dropped.remove()
+            loss = F.mse_loss(model[2](model[1](h)), y)
+            loss.backward()
+            kept.remove()
+            opt.step()
+            opt.zero_grad()
+            return loss.detach()
+
+        return step
+
+    eager, comp = train(make_step, backend, "sgd_momentum")
+    assert len(comp.log) == STEPS
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_hook_on_parameter_registered_outside(backend):
     """A hook put on a parameter before compiling runs when the compiled step's backward runs."""
     def make_step(side: Side):

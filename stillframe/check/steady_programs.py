@@ -66,6 +66,15 @@ def random_used_twice(x):
     return z - r
 
 
+def random_seeded_inside(x):
+    """Reseeds Python's RNG and draws from it (``random.seed`` calls ``super().seed``: traced through, that held a
+    ``super()`` object across the break at its C call and the frame ran eagerly)."""
+    random.seed(7)
+    order = [1, 2, 3]
+    random.shuffle(order)
+    return x * random.randint(1, 5) + order[0]
+
+
 def clock(x):
     """Reads the wall clock: two runs of it never agree on values, only on traces."""
     return x * (time.time() % 1.0)
@@ -84,4 +93,4 @@ class Jitter(nn.Module):
 
 #: The programs whose values are reproducible (Python's ``random`` seeded alike on both sides).
 PROGRAMS = [ordered_dict_values, deque_append_pop, record_function, logging_call, print_call, random_scale,
-            random_used_twice]
+            random_used_twice, random_seeded_inside]

@@ -156,8 +156,10 @@ PURE_FUNCTIONS = {sys.intern}
 
 
 # Python modules whose functions are never traced: they only talk to the outside world (and tracing them
-# would guard on per-call objects like log records). A call into them is a graph break run for real.
-OPAQUE_MODULES = ("logging", "warnings", "traceback", "pdb", "inspect", "threading", "tqdm")
+# would guard on per-call objects like log records), or keep process-wide state (``random``: traced through,
+# ``random.seed`` held a ``super()`` object across the break at its C call, and the frame ran eagerly). A call
+# into them is a graph break run for real.
+OPAQUE_MODULES = ("logging", "warnings", "traceback", "pdb", "inspect", "threading", "tqdm", "random")
 
 
 def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:

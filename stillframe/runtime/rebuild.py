@@ -574,10 +574,19 @@ def _rebuild_autocast_exit(cg: StateCodegen, var: AutocastExitVariable) -> str:
                     lambda name: "pass")
 
 
+@REBUILD.rule(GradModeVariable)
+def _rebuild_grad_mode(cg: StateCodegen, var: GradModeVariable) -> str:
+    """``torch.no_grad()`` / ``torch.enable_grad()`` before it is entered holds no state: a new one is torch's own
+    object as eager has it here (``@torch.no_grad()`` on a nested function: the decoration breaks the graph with
+    the object on the stack). ``torch.set_grad_enabled(b)`` set the mode when it was made and keeps the mode to
+    restore: the function runs eagerly."""
+    if var.applied:
+        return _cannot_rebuild(cg, var, "torch.set_grad_enabled(...) made in traced code holds the mode it restores")
+    return cg._once(("grad mode", id(var)), f"{cg.gen.const(var.python_type())}()", lambda name: "pass")
+
+
 # No stand-in can be both torch's own object (code run for real uses torch's __enter__/__exit__ on it, e.g.
 # ExitStack.enter_context) and what the trace knows of it: the function runs eagerly.
-REBUILD.refuse("a grad-mode object made in traced code and not entered yet cannot cross a graph break",
-               GradModeVariable)
 REBUILD.refuse("an autocast context made in traced code and not entered yet cannot cross a graph break",
                AutocastVariable)
 REBUILD.refuse("a super() object is only ever read from in the trace; one held across a graph break is not "

@@ -1,7 +1,12 @@
 """A grad-mode context manager made in traced code and not entered yet at a graph break (issue 11:
 ``contextlib.ExitStack`` raised stillframe's ``FrozenInstanceError``, and leaving a rebuilt ``no_grad`` set the
-opposite of its mode instead of the mode it found). No stand-in can be both torch's own object and what the
-trace knows of it, so the function runs eagerly, with one warning naming why, and matches eager."""
+opposite of its mode instead of the mode it found).
+
+``torch.no_grad()`` and ``torch.enable_grad()`` hold no state before they are entered, so the rebuild makes a
+new one, torch's own object, and the code after the break enters it as eager does (``@torch.no_grad()`` on a
+nested function breaks the graph at the decoration with the object live). ``torch.set_grad_enabled(b)`` set the
+mode when it was made and keeps the mode it restores: no stand-in can be both torch's own object and what the
+trace knows of it, so that function runs eagerly, with one warning naming why, and matches eager."""
 
 import contextlib
 
@@ -20,9 +25,7 @@ def exit_stack_with_no_grad(x):
 
 
 def test_exit_stack_enters_a_no_grad_made_in_the_trace():
-    report = assert_parity(exit_stack_with_no_grad, lambda: (torch.ones(2, requires_grad=True),), calls=2,
-                           expect_fallback=True)
-    assert "not entered yet cannot cross a graph break" in str(report.warnings[0].message)
+    assert_parity(exit_stack_with_no_grad, lambda: (torch.ones(2, requires_grad=True),), calls=2)
 
 
 def no_grad_object_across_a_break_inside_no_grad(x):
@@ -37,7 +40,26 @@ def no_grad_object_across_a_break_inside_no_grad(x):
 
 def test_leaving_a_rebuilt_no_grad_restores_the_mode_it_found(capsys):
     assert_parity(no_grad_object_across_a_break_inside_no_grad, lambda: (torch.ones(2, requires_grad=True),),
-                  calls=2, expect_fallback=True)
+                  calls=2)
+
+
+def grad_mode_decorators_on_nested_functions(x):
+    @torch.no_grad()
+    def frozen(t):
+        return t * 2
+
+    @torch.enable_grad()
+    def tracked(t):
+        return t * 3
+
+    a = frozen(x)
+    with torch.no_grad():
+        b = tracked(x)
+    return a, b, a.requires_grad, b.requires_grad, torch.is_grad_enabled()
+
+
+def test_grad_mode_decorators_on_nested_functions():
+    assert_parity(grad_mode_decorators_on_nested_functions, lambda: (torch.ones(2, requires_grad=True),), calls=3)
 
 
 def set_grad_enabled_object_across_a_break(x):
@@ -50,5 +72,6 @@ def set_grad_enabled_object_across_a_break(x):
 
 
 def test_a_rebuilt_set_grad_enabled_restores_the_mode_before_it(capsys):
-    assert_parity(set_grad_enabled_object_across_a_break, lambda: (torch.ones(2, requires_grad=True),), calls=2,
-                  expect_fallback=True)
+    report = assert_parity(set_grad_enabled_object_across_a_break, lambda: (torch.ones(2, requires_grad=True),),
+                           calls=2, expect_fallback=True)
+    assert "holds the mode it restores" in str(report.warnings[0].message)

@@ -167,20 +167,11 @@ def scalar_names(hyper: tuple) -> list[str]:
     return names
 
 
-_verified = threading.local()  # the data pointers of the last tensors found not to share storage
-
-
 def _shares_storage(tensors: list) -> bool:
-    """Whether two of ``tensors`` share storage. Tensors at the very addresses of the last ones found apart
-    (the same tensors, step after step) are apart still: distinct storages that kept their addresses cannot have
-    come to overlap, so the storages are only compared when an address changed."""
-    ptrs = tuple(t.data_ptr() for t in tensors)
-    if getattr(_verified, "ptrs", None) == ptrs:
-        return False
-    if len({t.untyped_storage().data_ptr() for t in tensors}) != len(tensors):
-        return True
-    _verified.ptrs = ptrs
-    return False
+    """Whether two of ``tensors`` share storage. Compared afresh on every call: ``zero_grad()`` frees the grads,
+    so their addresses change from step to step (a cache keyed by the data pointers missed every step and cost
+    more than the comparison)."""
+    return len({t.untyped_storage().data_ptr() for t in tensors}) != len(tensors)
 
 
 _PLAIN = (int, float, bool, str, type(None))

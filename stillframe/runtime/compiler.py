@@ -51,6 +51,7 @@ from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace.interpreter import Tracer
 from . import live
 from .function_apply import with_checked_function_apply
+from .input_grads import eager_input_grads
 from .executors import EXECUTORS
 from .optimizer_step import optimizer_outcome
 from .entry import CacheEntry
@@ -323,6 +324,8 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         with context:
             try:
                 compiled = _call_backend(backend, gm, examples, tracer)
+                if tracer.functional_backend:
+                    compiled = eager_input_grads(gm, compiled, lambda node: _root_of(tracer, node), examples)
             except Exception as e:
                 ops = passes.higher_order_ops(gm)
                 if not ops:
@@ -343,6 +346,17 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
                        reshaped_inputs=undoable[0] if undoable else (), written_inputs=undoable[1] if undoable else (),
                        draws_random=bool(undoable and undoable[2]))
     return TraceOutcome(entry, tracer, t1 - t0, t2 - t1)
+
+
+def _root_of(tracer: Tracer, node: torch.fx.Node) -> int | None:
+    """The trace's identity of the autograd root of the tensor ``node`` computes (its base, or itself), ``None``
+    where the node computes no tensor the trace knows."""
+    val = node.meta.get("val")
+    tid = tracer.tid_of_fake(val) if isinstance(val, torch.Tensor) else None
+    if tid is None:
+        return None
+    base = tracer.state.heap[tid].meta.base
+    return tid if base is None else base
 
 
 def _without_effects(tracer: Tracer, gm: torch.fx.GraphModule) -> tuple | None:

@@ -268,6 +268,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         saved.record_shared_version(tx, result, to_fake(tx, args[0]))
     prologue = _as_prologue(tx, kind, target, args, kwargs)
     node = _emit(tx, kind, target, args, kwargs, result) if prologue is None else prologue
+    if mutated and prologue is None:
+        node.meta["writes"] = frozenset(roots)  # what it writes (runtime/input_grads.py: the roots' later reads)
     if mutated:
         # The op's node becomes the node of the tensor it returns (``x.add_(1)`` returns x); an op returning
         # something else (``setitem`` returns None) leaves every node as it was: the graph runs in order.

@@ -33,11 +33,9 @@ KNOWN: dict[tuple[int, int], str] = {}
 # The aot_eager slice: programs AOTAutograd backends diverge on (each a strict xfail on aot_eager there).
 CI_AOT_COUNT = 60
 KNOWN_AOT: dict[tuple[int, int], str] = {
-    (CI_SEED, 10): "test_fuzz_aot_backward_through_one_output_of_a_graph_gives_another_outputs_input_a_grad",
     (CI_SEED, 22): "test_fuzz_aot_input_written_in_place_then_autograd_grad",
     (CI_SEED, 23): "test_fuzz_aot_input_written_then_two_backwards",
     (CI_SEED, 24): "test_fuzz_aot_input_multiplied_in_place_by_a_tensor_that_requires_grad_then_returned",
-    (CI_SEED, 32): "test_fuzz_aot_local_live_across_an_exit_stack_break_gets_a_grad",
     (CI_SEED, 36): "test_fuzz_aot_write_into_a_tensor_a_function_saved",
     (CI_SEED, 53): "test_fuzz_aot_leaf_view_written_after_a_backward",
 }

@@ -956,22 +956,10 @@ def f(x, y, w, k):
             a.mul_(2)
 
 
-# ------------------------------------------------------------------ found on aot_eager (issue 11)
-# Each program passes on the eager backend. On aot_eager it diverges: AOTAutograd makes one autograd node of a
-# graph and saves its own tensors for backward. Where torch.compile (aot_eager) diverges the same way, the
-# reason says so; tests/check/test_fuzz.py's aot_eager budget lists which fuzzer programs each one stands for.
-
-def _aot_xfail(reason: str) -> list:
-    return ["eager", pytest.param("aot_eager", marks=pytest.mark.xfail(strict=True, reason=reason))]
-
-
-ONE_NODE = ("the graph's outputs share one AOTAutograd node: a backward through one output gives the inputs of "
-            "another a zero gradient where eager leaves None")
-
-
-@pytest.mark.parametrize("backend", _aot_xfail(ONE_NODE + " (torch.compile too)"))
-def test_fuzz_aot_backward_through_one_output_of_a_graph_gives_another_outputs_input_a_grad(backend):
-    # fuzz 2026:10: t9 and t14 are outputs of one graph (the backward breaks it); t9's backward gives x a grad
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_backward_through_one_output_of_a_graph_leaves_another_outputs_input_without_grad(backend):
+    # fuzz 2026:10: t9 and t14 are outputs of one graph (the backward breaks it), one AOTAutograd node: t9's
+    # backward gave x a zero grad where eager leaves None (torch.compile too); runtime/input_grads.py
     assert_like_eager(program('''
 def f(x, y, w, k):
     t9 = w * 2
@@ -981,13 +969,14 @@ def f(x, y, w, k):
 '''), compiler_for("stillframe", backend))
 
 
-@pytest.mark.parametrize("backend", _aot_xfail(ONE_NODE + "; t1 is an output of the graph before the ExitStack's "
-                                                          "break (torch.compile passes)"))
-def test_fuzz_aot_local_live_across_an_exit_stack_break_gets_a_grad(backend):
-    # fuzz 2026:32, minimized by the fuzzer
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_local_written_in_place_live_across_an_exit_stack_break(backend):
+    # fuzz 2026:32: t1 (computed from x, written in place under no_grad after the break) and t2 (from w) are
+    # outputs of one graph; the harness's backward through t2 gave x a zero grad on aot_eager
     assert_like_eager(program('''
 def f(x, y, w, k):
     t1 = x - x
+    t1.mul_(w)
     t2 = torch.add(w, w, alpha=0.5)
     with contextlib.ExitStack() as stack7:
         pass
@@ -995,6 +984,31 @@ def f(x, y, w, k):
         t1 += -1.0
     return {'t2': t2, 'k': k}
 '''), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_write_through_a_view_reaches_what_the_base_is_computed_from(backend):
+    # a write through a view (v.copy_(w): later reads of t1 name t1's own node, not the copy's) makes t1
+    # computed from w too: a backward through t1 alone must give w its gradient, and y none
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    y.requires_grad_()
+    t1 = x * 2
+    t3 = y * 3
+    v = t1[0]
+    v.copy_(w)
+    t1.sum().backward(retain_graph=True)
+    return t3
+'''), compiler_for("stillframe", backend))
+
+
+# ------------------------------------------------------------------ found on aot_eager (issue 11)
+# Each program passes on the eager backend. On aot_eager it diverges: AOTAutograd makes one autograd node of a
+# graph and saves its own tensors for backward. Where torch.compile (aot_eager) diverges the same way, the
+# reason says so; tests/check/test_fuzz.py's aot_eager budget lists which fuzzer programs each one stands for.
+
+def _aot_xfail(reason: str) -> list:
+    return ["eager", pytest.param("aot_eager", marks=pytest.mark.xfail(strict=True, reason=reason))]
 
 
 SAVED = ("AOTAutograd saves its own tensors for backward (and writes a mutated input back with copy_ after the "
@@ -1052,17 +1066,12 @@ def f(x, y, w, k):
 
 @pytest.mark.parametrize("backend", _aot_xfail(SAVED + " (torch.compile raises internally on this program)"))
 def test_fuzz_aot_leaf_view_written_after_a_backward(backend):
-    # fuzz 2026:53, minimized by the fuzzer
+    # fuzz 2026:53, cut down by hand: AOTAutograd's graph for t3 saves x for backward (eager's division saves
+    # x.abs() + 1, a new tensor), so the write into x after the break fails the harness's backward on aot_eager
     assert_like_eager(program('''
 def f(x, y, w, k):
-    tup1 = (w * 1, w + 1)
-    t2 = tup1[1] - tup1[0]
     t3 = w / (x.abs() + 1)
-    w.sum().backward(retain_graph=True)
-    for i8 in range(k):
-        t9 = y * i8
-        x[1:] = -2.0
-        if k % 2 == 0:
-            t11 = t3 @ t9
-    return {'t2': t2, 'k': k}
-'''), compiler_for("stillframe", backend))
+    print("k", k, file=BUF)
+    x[1:] = -2.0
+    return t3
+''', x_rg=False, ks=(2, 3, 3)), compiler_for("stillframe", backend))

@@ -96,17 +96,21 @@ def eager_input_grads(gm: torch.fx.GraphModule, compiled: Callable, root_of: Cal
         if key is not None and memory.setdefault(key, root_of(node)) != root_of(node):
             return compiled
 
+    every = frozenset().union(*flows)
+
     def run(*args: Any) -> Any:
         outs = compiled(*args)
-        _hook_shared_node(outs, args, flows)
+        _hook_shared_node(outs, args, flows, every)
         return outs
 
     return run
 
 
-def _hook_shared_node(outs: Any, args: tuple, flows: list) -> None:
+def _hook_shared_node(outs: Any, args: tuple, flows: list, every: frozenset) -> None:
     """Hook the ``CompiledFunctionBackward`` node of ``outs``: its output slots whose tensor is one of ``outs``
-    map to what that output is computed from, and its input edges to the positions of ``args``."""
+    map to what that output is computed from, and its input edges to the positions of ``args``. ``every``: the
+    positions some output is computed from; a backward that reaches all of them (a training step's loss) drops
+    nothing, and pays only for the check."""
     node = None
     slots: dict[int, frozenset] = {}
     for out, flow in zip(outs, flows):
@@ -120,12 +124,35 @@ def _hook_shared_node(outs: Any, args: tuple, flows: list) -> None:
         slots[out.output_nr] = slots.get(out.output_nr, frozenset()) | flow
     if node is None:
         return
-    positions: dict = {}  # an input's autograd identity -> its positions among args (one tensor may be two)
+
+    def restrict(grad_inputs: tuple, grad_outputs: tuple) -> tuple | None:
+        reached: frozenset = frozenset()
+        for slot, grad in enumerate(grad_outputs):
+            if grad is None:
+                continue
+            if slot not in slots:  # a gradient through an output stillframe does not see (an alias's base)
+                return None
+            reached |= slots[slot]
+        if reached >= every:
+            return None
+        edges = _edge_positions(node, args)
+        if len(grad_inputs) != len(edges):
+            return None
+        return tuple(None if at is not None and not at & reached else grad for grad, at in zip(grad_inputs, edges))
+
+    node.register_hook(restrict)
+
+
+def _edge_positions(node: Any, args: tuple) -> list:
+    """Per input edge of autograd ``node``, the positions among ``args`` of the tensor it leads to (a leaf's
+    ``AccumulateGrad``, or another tensor's ``grad_fn`` and output number); ``None`` for an edge to none of them.
+    One tensor passed twice has two positions."""
+    positions: dict = {}
     for i, a in enumerate(args):
         if isinstance(a, torch.Tensor):
             key = id(a) if a.grad_fn is None else (id(a.grad_fn), a.output_nr)
             positions[key] = positions.get(key, frozenset()) | {i}
-    edges = []  # per input edge of the node: the positions it stands for (None: not one of args)
+    edges = []
     for fn, nr in node.next_functions:
         if fn is None:
             edges.append(None)
@@ -133,17 +160,4 @@ def _hook_shared_node(outs: Any, args: tuple, flows: list) -> None:
             edges.append(positions.get(id(fn.variable)))
         else:
             edges.append(positions.get((id(fn), nr)))
-
-    def restrict(grad_inputs: tuple, grad_outputs: tuple) -> tuple | None:
-        reached: set = set()
-        for slot, grad in enumerate(grad_outputs):
-            if grad is None:
-                continue
-            if slot not in slots:  # a gradient through an output stillframe does not see (an alias's base)
-                return None
-            reached |= slots[slot]
-        if len(grad_inputs) != len(edges):
-            return None
-        return tuple(None if at is not None and not at & reached else grad for grad, at in zip(grad_inputs, edges))
-
-    node.register_hook(restrict)
+    return edges

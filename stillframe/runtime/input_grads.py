@@ -17,6 +17,7 @@ graph holds subgraphs) is left as it is.
 
 from __future__ import annotations
 
+import itertools
 import operator
 from typing import Any, Callable
 
@@ -39,8 +40,10 @@ def _may_write(node: torch.fx.Node) -> bool:
     return name.endswith("_") and not name.startswith("_") or name in ("__setitem__", "batch_norm", "instance_norm")
 
 
-def input_dependencies(gm: torch.fx.GraphModule, root_of: Callable[[torch.fx.Node], Any]) -> list[frozenset] | None:
-    """Per output of ``gm`` (its one tuple output), the positions of the placeholders it is computed from.
+def input_dependencies(gm: torch.fx.GraphModule,
+                       root_of: Callable[[torch.fx.Node], Any]) -> tuple[list[frozenset], dict] | None:
+    """Per output of ``gm`` (its one tuple output), the positions of the placeholders it is computed from; and
+    per placeholder the graph writes into (its root is written), what it is computed from after the graph.
 
     Follows FX data flow, and writes: a node that writes in place records, in ``node.meta["writes"]``, the
     autograd roots (base tensors, by the trace's identity) of what it writes (``tensors/ops.py``), and every
@@ -70,50 +73,67 @@ def input_dependencies(gm: torch.fx.GraphModule, root_of: Callable[[torch.fx.Nod
             flows[node] = flow
     if not isinstance(outputs, (tuple, list)):
         return None
-    return [flows[out] | written.get(root_of(out), frozenset()) if isinstance(out, torch.fx.Node) else frozenset()
-            for out in outputs]
+    after = [flows[out] | written.get(root_of(out), frozenset()) if isinstance(out, torch.fx.Node) else frozenset()
+             for out in outputs]
+    inputs = {i: flows[node] | written[root_of(node)] for node, i in placeholders.items() if root_of(node) in written}
+    return after, inputs
 
 
 def eager_input_grads(gm: torch.fx.GraphModule, compiled: Callable, root_of: Callable[[torch.fx.Node], Any],
                       examples: list) -> Callable:
     """``compiled`` (``gm`` compiled by an AOTAutograd backend), wrapped so that a backward gives a gradient only
-    to the inputs eager's would reach (see the module docstring); ``compiled`` itself where every output that
-    requires grad is computed from the same inputs, or data flow does not tell (:func:`input_dependencies`;
-    ``root_of`` gives a node's autograd root, ``None`` for a node that is no tensor). ``examples``: the graph's
-    inputs on this call; where two share memory the trace does not see as one root, nothing is wrapped."""
-    flows = input_dependencies(gm, root_of)
-    if flows is None:
-        return compiled
-    outputs = next(node for node in gm.graph.nodes if node.op == "output").args[0]
-    differentiable = {flow for out, flow in zip(outputs, flows) if isinstance(out, torch.fx.Node) and
-                      isinstance(out.meta.get("val"), torch.Tensor) and out.meta["val"].requires_grad}
-    if len(differentiable) < 2:
-        return compiled
-    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
-    memory: dict = {}
-    for node, example in zip(placeholders, examples):
-        key = compat.storage_key(example)
-        if key is not None and memory.setdefault(key, root_of(node)) != root_of(node):
-            return compiled
+    to the inputs eager's would reach (see the module docstring); ``compiled`` itself where no input requires
+    grad. ``root_of`` gives a node's autograd root (``None`` for a node that is no tensor); ``examples`` are the
+    graph's inputs on this call.
 
-    every = frozenset().union(*flows)
+    Where the outputs are computed from different inputs (:func:`input_dependencies`), each input gets a
+    gradient only from the outputs computed from it. Elsewhere (one set of inputs, data flow that does not tell,
+    or two inputs that share memory the trace does not see as one root), a backward that brings the node no
+    gradient at all passes none on: eager's own nodes pass an undefined gradient on as undefined, where
+    AOTAutograd's node would make it zeros (a backward through another wrapped graph that drops this one's
+    gradient, fuzz 37:447)."""
+    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    requiring = {i for i, node in enumerate(placeholders) if getattr(node.meta.get("val"), "requires_grad", False)}
+    if not requiring:
+        return compiled
+    found = input_dependencies(gm, root_of)
+    flows, written = found if found is not None else (None, {})
+    if flows is not None:
+        outputs = next(node for node in gm.graph.nodes if node.op == "output").args[0]
+        differentiable = {flow for out, flow in zip(outputs, flows) if isinstance(out, torch.fx.Node) and
+                          isinstance(out.meta.get("val"), torch.Tensor) and out.meta["val"].requires_grad}
+        differentiable |= {flow for flow in written.values() if flow & requiring}  # (written with w)
+        memory: dict = {}
+        for node, example in zip(placeholders, examples):
+            key = compat.storage_key(example)
+            if key is not None and memory.setdefault(key, root_of(node)) != root_of(node):
+                differentiable = set()
+        if len(differentiable) < 2:
+            flows, written = None, {}
+    every = frozenset().union(*flows, *written.values()) if flows is not None else frozenset()
 
     def run(*args: Any) -> Any:
+        # a written input's grad_fn before the call: the node's edge for it leads there (AOTAutograd's copy_
+        # gives the input a new one)
+        before = {i: (args[i].grad_fn, args[i].output_nr) for i in written if isinstance(args[i], torch.Tensor)}
         outs = compiled(*args)
-        _hook_shared_node(outs, args, flows, every)
+        _hook_shared_node(outs, args, flows, written, every, before)
         return outs
 
     return run
 
 
-def _hook_shared_node(outs: Any, args: tuple, flows: list, every: frozenset) -> None:
+def _hook_shared_node(outs: Any, args: tuple, flows: list | None, written: dict, every: frozenset,
+                      before: dict) -> None:
     """Hook the ``CompiledFunctionBackward`` node of ``outs``: its output slots whose tensor is one of ``outs``
-    map to what that output is computed from, and its input edges to the positions of ``args``. ``every``: the
-    positions some output is computed from; a backward that reaches all of them (a training step's loss) drops
-    nothing, and pays only for the check."""
+    map to what that output is computed from, the slots AOTAutograd copies a written input's new value from
+    (``written``: position -> what it is computed from) to what that input is, and its input edges to the
+    positions of ``args`` (``before``: a written input's grad_fn and output number before the call). ``every``:
+    the positions some output is computed from; a backward that reaches all of them (a training step's loss)
+    drops nothing, and pays only for the check. ``flows`` ``None``: only :func:`_nothing_from_nothing`."""
     node = None
     slots: dict[int, frozenset] = {}
-    for out, flow in zip(outs, flows):
+    for out, flow in zip(outs, flows if flows is not None else itertools.repeat(None)):
         fn = out.grad_fn if isinstance(out, torch.Tensor) else None
         if fn is None or type(fn).__name__ != "CompiledFunctionBackward":
             continue
@@ -121,9 +141,18 @@ def _hook_shared_node(outs: Any, args: tuple, flows: list, every: frozenset) -> 
             node = fn
         elif fn is not node:
             return  # outputs of two nodes: nothing to say of either
-        slots[out.output_nr] = slots.get(out.output_nr, frozenset()) | flow
+        if flow is not None:
+            slots[out.output_nr] = slots.get(out.output_nr, frozenset()) | flow
     if node is None:
         return
+    if flows is None:
+        node.register_hook(_nothing_from_nothing)
+        return
+    for i, flow in written.items():  # the input's copy_ from the graph's output slot that holds its new value
+        fn = args[i].grad_fn if isinstance(args[i], torch.Tensor) else None
+        for next_fn, nr in fn.next_functions if fn is not None else ():
+            if next_fn is node:
+                slots[nr] = slots.get(nr, frozenset()) | flow
 
     def restrict(grad_inputs: tuple, grad_outputs: tuple) -> tuple | None:
         reached: frozenset = frozenset()
@@ -133,9 +162,11 @@ def _hook_shared_node(outs: Any, args: tuple, flows: list, every: frozenset) -> 
             if slot not in slots:  # a gradient through an output stillframe does not see (an alias's base)
                 return None
             reached |= slots[slot]
+        if not reached:
+            return (None,) * len(grad_inputs)
         if reached >= every:
             return None
-        edges = _edge_positions(node, args)
+        edges = _edge_positions(node, args, before)
         if len(grad_inputs) != len(edges):
             return None
         return tuple(None if at is not None and not at & reached else grad for grad, at in zip(grad_inputs, edges))
@@ -143,14 +174,22 @@ def _hook_shared_node(outs: Any, args: tuple, flows: list, every: frozenset) -> 
     node.register_hook(restrict)
 
 
-def _edge_positions(node: Any, args: tuple) -> list:
+def _nothing_from_nothing(grad_inputs: tuple, grad_outputs: tuple) -> tuple | None:
+    """A node hook: no gradient on (all ``None``) where none came in (every ``grad_outputs`` is ``None``)."""
+    if any(grad is not None for grad in grad_outputs):
+        return None
+    return (None,) * len(grad_inputs)
+
+
+def _edge_positions(node: Any, args: tuple, before: dict) -> list:
     """Per input edge of autograd ``node``, the positions among ``args`` of the tensor it leads to (a leaf's
-    ``AccumulateGrad``, or another tensor's ``grad_fn`` and output number); ``None`` for an edge to none of them.
-    One tensor passed twice has two positions."""
+    ``AccumulateGrad``, or another tensor's ``grad_fn`` and output number, as it was before the call where
+    ``before`` has it); ``None`` for an edge to none of them. One tensor passed twice has two positions."""
     positions: dict = {}
     for i, a in enumerate(args):
         if isinstance(a, torch.Tensor):
-            key = id(a) if a.grad_fn is None else (id(a.grad_fn), a.output_nr)
+            grad_fn, nr = before.get(i, (a.grad_fn, a.output_nr))
+            key = id(a) if grad_fn is None else (id(grad_fn), nr)
             positions[key] = positions.get(key, frozenset()) | {i}
     edges = []
     for fn, nr in node.next_functions:

@@ -1002,6 +1002,38 @@ def f(x, y, w, k):
 '''), compiler_for("stillframe", backend))
 
 
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_input_written_through_a_view_then_returned(backend):
+    # fuzz 37:188, cut down by hand: y is written with w through its diagonal and returned, t3 (from x) is an
+    # output of the same graph; AOTAutograd gives y its new value through a slot of the graph's node that no
+    # output of stillframe's names, so a backward through y gave x a zero grad on aot_eager
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t1 = y.diagonal()
+    t1.add_(w)
+    t3 = x * 2
+    print("k", k, file=BUF)
+    OUT.append(t3)
+    return y
+''', n=4), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_tensor_overwritten_in_a_later_graph(backend):
+    # fuzz 37:447, cut down by hand: t3 (from w) is a graph input that t3.fill_ overwrites; the node's edge for
+    # t3 leads to t3's history before the write (AOTAutograd's copy_ gives t3 a new grad_fn), so a backward
+    # through t6 alone gave w a zero grad on aot_eager
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t3 = w + 1
+    print("k", k, file=BUF)
+    t3.fill_(2.0)
+    t6 = x * 1
+    OUT.append(t3)
+    return (t6,)
+'''), compiler_for("stillframe", backend))
+
+
 # ------------------------------------------------------------------ found on aot_eager (issue 11)
 # Each program passes on the eager backend. On aot_eager it diverges: AOTAutograd makes one autograd node of a
 # graph and saves its own tensors for backward. Where torch.compile (aot_eager) diverges the same way, the

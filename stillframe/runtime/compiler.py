@@ -324,13 +324,13 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         with context:
             try:
                 compiled = _call_backend(backend, gm, examples, tracer)
-                if tracer.functional_backend:
-                    compiled = eager_input_grads(gm, compiled, lambda node: _root_of(tracer, node), examples)
             except Exception as e:
                 ops = passes.higher_order_ops(gm)
                 if not ops:
                     raise
                 raise BackendRejectedOps(ops) from e  # retried with those ops as graph breaks
+        if tracer.functional_backend:
+            compiled = eager_input_grads(gm, compiled, lambda node: _root_of(tracer, node), examples)
     t2 = time.perf_counter()
     if symbolic:  # after the backend: what it specialized (inductor may) is guarded too
         guards = guards + _shape_guards(tracer)

@@ -125,7 +125,8 @@ class StateCodegen:
         if self._stale(var):  # a backend's output view has a grad_fn; the view eager has here has none yet
             return self._once(("view", var.tid), f"{self.gen.const(compat.stale_view)}({out}._base, "
                               f"{out}.shape, {out}.stride(), {out}.storage_offset())", lambda name: "pass")
-        if meta.view_creation not in (compat.CreationMeta.DEFAULT, compat.CreationMeta.NO_GRAD_MODE):
+        if tx.functional_backend and \
+                meta.view_creation not in (compat.CreationMeta.DEFAULT, compat.CreationMeta.NO_GRAD_MODE):
             # (symbolic geometry) AOTAutograd remakes an output view as a plain view: one of split's outputs
             # would then take an in-place op that eager refuses
             return self._once(("view", var.tid), f"{self.gen.const(compat.recorded_as)}({out}, "

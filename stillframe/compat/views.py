@@ -94,9 +94,9 @@ def is_stale_view(t: torch.Tensor) -> bool:
 
 
 def recorded_as(view: torch.Tensor, creation: CreationMeta) -> torch.Tensor:
-    """``view``, with autograd's record of its making set to ``creation`` (a backend's output view that stands
-    for one of ``split``'s outputs, which AOTAutograd remakes as a plain view); a tensor that is not a view is
-    returned as it is."""
+    """``view``, with autograd's record of its making set to ``creation``: a backend's output view that stands
+    for one of ``split``'s outputs, or for a view made under ``no_grad``, which AOTAutograd remakes as a plain
+    view or as one made in its custom Function. A tensor that is not a view is returned as it is."""
     if view._is_view():
         torch._C._autograd._set_creation_meta(view, creation)
     return view

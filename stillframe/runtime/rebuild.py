@@ -125,10 +125,11 @@ class StateCodegen:
         if self._stale(var):  # a backend's output view has a grad_fn; the view eager has here has none yet
             return self._once(("view", var.tid), f"{self.gen.const(compat.stale_view)}({out}._base, "
                               f"{out}.shape, {out}.stride(), {out}.storage_offset())", lambda name: "pass")
-        if tx.functional_backend and \
-                meta.view_creation not in (compat.CreationMeta.DEFAULT, compat.CreationMeta.NO_GRAD_MODE):
-            # (symbolic geometry) AOTAutograd remakes an output view as a plain view: one of split's outputs
-            # would then take an in-place op that eager refuses
+        if tx.functional_backend and meta.view_creation != compat.CreationMeta.DEFAULT:
+            # AOTAutograd remakes an output view as a plain view, or as one made in its custom Function: one of
+            # split's outputs (symbolic geometry) would then take an in-place op that eager refuses, and one
+            # made under no_grad (the grads torch.autograd.grad returns) would refuse it with another message
+            # (fuzz 37:35)
             return self._once(("view", var.tid), f"{self.gen.const(compat.recorded_as)}({out}, "
                               f"{self.gen.const(meta.view_creation)})", lambda name: "pass")
         return out

@@ -928,6 +928,16 @@ def f(x, y, w, k):
     g3, = torch.autograd.grad(t2.sum(), [w], retain_graph=True)
     g3.copy_(w)
 ''', n=4, ks=(3, 2, 2)), compiler_for("stillframe", backend))
+    # the program as generated: with a graph before the grad, AOTAutograd returned it as a view made in its
+    # custom Function, and autograd's refusal gave another message
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t1 = x * STATE.get('n', 0)
+    t2 = w - x
+    g3, = torch.autograd.grad(t2.sum(), [w], retain_graph=True)
+    g3.copy_(w)
+    t4 = t1.pow(2)
+''', n=4, ks=(3, 2, 2)), compiler_for("stillframe", backend))
 
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])

@@ -11,8 +11,9 @@ same way.
 call puts a hook on the node its outputs share, and a backward through it passes on a gradient only to the
 inputs that some output whose gradient is defined is computed from; the others get none (``None``: autograd
 accumulates nothing), as in eager. What an output is computed from is read off the FX graph's data flow, which
-covers every autograd path; a graph where data flow does not tell (a node writes a tensor in place, or the
-graph holds subgraphs) is left as it is.
+covers every autograd path (a higher-order op's output counts as computed from all its operands); a graph
+where data flow does not tell (a node writes in place without saying what) gets only the weaker hook of
+:func:`eager_input_grads`.
 """
 
 from __future__ import annotations
@@ -40,6 +41,18 @@ def _may_write(node: torch.fx.Node) -> bool:
     return name.endswith("_") and not name.startswith("_") or name in ("__setitem__", "batch_norm", "instance_norm")
 
 
+def _subgraph_may_write(sub: Any) -> bool:
+    """Whether subgraph ``sub`` (a ``GraphModule``, else it may) or one it calls looks like it writes a tensor in
+    place: its op's call would then write what its data flow does not show."""
+    if not isinstance(sub, torch.fx.GraphModule):
+        return True
+    for node in sub.graph.nodes:
+        if node.op == "call_module" or _may_write(node) or node.kwargs.get("dirty_idx") or \
+                node.op == "get_attr" and _subgraph_may_write(getattr(sub, node.target, None)):
+            return True
+    return False
+
+
 def input_dependencies(gm: torch.fx.GraphModule,
                        root_of: Callable[[torch.fx.Node], Any]) -> tuple[list[frozenset], dict] | None:
     """Per output of ``gm`` (its one tuple output), the positions of the placeholders it is computed from; and
@@ -48,8 +61,10 @@ def input_dependencies(gm: torch.fx.GraphModule,
     Follows FX data flow, and writes: a node that writes in place records, in ``node.meta["writes"]``, the
     autograd roots (base tensors, by the trace's identity) of what it writes (``tensors/ops.py``), and every
     later read of a tensor with one of those roots (``root_of(node)``: the base, or a view of it) is computed
-    from what the write was. ``None`` where that may miss a path: a node writes without saying what, or the
-    graph calls a submodule or a subgraph (``get_attr``)."""
+    from what the write was. A higher-order op (its subgraphs are ``get_attr`` nodes) counts as computed from
+    all its operands, a superset. ``None`` where that may miss a path: a node writes without saying what (an
+    ``autograd.Function`` that marks an input dirty, a subgraph that looks like it writes), or the graph calls a
+    submodule."""
     placeholders: dict = {}
     flows: dict = {}
     written: dict = {}  # root -> what the writes into it so far were computed from
@@ -58,15 +73,19 @@ def input_dependencies(gm: torch.fx.GraphModule,
         if node.op == "placeholder":
             placeholders[node] = len(placeholders)
             flows[node] = frozenset((placeholders[node],))
-        elif node.op in ("get_attr", "call_module"):
+        elif node.op == "call_module":
             return None
+        elif node.op == "get_attr":  # a higher-order op's subgraph: its call reads the op's operands only
+            if _subgraph_may_write(getattr(gm, node.target, None)):
+                return None
+            flows[node] = frozenset()
         elif node.op == "output":
             outputs = node.args[0]
         else:
             flow = frozenset().union(*(flows[arg] | written.get(root_of(arg), frozenset())
                                        for arg in node.all_input_nodes))
             roots = node.meta.get("writes")
-            if roots is None and _may_write(node):
+            if roots is None and (_may_write(node) or node.kwargs.get("dirty_idx")):  # (a Function's mark_dirty)
                 return None
             for root in roots or ():
                 written[root] = written.get(root, frozenset()) | flow

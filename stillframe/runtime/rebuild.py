@@ -125,14 +125,28 @@ class StateCodegen:
         if self._stale(var):  # a backend's output view has a grad_fn; the view eager has here has none yet
             return self._once(("view", var.tid), f"{self.gen.const(compat.stale_view)}({out}._base, "
                               f"{out}.shape, {out}.stride(), {out}.storage_offset())", lambda name: "pass")
-        if tx.functional_backend and meta.view_creation != compat.CreationMeta.DEFAULT:
-            # AOTAutograd remakes an output view as a plain view, or as one made in its custom Function: one of
-            # split's outputs (symbolic geometry) would then take an in-place op that eager refuses, and one
-            # made under no_grad (the grads torch.autograd.grad returns) would refuse it with another message
-            # (fuzz 37:35)
+        if tx.functional_backend and self._made_otherwise(meta):
             return self._once(("view", var.tid), f"{self.gen.const(compat.recorded_as)}({out}, "
                               f"{self.gen.const(meta.view_creation)})", lambda name: "pass")
         return out
+
+    def _made_otherwise(self, meta: TensorMeta) -> bool:
+        """Whether AOTAutograd's output for the view ``meta`` describes may record its making otherwise than eager
+        does, so that an in-place op on it, or on its base, raises where eager's does not (or with another
+        message). It remakes an output view as a plain view, or as one made in its custom Function, or under
+        no_grad: one of split's outputs (symbolic geometry) would then take an in-place op that eager refuses;
+        in a call in grad mode, a view made under no_grad (the grads ``torch.autograd.grad`` returns) would
+        refuse one with another message (fuzz 37:35), and a view made in grad mode of a base that requires no
+        grad would refuse a write to its base that gives it history (a Function that marks its base dirty)."""
+        CreationMeta = compat.CreationMeta
+        if meta.base is None or meta.view_creation == CreationMeta.INFERENCE_MODE:
+            return False
+        if meta.view_creation not in (CreationMeta.DEFAULT, CreationMeta.NO_GRAD_MODE):
+            return True
+        if not self.tracer.entry_grad_enabled:  # an inference call: AOTAutograd's views are made under no_grad too
+            return False
+        return meta.view_creation == CreationMeta.NO_GRAD_MODE or \
+            not self.tracer.state.heap[meta.base].meta.requires_grad
 
     def _view_maker(self, var: TensorVariable, meta: TensorMeta) -> Callable | None:
         """How to make the view ``var`` again from its base, with the geometry the trace gave it, where the

@@ -88,6 +88,7 @@ class Tracer:
 
     def __init__(self, root: Frame | None, fake_mode: Any, grad_enabled: bool, real_steps: Container[str] = ()):
         self.state = TraceState(frames=(root,) if root is not None else (), grad_enabled=grad_enabled)
+        self.entry_grad_enabled = grad_enabled  # the grad mode the graph is called in
         self.real_steps = real_steps  # opnames the runtime can execute for real: where a graph break may stop
         self.fullgraph = False
         self.graph_break: GraphBreak | None = None  # set when run() stopped at a graph break

@@ -997,6 +997,72 @@ def f(x, y, w, k):
 
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_backward_beside_an_autograd_function_leaves_its_input_without_grad(backend):
+    # fuzz 37:819: t1 = Twice.apply(w) is a subgraph call in the graph the backward breaks; the backward through
+    # x.sum() alone gave w a zero grad on aot_eager (data flow was not read through a higher-order op)
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t1 = Twice.apply(w)
+    torch.autograd.backward([x.sum()], retain_graph=True)
+    for i11 in range(k):
+        t16 = t1.detach()
+    return t16
+'''), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_view_of_a_base_a_function_marks_dirty_after_the_graph(backend):
+    # v = t1[0] is made in grad mode while t1 requires no grad; the Function (run for real: t1 has a view) then
+    # writes t1 with w, so eager's v takes history lazily. AOTAutograd returned v as a view made in its custom
+    # Function or under no_grad, so reading its grad_fn raised (torch.compile raises internally)
+    assert_like_eager(program('''
+class AddInto(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t, u):
+        ctx.mark_dirty(t)
+        return t.add_(u)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, g
+
+
+def f(x, y, w, k):
+    t1 = y * 1.0
+    v = t1[0]
+    AddInto.apply(t1, w)
+    t3 = x * 3
+    v.sum().backward(retain_graph=True)
+    return t3, v
+'''), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_returned_view_of_an_intermediate_that_requires_no_grad_takes_a_write_with_history(backend):
+    # found beside the test above: a graph with an input that requires grad returns u[0], u requiring no grad;
+    # AOTAutograd returned it as a view made under no_grad, so u0.add_(w) after the call raised where eager
+    # gives u0 history
+    def f(x, y):
+        u = y * 2
+        return x * 2, u[0]
+
+    results = []
+    for fn in (f, stillframe.compile(f, backend=backend)):
+        torch.manual_seed(0)
+        x, y = torch.randn(4, 4, requires_grad=True), torch.randn(4, 4)
+        w = torch.ones(4, requires_grad=True)
+        _, u0 = fn(x, y)
+        u0.add_(w)
+        (u0 * torch.arange(4.0)).sum().backward()
+        results.append((u0.detach(), u0.requires_grad, u0.is_leaf, w.grad, x.grad))
+    (value, requires_grad, is_leaf, w_grad, x_grad), compiled = results
+    torch.testing.assert_close(compiled[0], value)
+    assert compiled[1:3] == (requires_grad, is_leaf) == (True, False)
+    torch.testing.assert_close(compiled[3], w_grad)
+    assert compiled[4] is None and x_grad is None
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_write_through_a_view_reaches_what_the_base_is_computed_from(backend):
     # a write through a view (v.copy_(w): later reads of t1 name t1's own node, not the copy's) makes t1
     # computed from w too: a backward through t1 alone must give w its gradient, and y none

@@ -303,6 +303,9 @@ class CompiledFunction:
         cont.reroute = self._router
         if cont.step():
             return cont.returned
+        if cont.handling is not None:  # inside an `except` block of the user's: on for real until POP_EXCEPT
+            cont.concrete = True      # (as runtime/live.py runs a handler a real step's exception reached)
+            return cont
         key = cont.key()
         entries = self._cache.get(key)
         if entries is None:

@@ -281,9 +281,14 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
                         tracer.graph.call_function(torch.amp.autocast_mode._exit_autocast, (value.node,), {}, None)
             hints = _dynamic_hints(tracer) if tracer.fake_mode.shape_env is not None else {}
             hints.update(_loop_counter_hint(tracer))
+            handling = tracer.state.handling
+            # a break inside a traced `except` block: the continuation knows the exception being handled (a bare
+            # `raise`, implicit chaining), and runs the rest of the block instruction by instruction (api._resume)
             result_expr = (f"{codegen.gen.const(live.Continuation)}({codegen.frames()}, "
                            f"{codegen.gen.const(tracer.graph_break)}"
-                           + (f", dynamic={codegen.gen.const(hints)})" if hints else ")"))
+                           + (f", dynamic={codegen.gen.const(hints)}" if hints else "")
+                           + (f", handling={codegen.expr(handling)}" if handling is not None else "")
+                           + ")")
         codegen.side_effects()
         if tracer.state.grad_enabled != torch.is_grad_enabled() or any(
                 n.target is compat.set_grad_enabled for n in tracer.graph.graph.nodes):

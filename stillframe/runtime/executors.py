@@ -58,7 +58,46 @@ def _call(cont: Continuation, frame: LiveFrame, fn: Any, args: list, kwargs: dic
         fn = cont.reroute(fn)
     if fn is super and not args and not kwargs:
         args = _zero_argument_super(frame)
+    elif type(fn) is types.BuiltinFunctionType and fn in _FRAME_READERS and not args and not kwargs:
+        frame.stack.append(_FRAME_READERS[fn](frame))
+        return
+    if isinstance(cont.handling, BaseException):
+        frame.stack.append(_handling(cont.handling, frame_trampoline(frame, "call"), fn, args, kwargs))
+        return
     frame.stack.append(frame_trampoline(frame, "call")(fn, args, kwargs))
+
+
+def _handling(exc: BaseException, step: Callable, fn: Any, args: list, kwargs: dict) -> Any:
+    """``step(fn, args, kwargs)`` made while ``exc`` is being handled, as the user's ``except`` block makes it:
+    ``sys.exc_info()``, ``traceback.format_exc()`` and ``logging.exception`` see ``exc``, and an exception the
+    call raises has it as ``__context__``. ``exc``'s traceback is left as it was."""
+    tb = exc.__traceback__
+    try:
+        raise exc
+    except BaseException:
+        exc.__traceback__ = tb
+        return step(fn, args, kwargs)
+
+
+def _frame_locals(frame: LiveFrame) -> dict:
+    """``locals()`` of the user's frame: its bound local variables, then its bound cell and free variables, in
+    CPython's order (a real step's caller is stillframe's own frame, whose locals eager never shows)."""
+    code = frame.code.code
+    found = {}
+    for name in dict.fromkeys(code.co_varnames + code.co_cellvars + code.co_freevars):
+        if name in frame.cells:
+            try:
+                found[name] = frame.cells[name].cell_contents
+            except ValueError:  # an empty cell: unbound
+                pass
+        elif name in frame.locals and frame.locals[name] is not NULL:
+            found[name] = frame.locals[name]
+    return found
+
+
+#: Builtins that, called without arguments, read their caller's frame: answered from the user's frame.
+_FRAME_READERS: dict = {locals: _frame_locals, vars: _frame_locals, globals: lambda frame: frame.globals,
+                        dir: lambda frame: sorted(_frame_locals(frame))}
 
 
 def _zero_argument_super(frame: LiveFrame) -> list:

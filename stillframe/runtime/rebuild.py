@@ -311,9 +311,12 @@ class StateCodegen:
     def frames(self) -> str:
         """The live call stack at a break: a list of ``LiveFrame`` expressions, outermost first."""
         parts = []
-        for frame in self.tracer.state.frames:
+        frames = self.tracer.state.frames
+        for depth, frame in enumerate(frames):
             stack = self._items(frame.stack)
-            live_names = live_locals(frame.code, frame.ip)  # a dead local is not rebuilt (nor a graph output)
+            # a dead local is not rebuilt (nor a graph output). A caller's frame is mid-call at ip - 1: what is
+            # live before that instruction includes its exception handler's reads, should the callee raise
+            live_names = live_locals(frame.code, frame.ip if depth == len(frames) - 1 else frame.ip - 1)
             kept = [(k, v) for k, v in frame.locals.items() if live_names is None or k in live_names or
                     k not in frame.code.code.co_varnames]
             locals_ = "{" + ", ".join(f"{k!r}: {self.expr(v)}" for k, v in kept) + "}"
@@ -388,7 +391,9 @@ def _rebuild_constant(cg: StateCodegen, var: ConstantVariable) -> str:
     if isinstance(v, BaseException) and var.source is None:
         # made in the trace (`raise ValueError(...)`): a new one per call, as eager makes it, never one object
         # raised by every call (its traceback grew by one call's frames each time)
-        return f"{cg.gen.const(_fresh_exception)}({cg.gen.const(v)})"
+        # (one copy per exception, however many places hold it: `e` and the exception being handled)
+        return cg._once(("exception", id(v)), f"{cg.gen.const(_fresh_exception)}({cg.gen.const(v)})",
+                        lambda name: "pass")
     return cg.gen.const(v)
 
 
@@ -401,6 +406,8 @@ def _fresh_exception(exc: BaseException) -> BaseException:
         return exc
     fresh.__cause__, fresh.__context__ = exc.__cause__, exc.__context__  # the chaining the trace gave it
     fresh.__suppress_context__ = exc.__suppress_context__
+    if isinstance(getattr(exc, "__notes__", None), list):  # (copy.copy shares the list add_note appends to)
+        fresh.__notes__ = list(exc.__notes__)
     return fresh
 
 

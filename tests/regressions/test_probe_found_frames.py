@@ -1,0 +1,95 @@
+"""Regressions found by hand-written parity probes (session 28): a break in a callee or in an ``except`` block,
+and builtins that read their caller's frame. Each is compared with eager on both backends."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+
+from stillframe.check.parity import assert_parity
+
+BACKENDS = ["eager", "aot_eager"]
+BUF = io.StringIO()
+
+
+def _args(i=0):
+    return (torch.randn(2, 3) + i,)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_local_read_only_by_the_handler_of_a_call_that_breaks_and_raises(backend):
+    # `x` is read only by the handler of `return inner(x)`; at the break inside inner, the caller's frame stood
+    # past the call (its return), where x is dead, so x was not rebuilt and the handler raised UnboundLocalError
+    def fn(x):
+        def inner(t):
+            print("inner", file=BUF)
+            raise RuntimeError("boom")
+
+        try:
+            return inner(x)
+        except RuntimeError as e:
+            return x + 1, str(e)
+
+    assert_parity(fn, _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bare_raise_after_a_break_inside_an_except_block(backend):
+    # the continuation of a break inside `except KeyError:` did not know the exception being handled, so the
+    # bare `raise` after it raised TypeError: exceptions must derive from BaseException
+    def fn(x):
+        try:
+            try:
+                raise KeyError("k")
+            except KeyError:
+                print("handling", file=BUF)
+                y = x * 2
+                raise
+        except KeyError as e:
+            return y + 1, repr(e)
+
+    assert_parity(fn, _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_raise_inside_an_except_block_after_a_break_chains_the_handled_exception(backend):
+    # a new exception raised in an `except` block after a break has the handled one as __context__, as eager
+    def fn(x):
+        try:
+            try:
+                raise KeyError("k")
+            except KeyError:
+                print("handling", file=BUF)
+                raise ValueError("v")
+        except ValueError as e:
+            return x - 1, repr(e.__context__), e.__suppress_context__
+
+    assert_parity(fn, _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_locals_globals_vars_and_dir_read_the_users_frame(backend):
+    # run for real, locals() returned the locals of stillframe's call helper (['______', '___a', ...]) and
+    # globals() its globals
+    def fn(x):
+        a = 1
+        y = x + a
+        return y, sorted(locals()), "BUF" in globals(), sorted(vars()), dir(), locals()["a"]
+
+    assert_parity(fn, _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_locals_sees_closure_cells(backend):
+    def fn(x):
+        c = x * 2
+
+        def inner():
+            return c
+
+        names = sorted(locals())
+        return inner() + 1, names
+
+    assert_parity(fn, _args, backend=backend, calls=3)

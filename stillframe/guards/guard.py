@@ -94,16 +94,18 @@ _RESUMED = re.compile(r"L\['(\d+:(?:cell:)?[^']+)'\]")
 
 def user_names(text: str) -> str:
     """Guard text with the names of a resumed call stack as a user reads them, as torch.compile's resume
-    functions name them: ``L['0:y']`` (local ``y`` of frame 0) is ``L['y']``, ``L['0:s4']`` (slot 4 of its
+    functions name them: ``L['0:y']`` (local ``y`` of frame 0) is ``L['y']``, ``L['0:stack:4']`` (slot 4 of its
     value stack) is ``L['___stack4']``. The guard code itself keeps the full names."""
     return _RESUMED.sub(lambda match: f"L[{_user_local(match.group(1))!r}]", text)
 
 
 def _user_local(local: str) -> str:
     """A name of a resumed call stack without its frame (``'0:y'`` is ``'y'``), a stack slot as torch names
-    it (``'0:s4'`` is ``'___stack4'``)."""
-    local = local.split(":")[-1]
-    return "___stack" + local[1:] if local[:1] == "s" and local[1:].isdigit() else local
+    it (``'0:stack:4'`` is ``'___stack4'``; see ``runtime/live.stack_name``)."""
+    parts = local.split(":")
+    if len(parts) == 3 and parts[1] == "stack":
+        return "___stack" + parts[2]
+    return parts[1] if len(parts) == 3 and parts[1] == "yields" else parts[-1]
 
 
 def actual(value: Any) -> str:

@@ -120,9 +120,9 @@ def start_resume(cont: live.Continuation, L: dict, shapes: ShapePolicy | None = 
         tracer.state = tracer.state.replace(frames=tracer.state.frames)
         stack = tuple(LazyArgument(v, _stack_source(i, j, v, read_from_tensor and i == len(cont.frames) - 1
                                                     and j == len(f.stack) - 1)) if is_lazy_scalar(v) else
-                      wrap(tracer, v, LocalSource(f"{i}:s{j}")) for j, v in enumerate(f.stack))
+                      wrap(tracer, v, LocalSource(live.stack_name(i, j))) for j, v in enumerate(f.stack))
         yields = None if f.yields is None else tuple(
-            wrap(tracer, v, GetItemSource(LocalSource(f"{i}:yields"), k)) for k, v in enumerate(f.yields))
+            wrap(tracer, v, GetItemSource(LocalSource(live.yields_name(i)), k)) for k, v in enumerate(f.yields))
         frames = list(tracer.state.frames)
         frames[i] = frames[i].with_stack(stack)._with(kw_names=tuple(f.kw_names), yields=yields)
         tracer.state = tracer.state.replace(frames=tuple(frames))
@@ -146,8 +146,8 @@ def _stack_source(i: int, j: int, value: Any, read_from_tensor: bool) -> LocalSo
     """Where a resumed trace reads stack slot ``j`` of frame ``i``; a float the real step just produced as
     data (see :func:`_produced_data`) is a ScalarOutputSource (never guarded by value)."""
     if read_from_tensor and type(value) is float:
-        return ScalarOutputSource(f"{i}:s{j}")
-    return LocalSource(f"{i}:s{j}")
+        return ScalarOutputSource(live.stack_name(i, j))
+    return LocalSource(live.stack_name(i, j))
 
 
 def _global_guards(tracer: Tracer) -> None:
@@ -458,7 +458,7 @@ def _symbolic_example(tracer: Tracer, tid: int, value: Any) -> Any:
 
 def _dynamic_hints(tracer: Tracer) -> dict:
     """What is symbolic among the live values at a graph break, by the name of the source the resumed trace
-    reads each from (``L['0:x']``, ``L['0:s2']``): see ``Continuation.dynamic``."""
+    reads each from (``L['0:x']``, ``L['0:stack:2']``): see ``Continuation.dynamic``."""
     hints: dict = {}
 
     def hint(name: str, var: Any) -> None:
@@ -474,13 +474,13 @@ def _dynamic_hints(tracer: Tracer) -> dict:
         for name, var in frame.locals.items():
             hint(f"{i}:{name}", var)
         for j, var in enumerate(frame.stack):
-            hint(f"{i}:s{j}", var)
+            hint(live.stack_name(i, j), var)
     return hints
 
 
 def _loop_counter_hint(tracer: Tracer) -> dict:
     """At a loop whose body broke the graph, the next item is taken for real (a ``loop_iteration`` break) and
-    pushed where the resumed trace reads it (``L['0:s1']``). Where the items still to come are ints (a counter:
+    pushed where the resumed trace reads it (``L['0:stack:1']``). Where the items still to come are ints (a counter:
     ``for i in range(n)``), the item is an int that changed at that point of the code since this trace saw the
     previous one, so automatic dynamic makes it symbolic from the resumed code's first trace
     (``"loop"``; ``dynamic=False`` keeps it static) instead of tracing the body once more for the second value,
@@ -495,7 +495,7 @@ def _loop_counter_hint(tracer: Tracer) -> dict:
     rest = it.values[live_iterator_index(tracer, it):]
     if not rest or any(type(v) is not int for v in rest):
         return {}
-    return {LocalSource(f"{len(frames) - 1}:s{len(top.stack)}").name: "loop"}
+    return {LocalSource(live.stack_name(len(frames) - 1, len(top.stack))).name: "loop"}
 
 
 def _shape_guards(tracer: Tracer) -> list[Guard]:

@@ -6,7 +6,7 @@ the plan's exit rebuilds every frame of the symbolic call stack as a
 outputs), and :meth:`Continuation.step` executes that one instruction for
 real with its executor (:mod:`stillframe.runtime.executors`). Tracing then resumes at the next
 instruction: :func:`flatten` names every live value (``'0:x'`` is local ``x``
-of the outermost frame, ``'1:s2'`` the third stack slot of the frame it
+of the outermost frame, ``'1:stack:2'`` the third stack slot of the frame it
 called), and the resumed trace reads them through those names, so it is
 guarded and cached like any other entry, keyed by :meth:`Continuation.key`.
 
@@ -116,16 +116,28 @@ class Continuation:
             self.returned = value
 
 
+def stack_name(i: int, j: int) -> str:
+    """The name of stack slot ``j`` of frame ``i`` in a resumed trace's ``L``. A local's name is ``'{i}:{name}'``,
+    and no identifier holds a ``:``, so no local can take a slot's name (a local ``s0`` did: fuzz-free probe,
+    silent wrong values)."""
+    return f"{i}:stack:{j}"
+
+
+def yields_name(i: int) -> str:
+    """The name of the values frame ``i`` (a generator's) yielded but its consumer has not taken yet."""
+    return f"{i}:yields:"
+
+
 def flatten(frames: list) -> dict:
     """Name every live value of a call stack (the ``L`` of a resumed trace)."""
     L: dict[str, Any] = {}
     for i, f in enumerate(frames):
         for j, v in enumerate(f.stack):
-            L[f"{i}:s{j}"] = v
+            L[stack_name(i, j)] = v
         for name, v in f.locals.items():
             L[f"{i}:{name}"] = v
         for name, cell in f.cells.items():
             L[f"{i}:cell:{name}"] = cell
         if f.yields is not None:
-            L[f"{i}:yields"] = f.yields
+            L[yields_name(i)] = f.yields
     return L

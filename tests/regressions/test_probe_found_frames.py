@@ -93,3 +93,36 @@ def test_locals_sees_closure_cells(backend):
         return inner() + 1, names
 
     assert_parity(fn, _args, backend=backend, calls=3)
+
+
+@torch.compiler.disable
+def _opaque():
+    return torch.ones(3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_locals_named_like_stack_slots_at_a_break(backend):
+    # a resumed trace named stack slot j of frame i '{i}:s{j}', as it names local s0 '{i}:s0': the local
+    # overwrote the slot, so y read s0's value (silently), and a = _opaque() read s0's tensor
+    def fn(x):
+        s0 = 3
+        s1 = x * 2
+        y = x.sum().item()
+        a = _opaque()
+        yields = x - 1
+        return s0, y, a, s1, yields
+
+    assert_parity(fn, _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_generator_state_saved_in_a_local_named_s0(backend):
+    def fn(x):
+        g = torch.Generator().manual_seed(3)
+        s0 = g.get_state()
+        a = torch.rand(3, generator=g)
+        g.set_state(s0)
+        b = torch.rand(3, generator=g)
+        return x + a.sum(), a, b
+
+    assert_parity(fn, _args, backend=backend, calls=3)

@@ -283,7 +283,8 @@ def _module_globals(key: str) -> dict:
 def _global_hooks_empty() -> bool:
     from torch.nn.modules import module as _m
 
-    return not (_m._global_forward_hooks or _m._global_forward_pre_hooks)
+    return not (_m._global_forward_hooks or _m._global_forward_pre_hooks or _m._global_backward_hooks or
+                _m._global_backward_pre_hooks)
 
 
 class GuardCodegen:

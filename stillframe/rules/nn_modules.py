@@ -39,9 +39,19 @@ def module_hooks_guard(tx: Any, mod: NNModuleVariable) -> None:
     tx.add_guard(Guard(None, "GLOBAL", ("global_hooks", True)))
 
 
+def global_module_hooks() -> bool:
+    """Whether process-wide module hooks are registered (``nn.Module.__call__`` runs them on every module)."""
+    m = torch.nn.modules.module
+    return bool(m._global_forward_hooks or m._global_forward_pre_hooks or m._global_backward_hooks or
+                m._global_backward_pre_hooks)
+
+
 def call_module(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> None:
     """``module(*args)`` as ``nn.Module.__call__`` does it: forward pre-hooks, ``forward``, forward hooks."""
     module = mod.module
+    if global_module_hooks():
+        tx.unsupported("module_hooks", f"calling {type(module).__name__} while global module hooks are registered "
+                       "(torch.nn.modules.module.register_module_*_hook)", ("the module call runs for real",))
     if module._backward_hooks or module._backward_pre_hooks or getattr(module, "_forward_hooks_always_called", None):
         tx.unsupported("module_hooks", f"calling {type(module).__name__} that has backward hooks",
                        ("forward hooks and forward pre-hooks are supported",))

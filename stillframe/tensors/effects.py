@@ -204,6 +204,15 @@ def never_traced(target: Any) -> str | None:
 # keyed by a handle id that grows on every registration (traced through, each call's new id made a new plan).
 RUNS_FOR_REAL_PACKAGES = ("torch.optim", "torch.utils.hooks")
 
+# Functions that register process-wide module hooks (``nn.modules.module``'s global dicts, which every module call
+# reads): traced through, the registration was a pending write the trace's module calls did not see.
+RUNS_FOR_REAL_FUNCTIONS = frozenset(
+    getattr(torch.nn.modules.module, name) for name in (
+        "register_module_forward_hook", "register_module_forward_pre_hook", "register_module_backward_hook",
+        "register_module_full_backward_hook", "register_module_full_backward_pre_hook",
+        "register_module_buffer_registration_hook", "register_module_module_registration_hook",
+        "register_module_parameter_registration_hook") if hasattr(torch.nn.modules.module, name))
+
 
 # Ops whose success depends on tensor *values*: an integer index out of range raises only when the graph runs
 # (a fake tensor cannot tell), after the trace has moved past the user's ``try``; inside a try whose except may
@@ -234,6 +243,8 @@ def _integer_tensor(value: Any) -> bool:
 
 def runs_for_real(target: Any) -> str | None:
     """Why a call of ``target`` (any callable) must break the graph and run for real, or ``None``."""
+    if hashable_key(target) in RUNS_FOR_REAL_FUNCTIONS:
+        return f"{target.__name__} registers a hook every module call reads: it runs for real"
     module = getattr(target, "__module__", None)
     if not isinstance(module, str):
         return None

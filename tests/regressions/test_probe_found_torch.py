@@ -1,0 +1,69 @@
+"""Regressions found by hand-written parity probes of torch APIs (session 28). Each is compared with eager on
+both backends."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+from torch.nn.modules import module as nn_module
+
+import stillframe
+from stillframe.check.parity import assert_parity
+
+BACKENDS = ["eager", "aot_eager"]
+
+
+def _linear_args(i=0):
+    torch.manual_seed(i)
+    return (nn.Linear(3, 2), torch.randn(4, 3, requires_grad=True))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_global_forward_hook_registered_inside(backend):
+    # register_module_forward_hook was traced through (a pending write to torch's global dict the trace's
+    # module call never read): the hook never ran
+    def fn(m, x):
+        handle = nn_module.register_module_forward_hook(lambda mod, args, out: out + 100)
+        y = m(x)
+        handle.remove()
+        return y.sum()
+
+    assert_parity(fn, _linear_args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", ["forward", "forward_pre", "full_backward"])
+def test_global_module_hooks_registered_outside(backend, kind):
+    # the trace of a module call ignored global hooks registered before the call (their guard said none)
+    seen = []
+    hooks = {"forward": lambda: nn_module.register_module_forward_hook(lambda mod, args, out: out * 3),
+             "forward_pre": lambda: nn_module.register_module_forward_pre_hook(lambda mod, args: (args[0] * 0,)),
+             "full_backward": lambda: nn_module.register_module_full_backward_hook(
+                 lambda mod, gin, gout: seen.append(type(mod).__name__))}
+
+    def fn(m, x):
+        y = m(x).sum()
+        y.backward(retain_graph=True)
+        return y
+
+    handle = hooks[kind]()
+    try:
+        assert_parity(fn, _linear_args, backend=backend, calls=3)
+        if kind == "full_backward":  # (both sides' backward hooks ran: 3 calls each, plus the checker's own)
+            assert seen.count("Linear") >= 6
+    finally:
+        handle.remove()
+
+
+def test_global_hook_removed_after_compiling_is_not_kept():
+    # a plan traced while a global hook was registered does not keep calling it once it is removed
+    m, x = _linear_args()
+    compiled = stillframe.compile(lambda m, x: m(x).sum(), backend="eager")
+    handle = nn_module.register_module_forward_hook(lambda mod, args, out: out + 100)
+    try:
+        with_hook = compiled(m, x)
+    finally:
+        handle.remove()
+    torch.testing.assert_close(with_hook, m(x).sum() + 100 * 8)  # (4 x 2 outputs, each + 100)
+    torch.testing.assert_close(compiled(m, x), m(x).sum())

@@ -22,10 +22,18 @@ from .effects import hashable_key
 RUNS_FOR_REAL = ("the graph before it runs, then the call itself, then tracing resumes",)
 
 
-def refuse_writes_aot_cannot_take(tx: Any, kind: str, target: Any, args: tuple, roots: list, views: list,
-                                  describe: str) -> None:
+def refuse_writes_aot_cannot_take(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict, roots: list,
+                                  views: list, describe: str) -> None:
     """Break the graph before an in-place op (``describe``, writing alias ``roots`` and ``views``) that an
     AOTAutograd backend would get wrong or refuse; call only where ``tx.functional_backend``."""
+    name = _method_name(kind, target)
+    if name in ("resize_", "resize_as_"):
+        tx.unsupported("unsupported_call", f"{describe} resizes a tensor's storage: AOTAutograd's functionalization "
+                       "refuses to grow one that it has made a view (torch.compile breaks here too)", RUNS_FOR_REAL)
+    if name == "random_" and (len(args) > 1 or kwargs):
+        tx.unsupported("unsupported_call", f"{describe} with bounds: AOTAutograd's graph names the overload "
+                       "aten.random_.from, a Python keyword, and its code does not compile (torch.compile breaks "
+                       "here too)", RUNS_FOR_REAL)
     if _masked_write(tx, kind, target, args):
         tx.unsupported("data_dependent", f"{describe} writes through a boolean mask: AOTAutograd turns it into "
                        "nonzero(), whose output shape depends on data",
@@ -107,8 +115,13 @@ SHAPE_ONLY_METHODS = frozenset({"unsqueeze_", "squeeze_", "t_", "transpose_", "s
                                 "as_strided_"})
 
 
+def _method_name(kind: str, target: Any) -> str:
+    """The name of the tensor method (or function) a node calls."""
+    return target if kind == "call_method" else getattr(target, "__name__", "")
+
+
 def _shape_only(kind: str, target: Any) -> bool:
-    return (target if kind == "call_method" else getattr(target, "__name__", "")) in SHAPE_ONLY_METHODS
+    return _method_name(kind, target) in SHAPE_ONLY_METHODS
 
 
 def note_input_writes(tx: Any, kind: str, target: Any, tids: tuple) -> None:

@@ -214,7 +214,7 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
                 meta = tx.state.heap[tid].meta
                 fresh[tid] = fresh_view(fresh[meta.base], meta, tid in stale)
     if mutated and tx.functional_backend:
-        refuse_writes_aot_cannot_take(tx, kind, target, args, roots, views, _describe(kind, target))
+        refuse_writes_aot_cannot_take(tx, kind, target, args, kwargs, roots, views, _describe(kind, target))
     if mutated and _overlapping_write(tx, mutated, args, kwargs):
         refused = _probe_overlap(tx, kind, target, args, kwargs)
         if refused is not None:

@@ -67,3 +67,31 @@ def test_global_hook_removed_after_compiling_is_not_kept():
         handle.remove()
     torch.testing.assert_close(with_hook, m(x).sum() + 100 * 8)  # (4 x 2 outputs, each + 100)
     torch.testing.assert_close(compiled(m, x), m(x).sum())
+
+
+def _tensor_args(i=0):
+    return (torch.randn(6) + i,)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_random_with_bounds(backend):
+    # captured whole, t.random_(0, 7) reached AOTAutograd as aten.random_.from, a Python keyword in its generated
+    # code: BackendCompilerFailed (SyntaxError) reached the user
+    def fn(x):
+        t = torch.empty(6)
+        u = torch.empty(6)
+        return t.random_(0, 7) + x, u.random_(10) * 2, x.clone().random_()
+
+    assert_parity(fn, _tensor_args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_resize_of_an_intermediate_that_grows(backend):
+    # AOTAutograd's functionalization refused to grow a tensor it had made a view (BackendCompilerFailed)
+    def fn(y):
+        z = y.clone()
+        z.resize_(2, 2)
+        z.resize_(3, 5)
+        return z.shape, z[:1, :2] * 2
+
+    assert_parity(fn, lambda i=0: (torch.randn(4, 3) + i,), backend=backend, calls=3)

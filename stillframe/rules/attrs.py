@@ -55,8 +55,8 @@ from ..variables.objects import (DELETED, ContainerMethodVariable, DICT_BASES, O
 from . import calls, frames, nn_modules, numpy_interop, type_checks
 from .protocol import Protocol
 from .disable import compiled_original
-from .objects import (MISSING, _static_lookup, _static_lookup_type, function_attr_key, pending_attr, real_object,
-                      slots_refuse)
+from .objects import (MISSING, _static_lookup, _static_lookup_type, data_descriptor, descriptor_call, function_attr_key,
+                      is_python_data_descriptor, pending_attr, real_object, slots_refuse)
 from .tensor_attrs import tensor_attr, tensor_instance_attr
 
 
@@ -117,6 +117,9 @@ def _container_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTrac
         fields = getattr(obj.cls, "_fields", None) or getattr(obj.cls, "__match_args__", None)
         if fields and name in fields:
             return obj.items[list(fields).index(name)]
+        desc = data_descriptor(obj.cls, name)
+        if desc is not MISSING and hasattr(type(desc), "__get__"):  # a @property written in the NamedTuple
+            return _bind_found(tx, obj, None, name, ("class", desc), None)
         class_attr = getattr(obj.cls, name, MISSING)
         if class_attr is not MISSING and not callable(class_attr):
             return wrap(tx, class_attr, None)  # _fields, _field_defaults ...
@@ -161,7 +164,10 @@ def _constant_getattr(tx: Any, obj: ConstantVariable, name: str) -> VariableTrac
 
 @GETATTR.rule(BuiltinVariable)
 def _builtin_getattr(tx: Any, obj: BuiltinVariable, name: str) -> VariableTracker:
-    value = getattr(obj.fn, name)
+    try:
+        value = getattr(obj.fn, name)
+    except AttributeError as e:  # getattr(object, name, default) honours its default
+        tx.user_error(e)
     if value is object.__setattr__ or value is object.__getattribute__:  # rules of their own
         return BuiltinVariable(value)
     return wrap(tx, value, None)
@@ -255,8 +261,12 @@ def plain_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
 
 
 def instance_attr(tx: Any, obj: Any, name: str) -> VariableTracker:
-    """An attribute of an object created during the trace: its own attributes, then its class."""
+    """An attribute of an object created during the trace: a data descriptor on its class, then its own attributes,
+    then its class (``object.__getattribute__``'s order)."""
     entry = tx.heap(obj.oid)
+    desc = data_descriptor(entry.cls, name)
+    if desc is not MISSING and hasattr(type(desc), "__get__"):  # one without __get__ yields to the instance dict
+        return _bind_found(tx, obj, None, name, ("class", desc), None)
     own = entry.attrs.get(name, MISSING)
     if own is not MISSING:
         return own
@@ -320,7 +330,8 @@ def super_attr(tx: Any, sup: Any, name: str) -> VariableTracker:
             storage = storage_of(tx, sup.self_var)
             if storage is not None and klass in DICT_BASES:
                 return ContainerMethodVariable(storage, name)  # super().__setitem__(k, v) in a dict subclass
-            if attr is object.__init__ or attr is torch.nn.Module.__init__ and isinstance(sup.self_var, NNModuleVariable):
+            if attr is object.__init__ or \
+                    attr is torch.nn.Module.__init__ and isinstance(sup.self_var, NNModuleVariable):
                 return PythonObjectVariable(_noop)
             return _bind_found(tx, sup.self_var, None, name, ("class", attr), None)
     tx.user_error(AttributeError(f"'super' object has no attribute '{name}'"))
@@ -426,13 +437,18 @@ def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> Va
         if found is MISSING:
             if name in ("__name__", "__qualname__", "__module__", "__doc__", "__mro__", "__bases__") or \
                     _static_lookup_type(type(value), name) is not MISSING:  # the metaclass's: Foo.__subclasses__
-                return wrap(tx, getattr(value, name), src)
+                try:
+                    found = getattr(value, name)
+                except AttributeError as e:  # a class made where globals had no __name__ has no __module__
+                    tx.user_error(e)
+                return wrap(tx, found, src)
             tx.user_error(AttributeError(f"type object '{value.__name__}' has no attribute '{name}'"))
         if isinstance(found, staticmethod):
             return wrap(tx, found.__func__, src)
         if isinstance(found, classmethod):
             return UserMethodVariable(found.__func__, var)
-        return wrap(tx, getattr(value, name), src, trusted=value.__module__.startswith("torch"))
+        module = getattr(value, "__module__", None)
+        return wrap(tx, getattr(value, name), src, trusted=isinstance(module, str) and module.startswith("torch"))
     if name == "__get__" and isinstance(value, (types.GetSetDescriptorType, types.MemberDescriptorType)) and \
             issubclass(torch.Tensor, value.__objclass__):
         # torch.Tensor.shape.__get__(t) reads t.shape; which descriptor it is, is guarded by identity
@@ -480,7 +496,7 @@ def _bind_found(tx: Any, var: VariableTracker, obj: Any, name: str, found: tuple
     if where == "instance":
         return wrap(tx, attr, src)
     # found on the class
-    if not (isinstance(attr, property) or hasattr(type(attr), "__set__")):
+    if not (isinstance(attr, property) or hasattr(type(attr), "__set__") or hasattr(type(attr), "__delete__")):
         guard_not_shadowed(tx, var, obj, name)  # an instance attribute set later would be found first
     if isinstance(attr, property):
         if attr.fget is None:
@@ -498,6 +514,8 @@ def _bind_found(tx: Any, var: VariableTracker, obj: Any, name: str, found: tuple
     if wrapped is not None and isinstance(wrapped[1], types.FunctionType):  # a compiled method: inlined
         return UserMethodVariable(wrapped[1], var)
     if hasattr(type(attr), "__get__") and not isinstance(attr, (int, float, str, bool, tuple, type(None))):
+        if is_python_data_descriptor(attr):  # its __get__ runs in the trace
+            return descriptor_call(tx, attr, "__get__", [var, PythonObjectVariable(_type_of(tx, var))])
         if hasattr(type(attr), "__set__"):  # slots members and other data descriptors: read the live value
             return wrap(tx, getattr(obj, name), src)
         if isinstance(attr, functools._lru_cache_wrapper) and obj is not None:

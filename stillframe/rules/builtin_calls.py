@@ -453,6 +453,11 @@ def construct(tx: Tracer, cls: type, args: list, kwargs: dict) -> VariableTracke
     new_ok = cls.__new__ is object.__new__ or (dict_base(cls) is not None and cls.__new__ is dict.__new__)
     if not new_ok or type(cls) not in (type, abc.ABCMeta):
         tx.unsupported("unsupported_call", f"constructing {cls.__qualname__} (custom __new__ or metaclass)")
+    if cls.__new__ is object.__new__ and getattr(cls, "__abstractmethods__", None):
+        try:  # object.__new__ refuses a class with abstract methods: its own check, run on placeholders
+            object.__new__(cls, *[None] * len(args), **dict.fromkeys(kwargs))
+        except TypeError as e:
+            tx.user_error(e)
     obj = new_object(tx, cls)
     init = cls.__init__
     if init is collections.defaultdict.__init__:  # defaultdict(default_factory=None, /, *dict_args, **kwargs)
@@ -488,7 +493,8 @@ def _super(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
         if not isinstance(cls, type):
             tx.user_error(TypeError(f"super() argument 1 must be a type, not {type(cls).__name__}"))
         value = obj.value if isinstance(obj, PythonObjectVariable) else None
-        if not issubclass(type_checks.python_type_of(tx, obj), cls) and not (isinstance(value, type) and issubclass(value, cls)):
+        if not issubclass(type_checks.python_type_of(tx, obj), cls) and \
+                not (isinstance(value, type) and issubclass(value, cls)):
             tx.user_error(TypeError("super(type, obj): obj must be an instance or subtype of type"))
         return SuperVariable(cls, obj)
     frame = tx.frame

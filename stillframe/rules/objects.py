@@ -49,6 +49,8 @@ from . import calls, known
 from .deques import deque_method
 from . import operators
 from .operators import identical
+from .truthiness import truthiness
+from .type_checks import python_type_of
 from ..variables.objects import ContainerMethodVariable
 from ..variables.objects import DELETED
 from ..variables.objects import ObjectEntry
@@ -97,13 +99,12 @@ def store_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker)
 
 
 def object_setattr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker) -> None:
-    """``object.__setattr__(obj, name, value)``: data descriptors (properties) first, else the instance dict
+    """``object.__setattr__(obj, name, value)``: data descriptors (see :func:`data_descriptor`) first, else the
+    instance dict
     (or a slot: a ``__slots__`` class without ``__dict__`` refuses any other name, as Python does)."""
     if isinstance(obj, ObjectVariable):
         entry: ObjectEntry = tx.heap(obj.oid)
-        prop = getattr(entry.cls, name, None)
-        if isinstance(prop, property):
-            _call_setter(tx, prop, obj, name, value)
+        if descriptor_set(tx, data_descriptor(entry.cls, name), obj, name, value):
             return
         refused = slots_refuse(entry.cls, name, write=True) if entry.cls.__dictoffset__ == 0 else None
         if refused is not None:
@@ -134,9 +135,7 @@ def slots_refuse(cls: type, name: str, *, write: bool) -> AttributeError | None:
 def _store_outside_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker) -> None:
     if isinstance(obj, (NNModuleVariable, PythonObjectVariable)):
         real = real_object(obj)
-        prop = getattr(type(real), name, None)
-        if isinstance(prop, property):
-            _call_setter(tx, prop, obj, name, value)
+        if descriptor_set(tx, data_descriptor(type(real), name), obj, name, value):
             return
         setter = getattr(type(real), "__setattr__", object.__setattr__)
         import torch
@@ -162,6 +161,60 @@ def _store_outside_attr(tx: Any, obj: VariableTracker, name: str, value: Variabl
     tx.unsupported("side_effect", f"assigning .{name} of a {obj.python_type().__name__} value")
 
 
+def data_descriptor(cls: type, name: str) -> Any:
+    """``cls.name`` (found in the MRO, statically) when it is a data descriptor written in Python: a ``property``,
+    or an instance of a class that defines ``__set__`` or ``__delete__``; else ``MISSING``. Such a descriptor wins
+    over the instance dict when the attribute is read, written or deleted (CPython's
+    ``_PyObject_GenericGetAttrWithDict`` / ``_PyObject_GenericSetAttrWithDict``). Slots and other C descriptors
+    are modelled apart."""
+    attr = _static_lookup_type(cls, name)
+    return attr if is_python_data_descriptor(attr) else MISSING
+
+
+def is_python_data_descriptor(attr: Any) -> bool:
+    """Whether ``attr`` is a ``property`` or an instance of a class that defines ``__set__`` or ``__delete__`` in
+    Python."""
+    return isinstance(attr, property) or any(isinstance(getattr(type(attr), m, None), types.FunctionType)
+                                             for m in ("__set__", "__delete__"))
+
+
+def descriptor_call(tx: Any, attr: Any, method: str, args: list) -> VariableTracker:
+    """``type(attr).<method>(attr, *args)`` for a Python data descriptor's ``__get__`` / ``__set__`` /
+    ``__delete__``, traced; one its class lacks raises ``AttributeError(method)``, as CPython's
+    ``slot_tp_descr_set`` does."""
+    fn = getattr(type(attr), method, None)
+    if fn is None:
+        tx.user_error(AttributeError(method))
+    if not isinstance(fn, types.FunctionType):
+        tx.unsupported("unsupported_attribute", f"{type(attr).__name__}.{method} is not written in Python")
+    return calls.call_sync(tx, UserFunctionVariable(fn), [wrap(tx, attr, None), *args], {})
+
+
+def descriptor_set(tx: Any, desc: Any, obj: VariableTracker, name: str, value: VariableTracker) -> bool:
+    """``obj.name = value`` through the data descriptor ``desc`` (from :func:`data_descriptor`), traced;
+    ``False`` when there is none."""
+    if desc is MISSING:
+        return False
+    if isinstance(desc, property):
+        _call_setter(tx, desc, obj, name, value)
+    else:
+        descriptor_call(tx, desc, "__set__", [obj, value])
+    return True
+
+
+def _descriptor_delete(tx: Any, desc: Any, obj: VariableTracker, name: str) -> bool:
+    """``del obj.name`` through the data descriptor ``desc``, traced; ``False`` when there is none."""
+    if desc is MISSING:
+        return False
+    if not isinstance(desc, property):
+        descriptor_call(tx, desc, "__delete__", [obj])
+        return True
+    if desc.fdel is None:
+        tx.user_error(AttributeError(f"property '{name}' of '{obj.python_type().__name__}' object has no deleter"))
+    calls.call_sync(tx, UserFunctionVariable(desc.fdel), [obj], {})
+    return True
+
+
 def _call_setter(tx: Any, prop: property, obj: VariableTracker, name: str, value: VariableTracker) -> None:
     """``obj.name = value`` through a property: its Python setter runs in the trace."""
     if prop.fset is None:
@@ -177,6 +230,8 @@ def delete_attr(tx: Any, obj: VariableTracker, name: str) -> None:
         return
     if isinstance(obj, ObjectVariable):
         entry: ObjectEntry = tx.heap(obj.oid)
+        if _descriptor_delete(tx, data_descriptor(entry.cls, name), obj, name):
+            return
         if entry.attrs.get(name, MISSING) is MISSING:
             tx.user_error(AttributeError(name))
         attrs = DictEntry(tuple((k, v) for k, v in entry.attrs.items if k != name))
@@ -187,6 +242,8 @@ def delete_attr(tx: Any, obj: VariableTracker, name: str) -> None:
         if type(getattr(type(real), "__delattr__", None)) is not type(object.__delattr__) and \
                 getattr(type(real), "__delattr__") is not torch_module_delattr():
             tx.unsupported("side_effect", f"{type(real).__name__} defines __delattr__")
+        if _descriptor_delete(tx, data_descriptor(type(real), name), obj, name):
+            return
         pending = pending_attr(tx, obj, name)
         if pending is DELETED or (pending is None and not hasattr(real, name)):
             tx.user_error(AttributeError(name))
@@ -456,13 +513,26 @@ def _dict_dunder(tx: Any, obj: DictVariable, entry: DictEntry, name: str, args: 
 
 
 def _same_value(tx: Any, a: VariableTracker, b: VariableTracker) -> bool:
+    """Whether the item ``a`` equals ``b`` as ``list.count`` / ``index`` / ``remove`` (and tuple's) test it:
+    CPython's ``PyObject_RichCompareBool(a, b, Py_EQ)``, identity first, then ``a == b``, which runs a user
+    class's ``__eq__`` (traced)."""
     if known.is_const(tx, a) and known.is_const(tx, b):
         return known.const_value(tx, a) == known.const_value(tx, b)
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         if identical(tx, a, b):
             return True
         tx.unsupported("data_dependent", "comparing tensors by value in a list method")
-    return identical(tx, a, b)
+    if identical(tx, a, b):
+        return True
+    if _python_eq(tx, a) or _python_eq(tx, b):
+        return truthiness(tx, operators.compare(tx, "==", a, b))
+    return False
+
+
+def _python_eq(tx: Any, v: VariableTracker) -> bool:
+    """Whether ``v`` is an object whose class's ``__eq__`` is written in Python."""
+    return isinstance(v, (ObjectVariable, PythonObjectVariable, NNModuleVariable)) and \
+        isinstance(getattr(python_type_of(tx, v), "__eq__", None), types.FunctionType)
 
 
 def _index_of(tx: Any, items: list, value: VariableTracker) -> int | None:
@@ -573,7 +643,8 @@ def _static_lookup_type(cls: type, name: str) -> Any:
 def _static_lookup(obj: Any, name: str) -> Any:
     """Python's attribute lookup order, without running user code: ``('instance'|'class', value)`` or MISSING."""
     cls_attr = _static_lookup_type(type(obj), name)
-    if cls_attr is not MISSING and hasattr(type(cls_attr), "__set__") and not isinstance(cls_attr, property):
+    if cls_attr is not MISSING and (hasattr(type(cls_attr), "__set__") or hasattr(type(cls_attr), "__delete__")) \
+            and not isinstance(cls_attr, property):
         return ("class", cls_attr)
     if isinstance(cls_attr, property):
         return ("class", cls_attr)

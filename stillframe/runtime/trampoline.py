@@ -29,21 +29,25 @@ def frame_trampoline(frame: LiveFrame, kind: str) -> Any:
     """
     code = frame.code.code
     inst = frame.code.instructions[frame.ip - 1]
-    return trampoline(code, inst.lineno or code.co_firstlineno, kind, inst.positions)
+    module = frame.globals.get("__name__")
+    return trampoline(code, inst.lineno or code.co_firstlineno, kind, inst.positions,
+                      module if isinstance(module, str) else None)
 
 
-def trampoline(code: types.CodeType, line: int, kind: str, positions: Any = None) -> Any:
+def trampoline(code: types.CodeType, line: int, kind: str, positions: Any = None, module: str | None = None) -> Any:
     """:func:`frame_trampoline` for line ``line`` of ``code`` (also used to replay deferred logging calls).
 
     ``kind`` ``"call"``: ``step(fn, args, kwargs)`` returns ``fn(*args, **kwargs)``; ``"raise"``:
     ``step(exc)`` raises ``exc``. ``positions`` (a ``dis.Positions`` on ``line``) is the column span the
-    call or raise claims; without it, the whole line.
+    call or raise claims; without it, the whole line. ``module``: the ``__name__`` of the user's globals, which
+    the trampoline's globals carry too (``type(name, bases, ns)`` sets ``__module__`` from it, ``warnings``
+    attributes a warning to it).
     """
     col, end = _span(code, line, positions)
-    key = (code.co_filename, line, code.co_name, kind, col, end)
+    key = (code.co_filename, line, code.co_name, kind, col, end, module)
     fn = _TRAMPOLINES.get(key)
     if fn is None:
-        fn = _make(code, line, kind, col, end - col)
+        fn = _make(code, line, kind, col, end - col, module)
         _TRAMPOLINES[key] = fn
     return fn
 
@@ -57,7 +61,7 @@ def _span(code: types.CodeType, line: int, positions: Any) -> tuple[int, int]:
     return col, end
 
 
-def _make(code: types.CodeType, line: int, kind: str, col: int, width: int) -> Any:
+def _make(code: types.CodeType, line: int, kind: str, col: int, width: int, module: str | None) -> Any:
     if kind == "call" and line >= 3:  # `name()` spans the columns; name is fn bound to its arguments
         name = "_" * max(width - 2, 3)
         text = ("\n" * (line - 3) + "def ___step(___fn, ___a, ___k):\n"
@@ -70,6 +74,8 @@ def _make(code: types.CodeType, line: int, kind: str, col: int, width: int) -> A
         params = "___fn, ___a, ___k" if kind == "call" else "___e"
         text = "\n" * (line - 1) + f"def ___step({params}): {body}\n"
     namespace: dict = {"___partial": functools.partial}
+    if module is not None:
+        namespace["__name__"] = module
     exec(compile(text, code.co_filename, "exec"), namespace)
     fn = namespace["___step"]
     fn.__code__ = fn.__code__.replace(co_name=code.co_name, co_qualname=code.co_qualname)

@@ -205,11 +205,10 @@ def test_class_without_module_attribute(backend):
     assert_parity(fn, _args, backend=backend, calls=3)
 
 
-@pytest.mark.xfail(strict=True, reason="the real step calls type() through a trampoline whose globals lack "
-                   "__name__ (runtime/trampoline.py), so the class gets no __module__")
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_type_three_arguments_sets_module(backend):
-    # type(name, bases, ns) sets __module__ from its caller's globals' __name__, as eager
+    # type(name, bases, ns) sets __module__ from its caller's globals' __name__, as eager: the real step called it
+    # through a trampoline whose globals had no __name__ (runtime/trampoline.py)
     def fn(x):
         K = type("K", (object,), {"scale": 3})
         return x * K.scale, getattr(K, "__module__", "MISSING")

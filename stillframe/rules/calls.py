@@ -80,6 +80,7 @@ from .builtin_calls import (
 )
 from .attrs import (
     _noop,
+    getattr_var,
 )
 from .containers import subscript
 from .context import exit_autocast, set_grad_mode
@@ -422,10 +423,14 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
         bound_kw = {k: wrap(tx, v, GetItemSource(AttrSource(src, "keywords"), k) if src else None)
                     for k, v in value.keywords.items()}
         return call(tx, func, [*bound, *args], {**bound_kw, **kwargs})
-    if value in (operator.itemgetter, operator.attrgetter) and all(is_const(tx, a) for a in args):
-        return tx.push(PythonObjectVariable(value(*[const_value(tx, a) for a in args])))
+    if value in (operator.itemgetter, operator.attrgetter, operator.methodcaller) and \
+            all(is_const(tx, a) for a in (*args, *kwargs.values())):
+        return tx.push(PythonObjectVariable(value(*[const_value(tx, a) for a in args],
+                                                  **{k: const_value(tx, v) for k, v in kwargs.items()})))
     if isinstance(value, (operator.itemgetter, operator.attrgetter)) and len(args) == 1:
         return tx.push(_apply_getter(tx, value, args[0]))
+    if isinstance(value, operator.methodcaller) and len(args) == 1 and not kwargs:
+        return _apply_methodcaller(tx, value, args[0])
     if value is operator.getitem and len(args) == 2:
         return tx.push(subscript(tx, args[0], args[1]))
     owner = getattr(value, "__self__", None)
@@ -461,6 +466,22 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
                    ("stillframe captures torch functions, tensor methods and Python functions",))
 
 
+
+
+def _apply_methodcaller(tx: Tracer, caller: operator.methodcaller, obj: VariableTracker) -> None:
+    """``operator.methodcaller(name, *args, **kwargs)(obj)`` is ``obj.name(*args, **kwargs)`` (CPython's
+    ``methodcaller_call``: ``getattr(obj, name)`` then the call). Its name and arguments are what its
+    ``__reduce__`` gives (``partial(methodcaller, name, **kwargs), args`` when it has keywords)."""
+    maker, rest = caller.__reduce__()
+    if isinstance(maker, functools.partial):
+        name, args, kwargs = maker.args[0], rest, maker.keywords
+    else:
+        name, args, kwargs = rest[0], rest[1:], {}
+    if not all(is_constant(v) for v in (*args, *kwargs.values())):
+        tx.unsupported("unsupported_call", f"operator.methodcaller({name!r}, ...) with arguments that are not "
+                       "constants")
+    method = getattr_var(tx, obj, name)
+    call(tx, method, [wrap(tx, a, None) for a in args], {k: wrap(tx, v, None) for k, v in kwargs.items()})
 
 
 def _subclasses(tx: Tracer, cls: type) -> VariableTracker:

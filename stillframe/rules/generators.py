@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+from ..errors import UserError
 from ..variables.base import ConstantVariable
 from ..variables.base import GeneratorEntry
 from ..variables.base import GeneratorVariable
@@ -22,9 +23,7 @@ def drain(tx, gen: GeneratorVariable) -> IteratorVariable:
     if entry.frame is None:
         return tx.new_iterator(())
     tx.heap_set(gen.oid, GeneratorEntry(None))
-    depth = len(tx.state.frames)
-    tx.push_frame(entry.frame._with(yields=(), generator=None))
-    return tx.run_until_return(depth)
+    return _run(tx, gen, entry.frame._with(yields=(), generator=None))
 
 
 def step(tx, gen: GeneratorVariable) -> tuple[bool, object]:
@@ -35,10 +34,25 @@ def step(tx, gen: GeneratorVariable) -> tuple[bool, object]:
     if entry.frame is None:
         return False, None
     tx.heap_set(gen.oid, GeneratorEntry(None))  # running: a return or an exception leaves it finished
-    depth = len(tx.state.frames)
-    tx.push_frame(entry.frame._with(generator=gen.oid))
-    value = tx.run_until_return(depth)
+    value = _run(tx, gen, entry.frame._with(generator=gen.oid))
     return tx.heap(gen.oid).frame is not None, value
+
+
+def _run(tx, gen: GeneratorVariable, frame):
+    """Run the generator's ``frame`` until it yields or returns. A ``StopIteration`` leaving it becomes
+    ``RuntimeError('generator raised StopIteration')`` caused by it (PEP 479; CPython 3.11 does this in C, in
+    ``gen_send_ex``; 3.12 in the bytecode, ``CALL_INTRINSIC_1 INTRINSIC_STOPITERATION_ERROR``). A polyfill
+    standing for a C iterator (``made_by``) lets it through, as the C iterator does."""
+    depth = len(tx.state.frames)
+    tx.push_frame(frame)
+    try:
+        return tx.run_until_return(depth)
+    except UserError as e:
+        if not e.traceable or not isinstance(e.exc, StopIteration) or gen.made_by is not None:
+            raise
+        error = RuntimeError("generator raised StopIteration")
+        error.__cause__ = error.__context__ = e.exc
+        tx.user_error(error)
 
 
 def resume(tx, gen: GeneratorVariable):

@@ -625,7 +625,7 @@ def _deepcopy_outside(tx: Any, var: PythonObjectVariable, memo: dict, key: tuple
 
 
 #: Function attributes that are slots, not ``__dict__`` entries (what ``functools.wraps`` copies, mostly).
-FUNCTION_SLOTS = ("__name__", "__qualname__", "__doc__", "__module__", "__type_params__")
+FUNCTION_SLOTS = ("__name__", "__qualname__", "__doc__", "__module__", "__type_params__", "__annotations__")
 
 
 def function_attr_key(name: str) -> Any:

@@ -13,6 +13,7 @@ from ...variables.base import (
 from ...variables.builder import wrap
 from ...variables.objects import ContainerMethodVariable
 from ...rules.known import const_value, sequence_items
+from ...rules.objects import function_attr_key
 from ...rules.calls import call
 from ..interpreter import handler
 
@@ -24,7 +25,8 @@ def KW_NAMES(tx, inst):
 
 @handler("CALL")
 def CALL(tx, inst):
-    """Stack: ``[NULL, callable, args...]`` or ``[callable, self, args...]``; the last ``len(kw_names)`` are keywords."""
+    """Stack: ``[NULL, callable, args...]`` or ``[callable, self, args...]``; the last ``len(kw_names)`` are
+    keywords."""
     kw_names = tx.frame.kw_names
     if kw_names:
         tx.set_frame(tx.frame.with_kw_names(()))
@@ -85,10 +87,20 @@ def MAKE_FUNCTION(tx, inst):
     code = tx.pop().value
     flags = inst.arg
     closure = tuple(cell.ref for cell in tx.pop().items) if flags & 0x08 else ()
-    if flags & 0x04:
-        tx.pop()  # annotations: not needed to run the function
+    annotations = _annotations(tx, tx.pop()) if flags & 0x04 else None
     kwdefaults = tuple(tx.dict_entry(tx.pop()).items) if flags & 0x02 else ()
     defaults = tx.pop().items if flags & 0x01 else ()
     frame = tx.frame
+    attrs = () if annotations is None else ((function_attr_key("__annotations__"), annotations),)
     tx.push(NestedFunctionVariable(code, code.co_qualname, tuple(defaults), kwdefaults, closure, frame.globals,
-                                   frame.globals_module, tx.new_dict(()).oid))
+                                   frame.globals_module, tx.new_dict(attrs).oid))
+
+
+def _annotations(tx, var):
+    """The function's ``__annotations__`` from what ``MAKE_FUNCTION`` (3.13: ``SET_FUNCTION_ATTRIBUTE 0x04``) takes:
+    a tuple of name/value pairs, flattened (``('v', int, 'return', str)``), made into a dict as CPython's
+    ``func_get_annotations`` does; a dict is the function's own."""
+    if isinstance(var, DictVariable):
+        return var
+    items = tuple(sequence_items(tx, var))
+    return tx.new_dict(tuple((const_value(tx, k), v) for k, v in zip(items[::2], items[1::2])))

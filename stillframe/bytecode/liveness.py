@@ -13,7 +13,8 @@ instruction from which a path (jumps, fall-through, and the exception handler th
 It errs towards *live*: an instruction not known to end its block is taken to fall through.
 
 Code that can see its frame's locals by name (``locals()``, ``vars()``, ``eval``/``exec``, ``dir()``,
-``sys._getframe``, ``inspect``) keeps every local live; zero-argument ``super()`` reads the first argument.
+``sys._getframe``, ``inspect``), or see when a local's object dies (``weakref``), keeps every local live;
+zero-argument ``super()`` reads the first argument.
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ _NO_FALL_THROUGH = frozenset({"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "
                               "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP"})
 #: Names through which code reads its own frame's locals: all of them stay live.
 _FRAME_READERS = frozenset({"locals", "vars", "eval", "exec", "dir", "_getframe", "currentframe", "inspect",
-                            "stack", "getframeinfo", "f_locals", "breakpoint"})
+                            "stack", "getframeinfo", "f_locals", "breakpoint",
+                            # weak references see when an object dies: eager's frame holds every local until it
+                            # returns, so none may be dropped early (`r = weakref.ref(o)`, o never read again)
+                            "weakref", "ref", "proxy", "finalize", "WeakMethod", "WeakSet", "WeakValueDictionary",
+                            "WeakKeyDictionary"})
 
 _cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # code object -> live sets (or None)
 _lock = threading.Lock()

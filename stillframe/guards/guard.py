@@ -310,7 +310,7 @@ class GuardCodegen:
             kwargs = "".join(f", {k}={self.const(v)}" for k, v in source.kwargs)
             expr = f"{self.const(source.factory)}(*{self.const(source.args)}{kwargs})"
         elif isinstance(source, SizeSource):
-            expr = f"{self.ref(source.base)}.size()[{source.index}]"
+            expr = f"{self.ref(source.base)}.{source.method}()[{source.index}]"
         elif isinstance(source, CallSource):
             expr = f"{self.const(source.fn)}({self.ref(source.base)})"
         elif isinstance(source, ModuleMemberSource):

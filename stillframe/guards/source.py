@@ -190,14 +190,16 @@ class CallSource(Source):
 @dataclass(frozen=True, slots=True)
 class SizeSource(Source):
     """One size of a tensor: ``L['x'].size()[0]`` (a symbolic size passed to the graph as an input of its own,
-    as torch.compile passes it)."""
+    as torch.compile passes it); with ``method="stride"``, one of its strides (``L['x'].stride()[0]``: a view
+    whose stride is a symbol of its own)."""
 
     base: Source
     index: int
+    method: str = "size"
 
     @property
     def name(self) -> str:
-        return f"{self.base.name}.size()[{self.index}]"
+        return f"{self.base.name}.{self.method}()[{self.index}]"
 
 
 def root_of(source: Source) -> Source:

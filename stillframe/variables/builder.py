@@ -535,16 +535,20 @@ def _fake_input(tx: Any, value: torch.Tensor, source: Source, stand_in: torch.Te
     symbolic_sizes = tuple(compat.is_symbolic(n) for n in fake.shape)
     symbolic_strides = tuple(compat.is_symbolic(n) for n in fake.stride()) if strided else ()
     _guard(tx, source, "TENSOR", tensor_signature(value, symbolic_sizes, symbolic_strides))
-    for i, size in enumerate(fake.shape):  # each new symbol is a graph input of its own, as torch.compile passes it
-        symbol = compat.symbol_of(size)
-        known = tx.symbol_nodes.get(symbol)
-        if symbol is not None and (known is None or getattr(known, "_erased", False)):
-            size_source = SizeSource(source, i)
-            node = tx.graph.placeholder(size_source.name, size)
-            oid = tx.new_id()
-            tx.state = tx.state.replace(inputs=tx.state.inputs.append((size_source, oid)))
-            tx.input_nodes[oid] = node
-            tx.symbol_nodes[symbol] = node
+    # each new symbol is a graph input of its own, as torch.compile passes it: a size's, or a stride's (a view
+    # fakeified apart from its base has a stride symbol of its own, which AOTAutograd needs to remake the view
+    # from a base it shares with another input: fuzz 39:66)
+    for method, values in (("size", fake.shape), ("stride", fake.stride() if strided else ())):
+        for i, value in enumerate(values):
+            symbol = compat.symbol_of(value)
+            known = tx.symbol_nodes.get(symbol)
+            if symbol is not None and (known is None or getattr(known, "_erased", False)):
+                size_source = SizeSource(source, i, method)
+                node = tx.graph.placeholder(size_source.name, value)
+                oid = tx.new_id()
+                tx.state = tx.state.replace(inputs=tx.state.inputs.append((size_source, oid)))
+                tx.input_nodes[oid] = node
+                tx.symbol_nodes[symbol] = node
     return fake
 
 

@@ -1183,3 +1183,20 @@ def f(x, y, w, k):
     x[1:] = -2.0
     return t3
 ''', x_rg=False, ks=(2, 3, 3)), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_view_input_with_a_symbolic_stride_beside_its_written_base(backend):
+    # fuzz 39:66: after the break, t3 = y.diagonal() and y are graph inputs fakeified apart, t3 with a stride
+    # symbol of its own (sizes change on the third call); y is written, so AOTAutograd remade t3 from a base
+    # they share and needed that symbol, which no placeholder passed in: BackendCompilerFailed reached the user
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t3 = y.diagonal()
+    n4 = 0
+    while n4 < k:
+        n4 += 1
+        print('k', k, len(OUT), file=BUF)
+    t5 = t3 * math.sqrt(k)
+    y.sub_(x, alpha=0.5)
+''', n=4, n2=5, w_rg=True, ks=(2, 1, 3)), compiler_for("stillframe", backend))

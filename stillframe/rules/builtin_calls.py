@@ -273,7 +273,25 @@ def iterator_of(tx: Tracer, seq: VariableTracker) -> VariableTracker:
         return made
     if made is not None and has_python_next(made):  # an iterator object: stepped by its __next__, one per item
         return calls.call_sync(tx, UserFunctionVariable(polyfills.drive), [made], {})
-    return tx.new_iterator(tuple(sequence_items(tx, seq if made is None else made)))
+    seq = seq if made is None else made
+    view = container_view(seq)
+    if view is not None:  # reads the container at each next, as CPython's listiterator / dictiter / setiter
+        return tx.new_container_iterator(seq.mapping if isinstance(seq, DictViewVariable) else seq, view)
+    return tx.new_iterator(tuple(sequence_items(tx, seq)))
+
+
+def container_view(seq: VariableTracker) -> str | None:
+    """What an iterator over the heap container ``seq`` reads (``IteratorEntry.view``), or ``None`` where ``seq``
+    cannot change while it is iterated (a tuple, a range, a string ...): that iterator holds its items."""
+    if isinstance(seq, ListVariable):
+        return "list"
+    if isinstance(seq, DictVariable):
+        return "keys"
+    if isinstance(seq, DictViewVariable):
+        return seq.kind
+    if isinstance(seq, SetVariable):
+        return "set"
+    return None
 
 
 def has_python_next(var: VariableTracker) -> bool:

@@ -79,6 +79,8 @@ def _enumerate(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
             (len(args) > 1 and not isinstance(args[1], ConstantVariable)):
         return _lazy_enumerate(tx, args, kwargs)
     start = const_value(tx, args[1]) if len(args) > 1 else const_value(tx, kwargs.get("start", ConstantVariable(0)))
+    if isinstance(args[0], ListVariable) and type(start) is int:  # enumerate(iter(lst)): sees the list as it is
+        return tx.new_container_iterator(args[0], "list", "enumerate", start)
     return tx.new_iterator(tuple(TupleVariable((ConstantVariable(i + start), v))
                                   for i, v in enumerate(sequence_items(tx, args[0]))), "enumerate")
 

@@ -121,7 +121,7 @@ def _slice_value(tx: Tracer, var: SliceVariable) -> Any:
 
 @const_value.rule(IteratorVariable)
 def _iterator_value(tx: Tracer, var: IteratorVariable) -> Any:
-    return iter([const_value(tx, v) for v in tx.heap(var.oid).rest])
+    return iter([const_value(tx, v) for v in tx.iterator_rest(var)])
 
 
 @const_value.rule(BuiltinVariable, TorchFunctionVariable)
@@ -177,7 +177,7 @@ const_value.refuse("CPython's NULL and internal markers are not values", *INTERN
 #: Whether :data:`const_value` of a VT succeeds without tracing anything (a constant, or a container of them).
 is_const = Protocol("is_const", lambda tx, var, reason: False)
 is_const.rule(ConstantVariable, RangeVariable, LazyArgument)(lambda tx, var: True)
-is_const.rule(IteratorVariable)(lambda tx, var: all(is_const(tx, v) for v in tx.heap(var.oid).rest))
+is_const.rule(IteratorVariable)(lambda tx, var: all(is_const(tx, v) for v in tx.iterator_rest(var)))
 is_const.rule(TupleVariable)(lambda tx, var: all(is_const(tx, v) for v in var.items))
 is_const.rule(SliceVariable)(lambda tx, var: all(is_const(tx, v) for v in (var.start, var.stop, var.step)))
 is_const.rule(ListVariable, DequeVariable)(lambda tx, var: all(is_const(tx, v) for v in tx.list_items(var)))

@@ -518,25 +518,54 @@ def _rebuild_null(cg: StateCodegen, var: NullVariable) -> str:
 @REBUILD.rule(IteratorVariable)
 def _rebuild_iterator(cg: StateCodegen, var: IteratorVariable) -> str:
     """Made once: every reference is the same iterator. At a graph break it is a ``ResumableIterator`` (the resumed
-    trace reads its position); where the function returns, the type the builtin that made it gives."""
+    trace reads its position); where the function returns, the type the builtin that made it gives. One over a
+    list, dict or set stands where it stood over the rebuilt container, so code after the break sees its changes
+    (CPython's listiterator and dictiter: :class:`~stillframe.variables.standins.ResumableIterator`)."""
     entry = cg.tracer.heap(var.oid)
-    if cg.final:
+    if entry.over is not None:
+        create = _container_iterator(cg, var, entry)
+    elif cg.final:
         create = f"{cg.gen.const(standins.as_builtin)}({entry.kind!r}, [{cg._items(entry.rest)}])"
     else:
         create = f"{cg.gen.const(standins.ResumableIterator)}([{cg._items(entry.rest)}], 0, {entry.kind!r})"
     return cg._once(("iterator", var.oid), create, lambda name: "pass")
 
 
+def _container_iterator(cg: StateCodegen, var: IteratorVariable, entry: Any) -> str:
+    tx = cg.tracer
+    if entry.view == "list":
+        container = cg.expr(ListVariable(entry.over))
+        if entry.kind == "enumerate":  # enumerate(listiterator, count): exact when it leaves the function
+            if cg.final:
+                return f"enumerate({cg.gen.const(standins.list_iterator)}({container}, {entry.index}), " \
+                       f"{entry.start + entry.index})"
+            return f"{cg.gen.const(standins.ResumableIterator)}([{cg._items(tx.iterator_rest(var))}], 0, 'enumerate')"
+        if cg.final:
+            return f"{cg.gen.const(standins.list_iterator)}({container}, {entry.index})"
+        return f"{cg.gen.const(standins.ResumableIterator)}({cg.gen.const(standins.ListTail)}({container}, " \
+               f"{entry.index}))"
+    container = SetVariable(entry.over) if entry.view == "set" else DictVariable(entry.over)
+    size = len(tx.heap(entry.over).values if entry.view == "set" else tx.dict_entry(container).items)
+    if size == entry.size and not tx.same_keys(entry):
+        tx.unsupported("unsupported_iteration", "an iterator over a dict or set whose keys changed (same size) "
+                       "cannot be rebuilt where CPython's would stand")
+    rest = tx.iterator_rest(var)
+    keys = f"[{', '.join(cg._key(k) for k in entry.keys[entry.index:])}]" if entry.view in ("values", "items") \
+        else None
+    return f"{cg.gen.const(standins.ResumableIterator)}([{cg._items(rest)}], 0, None, {cg.expr(container)}, " \
+           f"{entry.size}, {keys}, {entry.view!r})"
+
+
 @REBUILD.rule(LiveIteratorVariable)
 def _rebuild_live_iterator(cg: StateCodegen, var: LiveIteratorVariable) -> str:
-    """A new iterator over what is left (so one plan serves every iteration of a loop), made once for the live
-    iterator: a local and the loop's stack slot that held it still share it."""
+    """The live iterator itself, at the position this trace leaves it (it may have drained it), made once: a local
+    and the loop's stack slot that held it still share it; it still reads the list, dict or set it is over. Where
+    the function returns, one made by ``zip`` or ``enumerate`` is of that type, over what is left."""
     index = live_iterator_index(cg.tracer, var)
-    rest = f"{cg.gen.ref(var.items_source)}[{index}:]"
-    if cg.final:
-        create = f"{cg.gen.const(standins.as_builtin)}({var.kind!r}, {rest})"
+    if cg.final and var.kind is not None:
+        create = f"{cg.gen.const(standins.as_builtin)}({var.kind!r}, {cg.gen.ref(var.items_source)}[{index}:])"
     else:
-        create = f"{cg.gen.const(standins.ResumableIterator)}({rest}, 0, {var.kind!r})"
+        create = f"{cg.gen.const(standins.resume_at)}({cg.gen.ref(var.items_source.base)}, {index})"
     return cg._once(("live_iter", var.obj_id), create, lambda name: "pass")
 
 

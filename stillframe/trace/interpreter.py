@@ -46,7 +46,9 @@ from ..variables.base import (
     ListVariable,
     SetEntry,
     SetVariable,
+    TensorKey,
     TensorVariable,
+    TupleVariable,
     VariableTracker,
 )
 from ..variables.builder import read_list, wrap
@@ -197,17 +199,102 @@ class Tracer:
         self.heap_set(oid, IteratorEntry(tuple(items), 0, kind))
         return IteratorVariable(oid)
 
+    def new_container_iterator(self, container: VariableTracker, view: str, kind: str | None = None,
+                               start: int = 0) -> "IteratorVariable":
+        """A fresh iterator over the heap list, dict or set ``container`` that reads it at each ``next`` (see
+        :class:`IteratorEntry`); ``view``: ``"list"``, ``"keys"``, ``"values"``, ``"items"`` or ``"set"``."""
+        if view == "list":
+            size, keys = 0, ()
+        elif view == "set":
+            keys = self.heap(container.oid).values
+            size = len(keys)
+        else:
+            keys = tuple(k for k, _ in self.dict_entry(container).items)
+            size = len(keys)
+        oid = self.new_id()
+        self.heap_set(oid, IteratorEntry((), 0, kind, container.oid, view, size, keys, start))  # seen: not yet
+        return IteratorVariable(oid)
+
     def iterator_next(self, var: "IteratorVariable") -> VariableTracker | None:
-        """Advance ``var``: its next item, or ``None`` when it is exhausted."""
+        """Advance ``var``: its next item, or ``None`` when it is exhausted. Over a list, dict or set it reads the
+        container now: CPython's ``listiter_next`` / ``dictiter_iternextkey`` / ``setiter_iternext``."""
         entry = self.heap(var.oid)
+        if entry.over is not None:
+            return self._container_next(var.oid, entry)
         if entry.index >= len(entry.items):
             return None
         self.heap_set(var.oid, dataclasses.replace(entry, index=entry.index + 1))
         return entry.items[entry.index]
 
+    def _container_next(self, oid: int, entry: IteratorEntry) -> VariableTracker | None:
+        if entry.view == "list":
+            items = self.list_items(ListVariable(entry.over))
+            if entry.index >= len(items):  # exhausted for good: listiterator drops its list
+                self.heap_set(oid, IteratorEntry((), 0, entry.kind))
+                return None
+            self.heap_set(oid, dataclasses.replace(entry, index=entry.index + 1))
+            item = items[entry.index]
+            if entry.kind == "enumerate":
+                return TupleVariable((ConstantVariable(entry.start + entry.index), item))
+            return item
+        raw = self.heap(entry.over).values if entry.view == "set" else self.dict_entry(DictVariable(entry.over)).items
+        if len(raw) != entry.size:  # sticky, as CPython sets di_used / si_used to -1
+            self.heap_set(oid, dataclasses.replace(entry, size=-1))
+            what = "Set" if entry.view == "set" else "dictionary"
+            self.user_error(RuntimeError(f"{what} changed size during iteration"))
+        if raw is not entry.seen:  # changed since the last next: same keys (a value overwritten) iterate on
+            if not self.same_keys(entry):  # where CPython's iterator stands depends on its hash table
+                self.unsupported("unsupported_iteration", f"the {'set' if entry.view == 'set' else 'dict'} being "
+                                 "iterated changed its keys (same size): CPython's result depends on its hash table")
+            entry = dataclasses.replace(entry, seen=raw)
+        if entry.index >= entry.size:  # exhausted for good: the iterator drops the container
+            self.heap_set(oid, IteratorEntry((), 0, entry.kind))
+            return None
+        self.heap_set(oid, dataclasses.replace(entry, index=entry.index + 1))
+        value = None if entry.view == "set" else raw[entry.index][1]
+        return self._view_item(entry.view, entry.keys[entry.index], value)
+
+    def same_keys(self, entry: IteratorEntry) -> bool:
+        """Whether the dict (set) a container iterator is over has the keys (members) it had when the iterator
+        was made, in the same order (a set's: the same members; its table is unchanged)."""
+        if entry.view == "set":
+            values = self.heap(entry.over).values
+            return values == entry.keys or set(values) == set(entry.keys)
+        return tuple(k for k, _ in self.dict_entry(DictVariable(entry.over)).items) == entry.keys
+
+    @staticmethod
+    def _view_item(view: str, key: Any, value: VariableTracker | None) -> VariableTracker:
+        k = TensorVariable(key.tid) if type(key) is TensorKey else ConstantVariable(key)
+        if view == "values":
+            return value
+        return TupleVariable((k, value)) if view == "items" else k
+
+    def iterator_rest(self, var: "IteratorVariable") -> tuple:
+        """The items ``var`` has left, without consuming them (what a container iterator would yield if nothing
+        changes the container from now on; an iterator that would raise has none)."""
+        entry = self.heap(var.oid)
+        if entry.over is None:
+            return entry.rest
+        if entry.view == "list":
+            items = self.list_items(ListVariable(entry.over))[entry.index:]
+            if entry.kind == "enumerate":
+                return tuple(TupleVariable((ConstantVariable(entry.start + entry.index + i), v))
+                             for i, v in enumerate(items))
+            return items
+        raw = self.heap(entry.over).values if entry.view == "set" else self.dict_entry(DictVariable(entry.over)).items
+        if len(raw) != entry.size or not self.same_keys(entry):
+            return ()
+        return tuple(self._view_item(entry.view, entry.keys[i], None if entry.view == "set" else raw[i][1])
+                     for i in range(entry.index, entry.size))
+
     def iterator_drain(self, var: "IteratorVariable") -> tuple:
         """The items ``var`` has left, consuming them (``list(it)``, ``for``-unrolling, unpacking)."""
         entry = self.heap(var.oid)
+        if entry.over is not None:  # step by step: the error a changed dict or set raises comes at its next
+            items = []
+            while (item := self.iterator_next(var)) is not None:
+                items.append(item)
+            return tuple(items)
         self.heap_set(var.oid, dataclasses.replace(entry, index=len(entry.items)))
         return entry.rest
 

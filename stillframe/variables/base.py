@@ -482,11 +482,24 @@ class DictEntry:
 class IteratorEntry:
     """Heap record of an iterator: its items, the position of the next one, and the builtin that made it
     (``"map"``, ``"filter"``, ``"zip"``, ``"enumerate"``; ``None`` for any other): the type it has when it
-    leaves the function."""
+    leaves the function.
+
+    An iterator over a heap list, dict or set (``over``: its heap id) holds no items: each ``next`` reads the
+    container as it is then (``Tracer.iterator_next``), as CPython's ``listiterator`` (``lst[index]`` while
+    ``index < len(lst)``) and ``dictiter`` / ``setiter`` (``size``: the length when made; another length raises,
+    and keeps raising: ``size == -1``) do. ``view``: ``"list"``, ``"keys"``, ``"values"``, ``"items"`` or ``"set"``;
+    ``keys``: a dict's keys (a set's members) when made; ``start``: ``enumerate``'s first count. Exhausted, it
+    drops the container (``over`` is ``None`` again), as CPython's iterators do."""
 
     items: tuple
     index: int = 0
     kind: str | None = None
+    over: int | None = None
+    view: str | None = None
+    size: int = 0
+    keys: tuple = ()
+    start: int = 0
+    seen: tuple | None = None  # the container's contents when its keys were last found unchanged
 
     @property
     def rest(self) -> tuple:

@@ -24,26 +24,87 @@ NULL = _Null()
 
 
 class ResumableIterator:
-    """An iterator over a fixed list of values at position ``index`` (what ``FOR_ITER`` loops over); ``kind``:
-    the builtin that made it (``"zip"``, ``"enumerate"``) or ``None``, so it leaves the function as that type
-    (:func:`as_builtin`)."""
+    """An iterator over a list of values at position ``index`` (what ``FOR_ITER`` loops over); ``kind``: the
+    builtin that made it (``"zip"``, ``"enumerate"``) or ``None``, so it leaves the function as that type
+    (:func:`as_builtin`).
+
+    ``items`` may be the tail of the user's own list (:class:`ListTail`): then it is CPython's ``listiterator``
+    (``items[index]`` while ``index < len(items)``, read at each ``next``). ``over``, a dict or set whose ``len`` was ``size`` when the iterator was
+    made: each ``next`` raises, as ``dictiter`` / ``setiter`` do, once the length differs (``size`` becomes -1:
+    it keeps raising); ``keys``: the keys of ``items`` where ``view`` is a dict's ``"values"`` or ``"items"``, whose
+    values are read at each ``next``. Exhausted, it drops its list and container, as CPython's iterators do."""
 
     # underscored: user code duck-types iterators (C OrderedDict.update calls an ``items`` attribute)
-    __slots__ = ("_items", "_index", "_kind")
+    __slots__ = ("_items", "_index", "_kind", "_over", "_size", "_keys", "_view")
 
-    def __init__(self, items: list, index: int = 0, kind: str | None = None):
+    def __init__(self, items: list, index: int = 0, kind: str | None = None, over: Any = None, size: int = 0,
+                 keys: list | None = None, view: str | None = None):
         self._items = items
         self._index = index
         self._kind = kind
+        self._over = over
+        self._size = size
+        self._keys = keys
+        self._view = view
 
     def __iter__(self) -> "ResumableIterator":
         return self
 
     def __next__(self) -> Any:
+        if self._over is not None and len(self._over) != self._size:
+            self._size = -1
+            raise RuntimeError(("Set" if isinstance(self._over, (set, frozenset)) else "dictionary")
+                               + " changed size during iteration")
         if self._index >= len(self._items):
+            self._items, self._index, self._over, self._keys = [], 0, None, None
             raise StopIteration
         self._index += 1
+        if self._keys is not None:  # a dict's values() or items(): the value now
+            key = self._keys[self._index - 1]
+            if key not in self._over:  # the same size with other keys: CPython's result depends on its table
+                raise RuntimeError("dictionary keys changed during iteration")
+            return self._over[key] if self._view == "values" else (key, self._over[key])
         return self._items[self._index - 1]
+
+
+class ListTail:
+    """The items of the list ``items`` from ``start`` on, read when asked (a ``ResumableIterator``'s items over the
+    user's list: its position stays 0 at every graph break, so one plan serves every iteration of a loop)."""
+
+    __slots__ = ("_list", "_start")
+
+    def __init__(self, items: list, start: int):
+        self._list = items
+        self._start = start
+
+    def __len__(self) -> int:
+        return max(0, len(self._list) - self._start)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return list(self)[i]
+        if not 0 <= i < len(self):
+            raise IndexError("list index out of range")
+        return self._list[self._start + i]
+
+    def __iter__(self) -> Any:
+        return iter(self._list[self._start:])
+
+
+def resume_at(it: ResumableIterator, index: int) -> ResumableIterator:
+    """A ``ResumableIterator`` at position 0 over what ``it`` has left from ``index`` on (where a trace that read
+    it left it): still over the same list, dict or set."""
+    items = it._items
+    rest = ListTail(items._list, items._start + index) if type(items) is ListTail else items[index:]
+    keys = None if it._keys is None else it._keys[index:]
+    return ResumableIterator(rest, 0, it._kind, it._over, it._size, keys, it._view)
+
+
+def list_iterator(items: list, index: int) -> Any:
+    """CPython's iterator over the list ``items`` standing at ``index`` (``listiterator.__setstate__``)."""
+    it = iter(items)
+    it.__setstate__(index)
+    return it
 
 
 def as_builtin(kind: str | None, rest: list) -> Any:

@@ -15,11 +15,13 @@ import types
 from typing import TYPE_CHECKING, Any
 
 import torch
+from ..errors import InternalError
 from ..guards.guard import Guard, hook_ids
 from ..guards.source import AttrSource, GetItemSource, ModuleMemberSource
 from ..variables.base import (ConstantVariable, NNModuleVariable, PythonObjectVariable, TupleVariable,
                               UserFunctionVariable, UserMethodVariable, VariableTracker)
 from ..variables.builder import wrap, wrap as wrap_value
+from ..variables.objects import DELETED
 from .disable import is_disabled
 from .objects import MISSING, _static_lookup
 from . import attrs, calls, frames, known
@@ -123,6 +125,12 @@ def module_iterator(var: NNModuleVariable, method: str, tx: Any, args: list, kwa
     Each visited module's registry keys are guarded, so adding or removing a
     submodule or parameter recompiles.
     """
+    def _removed(tx: Any, m: torch.nn.Module) -> frozenset:
+        removed = removed_members(tx, m)
+        if removed is None:  # written between the method's load (see _guard_registry_writes) and its call
+            raise InternalError(f"{method}() after a traced write that may change {type(m).__name__}'s registries")
+        return removed
+
     options = {k: known.const_value(tx, v) for k, v in kwargs.items()}
     positional = ("prefix", "recurse") if method.startswith("named_") else ("recurse",)
     options.update(zip(positional, (known.const_value(tx, a) for a in args)))
@@ -135,8 +143,9 @@ def module_iterator(var: NNModuleVariable, method: str, tx: Any, args: list, kwa
         if mod_var.source is not None:
             tx.add_guard(Guard(AttrSource(mod_var.source, "_modules"), "KEYS", tuple(m._modules)))
         if depth == 0 or method in ("modules", "named_modules") or recurse:
+            removed = _removed(tx, m)
             for child in m._modules:
-                if m._modules[child] is None:
+                if m._modules[child] is None or child in removed:
                     continue
                 child_var = module_attr(tx, mod_var, child)
                 if method in ("children", "named_children") and depth == 0:
@@ -146,8 +155,9 @@ def module_iterator(var: NNModuleVariable, method: str, tx: Any, args: list, kwa
 
     if method in ("children", "named_children"):
         m = var.module
+        removed = _removed(tx, m)
         for child in m._modules:
-            if m._modules[child] is not None:
+            if m._modules[child] is not None and child not in removed:
                 walk.append((child, module_attr(tx, var, child)))
         if var.source is not None:
             tx.add_guard(Guard(AttrSource(var.source, "_modules"), "KEYS", tuple(m._modules)))
@@ -168,14 +178,58 @@ def module_iterator(var: NNModuleVariable, method: str, tx: Any, args: list, kwa
                 regs = getattr(mv.module, registry)
                 if mv.source is not None:
                     tx.add_guard(Guard(AttrSource(mv.source, registry), "KEYS", tuple(regs)))
+                removed = _removed(tx, mv.module)
                 for pname, value in regs.items():
-                    if value is None or id(value) in seen:
+                    if value is None or pname in removed or id(value) in seen:
                         continue
                     seen.add(id(value))
                     items.append((f"{qual}.{pname}" if qual else pname, module_attr(tx, mv, pname)))
     if method.startswith("named_"):
         return tx.new_iterator(tuple(TupleVariable((ConstantVariable(q), v)) for q, v in items))
     return tx.new_iterator(tuple(v for _, v in items))
+
+
+def removed_members(tx: Any, m: torch.nn.Module) -> frozenset | None:
+    """The registry members of ``m`` that attribute writes traced so far, not yet replayed, take away; ``None``
+    when a pending write on ``m`` is one this does not model.
+
+    ``nn.Module.__setattr__`` stores ``m.name = None`` for a name in ``_parameters``, ``_modules`` or ``_buffers``
+    as a ``None`` entry (which the iterators skip), and ``nn.Module.__delattr__`` removes the entry; a plain
+    constant written to (or a deletion of) another name touches no registry. Any other pending write (a tensor,
+    a ``Parameter`` or a module, which ``__setattr__`` may register; a registry name deleted and written again)
+    is not modelled.
+    """
+    removed = set()
+    for key, (_, payload) in tx.state.side_effects.items() if tx.state.side_effects else ():
+        if key[0] not in ("attr", "attr_del") or key[1] != id(m):
+            continue
+        name, value = key[2], payload[1]
+        registered = any(name in m.__dict__.get(r, {}) for r in ("_parameters", "_buffers", "_modules"))
+        cleared = value is DELETED or (isinstance(value, ConstantVariable) and value.value is None)
+        plain = value is DELETED or (isinstance(value, ConstantVariable) and value.value is not None)
+        if registered and key[0] == "attr" and cleared and ("attr_del", id(m), name) not in tx.state.side_effects:
+            removed.add(name)
+        elif registered or not plain:
+            return None
+    return frozenset(removed)
+
+
+def _guard_registry_writes(tx: Any, var: NNModuleVariable, name: str) -> None:
+    """Break the graph at ``var.<name>`` (an iterator method) when a pending attribute write on ``var``'s module
+    tree is one :func:`removed_members` does not model: the method is read, and called, for real after the
+    writes are replayed (the attribute load, not the call: the rebuilt iterator is no live method)."""
+    stack, seen = [var.module], set()
+    while stack:
+        m = stack.pop()
+        if id(m) in seen:
+            continue
+        seen.add(id(m))
+        removed = removed_members(tx, m)
+        if removed is None:
+            tx.unsupported("side_effect", f"{type(var.module).__name__}.{name} after a traced attribute write on a "
+                           f"{type(m).__name__} that may change its parameters, buffers or submodules",
+                           ("it runs for real after the writes",))
+        stack.extend(c for k, c in m._modules.items() if c is not None and k not in removed)
 
 
 def module_attr(tx: Any, var: NNModuleVariable, name: str) -> VariableTracker:
@@ -189,6 +243,7 @@ def module_attr(tx: Any, var: NNModuleVariable, name: str) -> VariableTracker:
                 member_src = ModuleMemberSource(var.source, name, registry) if var.source is not None else None
                 return wrap(tx, members[name], member_src)
     if name in MODULE_ITERATORS and found == ("class", getattr(torch.nn.Module, name)):
+        _guard_registry_writes(tx, var, name)
         return PythonObjectVariable(functools.partial(module_iterator, var, name))
     if found is MISSING:
         if type(m).__getattr__ is not torch.nn.Module.__getattr__:

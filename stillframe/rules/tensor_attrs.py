@@ -47,6 +47,9 @@ def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
         return _live_tensor_attr(tx, var, name)
     if name == "_base":
         tx.unsupported("unsupported_attribute", "reading ._base of a tensor inside a compiled function")
+    if name == "_version":  # the live counter (writes before the call, a fake's own setup writes): read for real
+        tx.unsupported("unsupported_attribute", "reading ._version of a tensor inside a compiled function",
+                       ("the read runs for real",))
     attr = getattr(torch.Tensor, name, MISSING)
     if attr is MISSING:
         own = tensor_instance_attr(tx, var, name)

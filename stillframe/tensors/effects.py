@@ -241,10 +241,21 @@ def _integer_tensor(value: Any) -> bool:
         not value.dtype.is_complex and value.dtype is not torch.bool
 
 
+# Module methods that convert every parameter and buffer (``nn.Module._apply``: ``param.data = fn(param)``, or a
+# new Parameter, and the ``.grad`` of each, per ``torch.__future__`` flags): traced, the writes to ``.data`` and
+# the module's registries are effects no graph carries (torch.compile does not capture them cleanly either).
+MODULE_CONVERSIONS = frozenset(
+    getattr(torch.nn.Module, name) for name in (
+        "_apply", "to", "to_empty", "type", "float", "double", "half", "bfloat16", "cpu", "cuda", "xpu", "ipu",
+        "mtia", "share_memory") if hasattr(torch.nn.Module, name))
+
+
 def runs_for_real(target: Any) -> str | None:
     """Why a call of ``target`` (any callable) must break the graph and run for real, or ``None``."""
     if hashable_key(target) in RUNS_FOR_REAL_FUNCTIONS:
         return f"{target.__name__} registers a hook every module call reads: it runs for real"
+    if hashable_key(target) in MODULE_CONVERSIONS:
+        return f"Module.{target.__name__} converts the module's parameters and buffers in place: it runs for real"
     module = getattr(target, "__module__", None)
     if not isinstance(module, str):
         return None

@@ -16,6 +16,8 @@ checkpoint taken before the op still sees the tensors as they were.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import operator
 from typing import Any
 
@@ -62,7 +64,33 @@ MUTATING_FUNCTIONS = {
     torch.batch_norm: (_BATCH_NORM_STATS[:0] + ((3, "running_mean"), (4, "running_var")),
                        lambda a, k: _arg(a, k, 5, "training", False)),
     F.instance_norm: (_BATCH_NORM_STATS, lambda a, k: _arg(a, k, 5, "use_input_stats", True)),
+    # max_norm renormalises the looked-up rows of the weight in place (torch.embedding_renorm_, under no_grad)
+    F.embedding: (((1, "weight"),), lambda a, k: _arg(a, k, 3, "max_norm", None) is not None),
 }
+
+
+@functools.lru_cache(maxsize=None)
+def _inplace_position(target: Any) -> int | None:
+    """Where a Python function's ``inplace`` parameter sits (``F.relu(input, inplace=False)``: 1,
+    ``F.dropout(input, p, training, inplace)``: 3), or ``None``: its argument is passed by position as often
+    as by name (``nn.Dropout.forward`` calls ``F.dropout(input, self.p, self.training, self.inplace)``)."""
+    try:
+        names = list(inspect.signature(target).parameters)
+    except (TypeError, ValueError):
+        return None
+    return names.index("inplace") if "inplace" in names else None
+
+
+def _inplace(target: Any, args: tuple, kwargs: dict) -> bool:
+    """Whether ``target(*args, **kwargs)`` is called with ``inplace=True`` (by name or by position): it writes
+    its first argument, as the ``torch.nn.functional`` activations and dropouts do."""
+    if "inplace" in kwargs:
+        return _as_const(kwargs["inplace"]) is True
+    try:
+        position = _inplace_position(target)
+    except TypeError:  # an unhashable callable
+        return False
+    return position is not None and position < len(args) and _as_const(args[position]) is True
 
 
 def _arg(args: tuple, kwargs: dict, index: int, name: str, default: Any) -> Any:
@@ -90,7 +118,7 @@ def mutated_arguments(kind: str, target: Any, args: tuple, kwargs: dict) -> list
         out.append(first)
     elif name.endswith("_") and not name.startswith("_") and isinstance(first, TensorVariable):
         out.append(first)
-    elif _as_const(kwargs.get("inplace")) is True:
+    elif _inplace(target, args, kwargs):
         out.append(first)
     elif target in MUTATING_FUNCTIONS:
         positions, active = MUTATING_FUNCTIONS[target]
@@ -178,6 +206,10 @@ def _captured_item(tx: Any, var: VariableTracker) -> VariableTracker:
 
 def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> VariableTracker:
     """Record ``target(*args, **kwargs)`` in the graph and return the VT of its result."""
+    # arguments not read yet (the values of a dict splatted with ``**``) are wrapped, and guarded, first: their
+    # values decide what the op writes (``inplace=True``)
+    args = tuple(wrap(tx, a.value, a.source) if isinstance(a, LazyArgument) else a for a in args)
+    kwargs = {k: wrap(tx, v.value, v.source) if isinstance(v, LazyArgument) else v for k, v in kwargs.items()}
     if kind == "call_method" and target == "item" and config.capture_scalar_outputs:
         return _captured_item(tx, args[0])
     if kind == "call_method" and target in LEAVES_THE_GRAPH:
@@ -244,8 +276,9 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
                                   "unbacked sizes (capture_dynamic_output_shape_ops)") from None
         tx.unsupported("data_dependent", f"{_describe(kind, target)} depends on tensor data ({type(e).__name__})",
                        ("keep tensor values in tensors; Python control flow on them breaks the graph",))
-    except (RuntimeError, TypeError, ValueError, IndexError, AssertionError, NotImplementedError) as e:
-        # (torch's meta functions raise AssertionError for some argument errors: t_ on a 3-d tensor)
+    except (RuntimeError, TypeError, ValueError, IndexError, AssertionError, NotImplementedError, OverflowError) as e:
+        # (torch's meta functions raise AssertionError for some argument errors: t_ on a 3-d tensor; a Python int
+        # too big for the op's scalar type raises OverflowError when torch unpacks it: x + 2**64)
         if "data-dependent" in str(e) or "DataDependent" in type(e).__name__:
             tx.unsupported("data_dependent", f"{_describe(kind, target)} depends on tensor data")
         tx.user_error(e, traceable=False)  # a fake tensor's error: the real op decides (see UserError)
@@ -254,6 +287,10 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
             raise InternalError(f"{_describe(kind, target)} mutated a tensor stillframe did not know it writes")
     if any(t._version != v and any(t is f for f in fresh.values()) for t, v in zip(watched, versions)):
         saved.check_write(tx, roots)  # a write bumps the version counter (requires_grad_, detach_ do not)
+    if not mutated:
+        same = _returned_argument(args, kwargs, fake_args, fake_kwargs, result)
+        if same is not None:
+            return same
     if not mutated and not _contains_tensor(result):
         checker = query_checker(kind, target, bool(tx.state.autocast))
         if checker is not None and not kwargs and all(type(a) is ConstantVariable for a in args):
@@ -283,6 +320,18 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         if not _contains_tensor(result):
             return wrap_constant_result(tx, result, kind, target)
     return wrap_result(tx, result, node)
+
+
+def _returned_argument(args: tuple, kwargs: dict, fake_args: tuple, fake_kwargs: dict,
+                       result: Any) -> TensorVariable | None:
+    """The tensor argument an out-of-place op returned itself, if any: ``torch.as_tensor(t)``, ``torch.asarray(t)``,
+    ``t.to(t.dtype)``, ``t.type(t.type())``, ``t.contiguous()`` on a contiguous ``t`` return ``t`` (the same
+    object, no copy: ATen's ``to`` / ``contiguous`` and ``torch/csrc/utils/tensor_new.cpp`` return ``self`` when
+    nothing changes), and so does the op on its fake. The result is that argument's value, with no node."""
+    for var, fake in (*zip(args, fake_args), *((kwargs[k], fake_kwargs[k]) for k in kwargs)):
+        if isinstance(var, TensorVariable) and fake is result:
+            return var
+    return None
 
 
 def _refuse_grad_through_input_view(tx: Any) -> None:

@@ -11,7 +11,8 @@ import torch
 from .. import compat
 from ..guards.guard import Guard
 from ..guards.source import AttrSource, GetItemSource
-from ..variables.base import ConstantVariable, PythonObjectVariable, TensorMethodVariable, TensorVariable, VariableTracker
+from ..variables.base import (ConstantVariable, PythonObjectVariable, TensorMethodVariable, TensorVariable,
+                              VariableTracker)
 from ..variables.builder import is_constant, wrap
 from ..tensors.ops import call_tensor_op
 from ..tensors.symbolic import shape_of

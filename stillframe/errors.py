@@ -132,7 +132,18 @@ class RetraceSymbolic(StillframeError):
     changed since the last trace): the runtime traces the frame again with a ShapeEnv. Never reaches the user."""
 
 
-class RetraceSavedTensor(StillframeError):
+class RetraceRunForReal(StillframeError):
+    """The trace found that calls it captured (instructions in ``locations``: ``(code object, instruction
+    index)``) must run for real for the graph to be exact (``why`` says why): the runtime traces the frame again
+    with those calls as graph breaks. Never reaches the user."""
+
+    def __init__(self, locations: frozenset, why: str = "") -> None:
+        super().__init__(f"{len(locations)} call(s) must run for real: {why}")
+        self.locations = locations
+        self.why = why
+
+
+class RetraceSavedTensor(RetraceRunForReal):
     """An in-place op writes a tensor that an op traced earlier saved for backward (``t3 = t2.sin(); t2.add_(1)``):
     eager's backward through that op then raises "one of the variables needed for gradient computation has been
     modified by an inplace operation", which no graph reproduces (a backend saves the value from before the
@@ -141,8 +152,8 @@ class RetraceSavedTensor(StillframeError):
     real tensor and checks its version, as in eager. Never reaches the user."""
 
     def __init__(self, locations: frozenset) -> None:
-        super().__init__(f"{len(locations)} call(s) save for backward a tensor written in place later")
-        self.locations = locations
+        super().__init__(locations)
+        self.args = (f"{len(locations)} call(s) save for backward a tensor written in place later",)
 
 
 class StillframeWarning(UserWarning):

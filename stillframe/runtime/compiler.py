@@ -24,7 +24,7 @@ import torch
 from .. import compat
 from ..bytecode.reader import read
 from ..config import config
-from ..errors import (GraphBreak, GraphBreakKind, InternalError, RetraceSavedTensor, RetraceSymbolic, Unsupported,
+from ..errors import (GraphBreak, GraphBreakKind, InternalError, RetraceRunForReal, RetraceSymbolic, Unsupported,
                       UserLocation)
 from ..tensors.effects import runs_for_real
 from ..graph import passes
@@ -193,19 +193,22 @@ def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any
     with those floats static. Each retry keeps what the ones before it learned (a trace draining generators
     still takes a backend's request: fuzz 34:68)."""
     rejected: set[str] = set()
-    run_for_real: set = set()  # calls saving for backward a tensor written in place later (tensors/saved.py)
+    run_for_real: dict = {}  # calls that must run for real (tensors/saved.py), and why
     lazy_generators = True  # False once a generator was suspended at the break: every retry drains them then
 
     while True:
         tracer = make_tracer()
         tracer.uncaptured_ops = frozenset(rejected)
         tracer.run_for_real = frozenset(run_for_real)
+        tracer.run_for_real_why = dict(run_for_real)
         tracer.functional_backend = not compat.is_eager_backend(backend)
         tracer.lazy_generators = lazy_generators
         try:
             return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
-        except RetraceSavedTensor as e:
-            run_for_real |= e.locations
+        except RetraceRunForReal as e:  # (RetraceSavedTensor too)
+            if e.locations <= run_for_real.keys():
+                raise InternalError(f"traced again with {e.locations} run for real, the trace asked again") from None
+            run_for_real.update(dict.fromkeys(e.locations, e.why))
         except RetraceSymbolic as e:
             if shapes is None or shapes.symbolic:
                 raise InternalError(f"a symbolic trace asked to be traced symbolically again: {e}") from None

@@ -217,6 +217,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
                        LEAVES_THE_GRAPH[target], ("the graph so far runs, this step runs for real, tracing resumes",))
     effect = known_effect(kind, target)
     if effect is not None:
+        if tx.functional_backend and (kind == "call_method" and target in _GRAD_HOOKS or target in _GRAD_HOOKS):
+            _refuse_hook_inside_graph(tx, args[0] if args else None)
         tx.unsupported("effectful_call", effect, RUNS_FOR_REAL)
     if kind == "call_function" and target is torch.autograd.grad:
         _refuse_grad_through_input_view(tx)
@@ -320,6 +322,27 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         if not _contains_tensor(result):
             return wrap_constant_result(tx, result, kind, target)
     return wrap_result(tx, result, node)
+
+
+# Calls that make autograd report a tensor's total gradient: its .grad (retain_grad) or a hook's argument.
+_GRAD_HOOKS = frozenset({"retain_grad", "register_hook", torch.Tensor.retain_grad, torch.Tensor.register_hook})
+
+
+def _refuse_hook_inside_graph(tx: Any, var: Any) -> None:
+    """Before ``t.retain_grad()`` / ``t.register_hook(fn)`` runs for real on ``t``, an output of the graph so far
+    that other ops of that graph read: on an AOTAutograd backend the graph is one autograd node, and ``t``'s slot
+    of it receives only the gradient that reaches ``t`` directly, not the part that flows through the graph's other
+    outputs computed from ``t`` (``t2 = y + x; t3 = t2 * 2; t2.retain_grad()``: eager's ``t2.grad`` is 3, the
+    slot's 1; fuzz 39:530, torch.compile too). The frame is traced again with the op that made ``t`` run for real,
+    so ``t`` enters the rest of the graph as an input and its gradient is eager's total."""
+    if not isinstance(var, TensorVariable):
+        return
+    node = tx.tensor(var).node
+    if node is None or node.op == "placeholder" or "location" not in node.meta:
+        return
+    if any(user.op != "output" for user in node.users):
+        raise saved.RetraceRunForReal(frozenset({node.meta["location"]}), "its result gets a gradient hook (or "
+                                      "retain_grad) later, which must see the gradient of every use")
 
 
 def _returned_argument(args: tuple, kwargs: dict, fake_args: tuple, fake_kwargs: dict,
@@ -490,6 +513,7 @@ def _emit(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict, val: Any) 
     else:
         node = tx.graph.call_function(target, fx_args, fx_kwargs, val)
     compat.bind_unbacked(tx.fake_mode, node, val)
+    node.meta["location"] = saved.location(tx)  # the instruction that made it (see _refuse_hook_inside_graph)
     return node
 
 

@@ -27,20 +27,26 @@ from typing import Any, Iterator
 
 import torch
 
-from ..errors import RetraceSavedTensor
+from ..errors import RetraceRunForReal, RetraceSavedTensor
 
 
-def _location(tx: Any) -> tuple:
+def location(tx: Any) -> tuple:
+    """Where the trace stands: ``(code object, instruction index)`` of the instruction being traced."""
     frame = tx.frame
     return (frame.code.code, frame.ip - 1)
 
 
+_location = location
+
+
 def refuse_if_saving_runs_for_real(tx: Any, what: str) -> None:
-    """Break before a call that an earlier trace of this frame found saving a tensor written in place later."""
+    """Break before a call that an earlier trace of this frame found must run for real: it saves for backward a
+    tensor written in place later, or makes one a gradient hook is put on later (``RetraceRunForReal``)."""
     if tx.run_for_real and _location(tx) in tx.run_for_real:
-        tx.unsupported("saved_for_backward", f"{what} saves for backward a tensor that is written in place later; "
-                       "it runs for real, so autograd checks that tensor's version at backward as in eager",
-                       ("the call runs for real, then tracing resumes",))
+        why = tx.run_for_real_why.get(_location(tx)) if isinstance(tx.run_for_real_why, dict) else None
+        tx.unsupported("saved_for_backward", f"{what} " + (why or "saves for backward a tensor that is written in "
+                       "place later; it runs for real, so autograd checks that tensor's version at backward as in "
+                       "eager"), ("the call runs for real, then tracing resumes",))
 
 
 @contextlib.contextmanager

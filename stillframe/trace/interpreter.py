@@ -116,6 +116,7 @@ class Tracer:
         # eager backend's real ops save and check for themselves)
         self.functional_backend = False
         self.run_for_real: frozenset = frozenset()
+        self.run_for_real_why: dict = {}  # location -> why it runs for real (errors.RetraceRunForReal)
         self.saved_for_backward: list[tuple[tuple, tuple]] = []
         self.shared_versions: list[tuple[Any, Any]] = []
         self.shapes: Any = None  # which input dimensions are symbolic (runtime.shapes.ShapePolicy); None: static

@@ -1200,3 +1200,44 @@ def f(x, y, w, k):
     t5 = t3 * math.sqrt(k)
     y.sub_(x, alpha=0.5)
 ''', n=4, n2=5, w_rg=True, ks=(2, 1, 3)), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_retain_grad_on_an_output_another_output_is_computed_from(backend):
+    # fuzz 39:530: t2 and t3 = t2 * 2 are outputs of one AOTAutograd node; t2.retain_grad() (run for real after
+    # the graph) put t2's .grad on its slot of that node, which gets only the gradient of t2 itself: 1 where
+    # eager's is 3 (torch.compile too). The op that makes t2 now runs for real
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    lst1 = [y, x]
+    t2 = sum(lst1)
+    setattr(OBJ, 'attr' + str(k), t2)
+    t3 = getattr(OBJ, 'attr' + str(k)) * 2
+    t2.retain_grad()
+    return (t3, t2)
+'''), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_hook_on_an_output_another_output_is_computed_from(backend):
+    # as above, for a tensor hook: it sees t2's whole gradient, as in eager
+    seen = []
+
+    def f(x, y):
+        t2 = y + x
+        t3 = t2 * 2
+        t2.register_hook(lambda g: seen.append(g.clone()))
+        return t3, t2
+
+    results = []
+    for fn in (f, stillframe.compile(f, backend=backend)):
+        seen.clear()
+        torch.manual_seed(0)
+        x, y = torch.randn(3, requires_grad=True), torch.randn(3)
+        t3, t2 = fn(x, y)
+        (t3.sum() + t2.sum()).backward()
+        results.append((list(seen), x.grad))
+    (hooked, x_grad), (hooked_compiled, x_grad_compiled) = results
+    assert len(hooked_compiled) == len(hooked) == 1
+    torch.testing.assert_close(hooked_compiled[0], hooked[0])
+    torch.testing.assert_close(x_grad_compiled, x_grad)

@@ -217,7 +217,7 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
                        LEAVES_THE_GRAPH[target], ("the graph so far runs, this step runs for real, tracing resumes",))
     effect = known_effect(kind, target)
     if effect is not None:
-        if tx.functional_backend and (kind == "call_method" and target in _GRAD_HOOKS or target in _GRAD_HOOKS):
+        if tx.functional_backend and target in _GRAD_HOOKS:  # (a target with an effect is hashable)
             _refuse_hook_inside_graph(tx, args[0] if args else None)
         tx.unsupported("effectful_call", effect, RUNS_FOR_REAL)
     if kind == "call_function" and target is torch.autograd.grad:

@@ -36,14 +36,12 @@ def location(tx: Any) -> tuple:
     return (frame.code.code, frame.ip - 1)
 
 
-_location = location
-
 
 def refuse_if_saving_runs_for_real(tx: Any, what: str) -> None:
     """Break before a call that an earlier trace of this frame found must run for real: it saves for backward a
     tensor written in place later, or makes one a gradient hook is put on later (``RetraceRunForReal``)."""
-    if tx.run_for_real and _location(tx) in tx.run_for_real:
-        why = tx.run_for_real_why.get(_location(tx)) if isinstance(tx.run_for_real_why, dict) else None
+    if tx.run_for_real and location(tx) in tx.run_for_real:
+        why = tx.run_for_real_why.get(location(tx))
         tx.unsupported("saved_for_backward", f"{what} " + (why or "saves for backward a tensor that is written in "
                        "place later; it runs for real, so autograd checks that tensor's version at backward as in "
                        "eager"), ("the call runs for real, then tracing resumes",))
@@ -76,7 +74,7 @@ def _unpack(t: Any) -> Any:
 def record(tx: Any, fakes: list) -> None:
     """Note that the call being traced saved ``fakes`` for backward (on every backend: a rule calls it for what no
     graph's real ops check, such as ``torch.func.vjp``'s closed-over tensors)."""
-    tx.saved_for_backward.append((tuple(fakes), _location(tx)))
+    tx.saved_for_backward.append((tuple(fakes), location(tx)))
 
 
 def record_shared_version(tx: Any, fake: Any, source_fake: Any) -> None:

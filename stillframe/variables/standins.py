@@ -29,10 +29,11 @@ class ResumableIterator:
     (:func:`as_builtin`).
 
     ``items`` may be the tail of the user's own list (:class:`ListTail`): then it is CPython's ``listiterator``
-    (``items[index]`` while ``index < len(items)``, read at each ``next``). ``over``, a dict or set whose ``len`` was ``size`` when the iterator was
-    made: each ``next`` raises, as ``dictiter`` / ``setiter`` do, once the length differs (``size`` becomes -1:
-    it keeps raising); ``keys``: the keys of ``items`` where ``view`` is a dict's ``"values"`` or ``"items"``, whose
-    values are read at each ``next``. Exhausted, it drops its list and container, as CPython's iterators do."""
+    (``items[index]`` while ``index < len(items)``, read at each ``next``). ``over``: a dict or set whose ``len``
+    was ``size`` when the iterator was made; each ``next`` raises, as ``dictiter`` / ``setiter`` do, once the
+    length differs (``size`` becomes -1: it keeps raising). ``keys``: the keys of ``items`` where ``view`` is a
+    dict's ``"values"`` or ``"items"``, whose values are read at each ``next``. Exhausted, it drops its list and
+    container, as CPython's iterators do."""
 
     # underscored: user code duck-types iterators (C OrderedDict.update calls an ``items`` attribute)
     __slots__ = ("_items", "_index", "_kind", "_over", "_size", "_keys", "_view")

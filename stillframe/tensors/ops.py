@@ -221,7 +221,7 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
             _refuse_hook_inside_graph(tx, args[0] if args else None)
         tx.unsupported("effectful_call", effect, RUNS_FOR_REAL)
     if kind == "call_function" and target is torch.autograd.grad:
-        _refuse_grad_through_input_view(tx)
+        _refuse_grad_through_input_history(tx)
     if kind == "call_method" and target == "type":
         args, kwargs = _legacy_type_names(args, kwargs)
     if kind == "call_function" and "requires_grad" in kwargs:
@@ -357,23 +357,34 @@ def _returned_argument(args: tuple, kwargs: dict, fake_args: tuple, fake_kwargs:
     return None
 
 
-def _refuse_grad_through_input_view(tx: Any) -> None:
-    """Break before ``torch.autograd.grad`` when a graph input is a view that requires grad.
+def _refuse_grad_through_input_history(tx: Any) -> None:
+    """Break before ``torch.autograd.grad`` when a graph input that requires grad has history the fakes lack.
 
-    Such an input's fake is rebuilt from its base's fake with ``as_strided`` (as torch's own fakeification
-    does for dense views), so its fake history is ``AsStridedBackward``, not eager's (``TBackward`` for
-    ``x.t()``): gradients through it get other strides on fakes than for real (contiguous where eager's
-    engine returns an expanded tensor). An in-place op on such a gradient would pass on the fake and raise
-    only in the graph, after the user's ``try`` was left (fuzz 26:7523). Run for real, the call gives the
-    trace eager's gradients, which enter the resumed segment as inputs with their true geometry."""
+    - A view input's fake is rebuilt from its base's fake with ``as_strided`` (as torch's own fakeification
+      does for dense views), so its fake history is ``AsStridedBackward``, not eager's (``TBackward`` for
+      ``x.t()``): gradients through it get other strides on fakes than for real (contiguous where eager's
+      engine returns an expanded tensor; fuzz 26:7523).
+    - A non-leaf input's fake is a leaf: the history it has in eager (made before a graph break, or by the
+      caller) is not in the fake autograd graph. A differentiated tensor that this history also reaches gets
+      its gradient summed over more paths in eager, so it is a fresh tensor where the fake engine returns a
+      view made under ``no_grad`` (``w @ y`` with ``y = y0 + w``, fuzz 39:218).
+
+    Either way an in-place op on such a gradient would pass on the fake and raise only in the graph, or raise
+    on the fake where eager runs. Run for real, the call gives the trace eager's gradients, which enter the
+    resumed segment as inputs with their true geometry and aliasing."""
     for tid, value in tx.input_values.items():
         entry = tx.state.heap.get(tid)
         meta = getattr(entry, "meta", None)
-        if meta is not None and meta.base is not None and meta.requires_grad and \
-                isinstance(value, torch.Tensor) and value._base is not None:
+        if meta is None or not meta.requires_grad or not isinstance(value, torch.Tensor):
+            continue
+        if meta.base is not None and value._base is not None:
             tx.unsupported("effectful_call", "torch.autograd.grad() differentiates through an input that is a "
                            "view: its fake history is rebuilt with as_strided, so the gradients' strides on "
                            "fakes may not be eager's", RUNS_FOR_REAL)
+        if value.grad_fn is not None:
+            tx.unsupported("effectful_call", "torch.autograd.grad() differentiates through an input with "
+                           "autograd history made outside the graph, which the fakes do not have, so the "
+                           "gradients' aliasing on fakes may not be eager's", RUNS_FOR_REAL)
 
 
 # Methods that change only autograd metadata of a graph input: applied to the live input before the graph

@@ -1241,3 +1241,34 @@ def test_hook_on_an_output_another_output_is_computed_from(backend):
     assert len(hooked_compiled) == len(hooked) == 1
     torch.testing.assert_close(hooked_compiled[0], hooked[0])
     torch.testing.assert_close(x_grad_compiled, x_grad)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_autograd_grad_through_an_input_with_history_made_before_a_break(backend):
+    # fuzz 39:218: y.add_(w) gives y history through w; the handler's repr() of the chained exceptions breaks,
+    # so y enters the next graph as an input whose fake is a leaf. In eager w's gradient of (w @ y).sum() sums
+    # two paths and is a fresh tensor; the fake engine saw one path and returned a view made under no_grad, so
+    # g6.add_(w) raised on the fake where eager runs
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    y.add_(w)
+    try:
+        try:
+            raise KeyError('inner ' + str(k))
+        except KeyError as e3:
+            raise ValueError('outer')
+    except ValueError as e4:
+        OUT.append((repr(e4.__cause__), repr(e4.__context__), e4.__suppress_context__))
+    t5 = w @ y
+    g6, = torch.autograd.grad(t5.sum(), [w], retain_graph=True)
+    g6.add_(w)
+''', n=4, x_rg=False, ks=(1, 1, 2)), compiler_for("stillframe", backend))
+    # the same with the break written out
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    y.add_(w)
+    print(k)
+    g, = torch.autograd.grad((w @ y).sum(), [w])
+    g.mul_(2)
+    return g
+''', n=4, x_rg=False), compiler_for("stillframe", backend))

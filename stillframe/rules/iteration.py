@@ -1,15 +1,17 @@
 """The builtins that make or consume iterables: ``range``, ``zip``, ``enumerate``, ``reversed``, ``map``,
 ``filter``, ``sorted``, ``all``, ``any``; registered in the builtin table (:data:`builtin_calls.BUILTIN_RULES`).
 
-The iterators they make run no user code ahead of eager. Over sequences the trace already holds (lists,
-tuples, dicts, ranges, tensors), ``zip``, ``enumerate`` and ``reversed`` pull nothing anybody could observe,
-so their items are taken at once: a heap iterator (:meth:`Tracer.new_iterator`) recording which builtin made
-it, so it leaves the function as that type (when the trace is retried with real generators, they are real
-too, since a heap iterator crossing a graph break is no longer of the builtin's type). Everything that calls a function per item or pulls from another
-iterator (``map``, ``filter``, ``zip`` over a generator, the ``itertools`` iterators, ``functools.reduce``)
-is traced as its Python equivalent in :mod:`.polyfills`, one item per ``next``, so every call and every pull
-happens when eager's would; the generator reports the builtin's type. ``all``/``any`` over a generator step it
-only as far as eager does.
+The iterators they make run no user code ahead of eager. Over sequences the trace already holds and no loop
+can change (tuples, ranges, tensors, modules), ``zip``, ``enumerate`` and ``reversed`` pull nothing anybody
+could observe, so their items are taken at once: a heap iterator (:meth:`Tracer.new_iterator`) recording which
+builtin made it, so it leaves the function as that type (when the trace is retried with real generators, they
+are real too, since a heap iterator crossing a graph break is no longer of the builtin's type). ``enumerate``
+over a list is a container iterator (:meth:`Tracer.new_container_iterator`), which reads the list at each
+``next``. Everything that calls a function per item or pulls from another iterator (``map``, ``filter``, ``zip``
+over a generator, the ``itertools`` iterators, ``functools.reduce``), and ``zip``, ``enumerate`` or ``reversed``
+over a list, dict or set the loop may change, is traced as its Python equivalent in :mod:`.polyfills`, one item
+per ``next``, so every call and every pull happens when eager's would; the generator reports the builtin's
+type. ``all``/``any`` over a generator step it only as far as eager does.
 """
 
 from __future__ import annotations
@@ -67,8 +69,13 @@ _lazy_zip = lazily(zip, polyfills.zip_)
 _lazy_enumerate = lazily(enumerate, polyfills.enumerate_)
 
 
+#: Held iterables that code inside a loop over them can change: iterators over them read them at each ``next``.
+_MUTABLE = (ListVariable, DictVariable, SetVariable)
+
+
 def _zip(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    if kwargs or not tx.lazy_generators or not all(isinstance(a, _HELD) for a in args):
+    if kwargs or not tx.lazy_generators or not all(isinstance(a, _HELD) for a in args) or \
+            any(isinstance(a, _MUTABLE) for a in args):  # zip pulls from each one's iterator at each next
         return _lazy_zip(tx, args, kwargs)
     seqs = [sequence_items(tx, a) for a in args]
     return tx.new_iterator(tuple(TupleVariable(t) for t in zip(*seqs)), "zip")
@@ -81,11 +88,20 @@ def _enumerate(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     start = const_value(tx, args[1]) if len(args) > 1 else const_value(tx, kwargs.get("start", ConstantVariable(0)))
     if isinstance(args[0], ListVariable) and type(start) is int:  # enumerate(iter(lst)): sees the list as it is
         return tx.new_container_iterator(args[0], "list", "enumerate", start)
+    if isinstance(args[0], _MUTABLE):  # enumerate(iter(d)): raises at the next after d changed size
+        return _lazy_enumerate(tx, args, kwargs)
     return tx.new_iterator(tuple(TupleVariable((ConstantVariable(i + start), v))
                                   for i, v in enumerate(sequence_items(tx, args[0]))), "enumerate")
 
 
+#: The type ``reversed(lst)`` returns for a list.
+LIST_REVERSEITERATOR = type(reversed([]))
+_lazy_reversed_list = lazily(LIST_REVERSEITERATOR, polyfills.reversed_list)
+
+
 def _reversed(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    if isinstance(args[0], ListVariable):  # listreviter reads the list at each next
+        return _lazy_reversed_list(tx, args, kwargs)
     return tx.new_iterator(tuple(reversed(sequence_items(tx, args[0]))))
 
 

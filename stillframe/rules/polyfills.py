@@ -72,6 +72,14 @@ def enumerate_(iterable, start=0):
         n += 1
 
 
+def reversed_list(items):
+    # CPython's listreviter_next: the item at the index while the index is inside the list as it is now
+    index = len(items) - 1
+    while 0 <= index < len(items):
+        yield items[index]
+        index -= 1
+
+
 def chain(*iterables):
     for iterable in iterables:
         for item in iterable:

@@ -70,6 +70,7 @@ from ..variables.base import (
 from ..variables.builder import wrap
 from ..variables.objects import ContainerMethodVariable, DELETED, ObjectVariable, SuperVariable, _Deleted, dict_base
 from ..rules.known import key_variable, live_iterator_index
+from ..rules.iteration import LIST_REVERSEITERATOR
 from ..rules.protocol import Protocol
 from ..trace.interpreter import Tracer
 from ..variables import standins
@@ -496,6 +497,8 @@ def _rebuild_generator(cg: StateCodegen, var: GeneratorVariable) -> str:
     if cg.tracer.heap(var.oid).frame is None:  # finished: nothing more to yield
         if var.made_by in _EXHAUSTED:  # an exhausted iterator of the builtin's type
             return f"{cg.gen.const(var.made_by)}{_EXHAUSTED[var.made_by]!r}"
+        if var.made_by is LIST_REVERSEITERATOR:  # (no constructor: reversed() makes it)
+            return f"{cg.gen.const(reversed)}([])"
         return "iter(())"
     cg.tracer.unsupported("suspended_generator", "a generator suspended mid-way cannot be rebuilt at a graph break")
 
@@ -539,7 +542,8 @@ def _container_iterator(cg: StateCodegen, var: IteratorVariable, entry: Any) -> 
             if cg.final:
                 return f"enumerate({cg.gen.const(standins.list_iterator)}({container}, {entry.index}), " \
                        f"{entry.start + entry.index})"
-            return f"{cg.gen.const(standins.ResumableIterator)}([{cg._items(tx.iterator_rest(var))}], 0, 'enumerate')"
+            return f"{cg.gen.const(standins.ResumableIterator)}({cg.gen.const(standins.EnumerateTail)}(" \
+                   f"{container}, {entry.index}, {entry.start + entry.index}), 0, 'enumerate')"
         if cg.final:
             return f"{cg.gen.const(standins.list_iterator)}({container}, {entry.index})"
         return f"{cg.gen.const(standins.ResumableIterator)}({cg.gen.const(standins.ListTail)}({container}, " \
@@ -560,10 +564,11 @@ def _container_iterator(cg: StateCodegen, var: IteratorVariable, entry: Any) -> 
 def _rebuild_live_iterator(cg: StateCodegen, var: LiveIteratorVariable) -> str:
     """The live iterator itself, at the position this trace leaves it (it may have drained it), made once: a local
     and the loop's stack slot that held it still share it; it still reads the list, dict or set it is over. Where
-    the function returns, one made by ``zip`` or ``enumerate`` is of that type, over what is left."""
+    the function returns, one over a list is CPython's ``listiterator`` (or ``enumerate`` over one) and one made by
+    ``zip`` or ``enumerate`` otherwise is of that type, over what is left (:func:`standins.as_builtin_at`)."""
     index = live_iterator_index(cg.tracer, var)
-    if cg.final and var.kind is not None:
-        create = f"{cg.gen.const(standins.as_builtin)}({var.kind!r}, {cg.gen.ref(var.items_source)}[{index}:])"
+    if cg.final:
+        create = f"{cg.gen.const(standins.as_builtin_at)}({cg.gen.ref(var.items_source.base)}, {index})"
     else:
         create = f"{cg.gen.const(standins.resume_at)}({cg.gen.ref(var.items_source.base)}, {index})"
     return cg._once(("live_iter", var.obj_id), create, lambda name: "pass")

@@ -92,11 +92,33 @@ class ListTail:
         return iter(self._list[self._start:])
 
 
+class EnumerateTail(ListTail):
+    """``enumerate`` over the list ``items`` from ``start`` on, counting from ``count``: ``(count + i, items[start +
+    i])``, read when asked (as :class:`ListTail`, for ``enumerate(lst)`` whose loop breaks the graph)."""
+
+    __slots__ = ("_count",)
+
+    def __init__(self, items: list, start: int, count: int):
+        super().__init__(items, start)
+        self._count = count
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return list(self)[i]
+        return self._count + i, super().__getitem__(i)
+
+    def __iter__(self) -> Any:
+        return iter(list(enumerate(self._list[self._start:], self._count)))
+
+
 def resume_at(it: ResumableIterator, index: int) -> ResumableIterator:
     """A ``ResumableIterator`` at position 0 over what ``it`` has left from ``index`` on (where a trace that read
     it left it): still over the same list, dict or set."""
     items = it._items
-    rest = ListTail(items._list, items._start + index) if type(items) is ListTail else items[index:]
+    if type(items) is EnumerateTail:
+        rest = EnumerateTail(items._list, items._start + index, items._count + index)
+    else:
+        rest = ListTail(items._list, items._start + index) if type(items) is ListTail else items[index:]
     keys = None if it._keys is None else it._keys[index:]
     return ResumableIterator(rest, 0, it._kind, it._over, it._size, keys, it._view)
 
@@ -106,6 +128,20 @@ def list_iterator(items: list, index: int) -> Any:
     it = iter(items)
     it.__setstate__(index)
     return it
+
+
+def as_builtin_at(it: ResumableIterator, index: int) -> Any:
+    """What the live iterator ``it`` is where it leaves the function, standing at ``index``: CPython's
+    ``listiterator`` (or ``enumerate`` over one) still over the user's list, an iterator of the type the builtin
+    that made it gives (:func:`as_builtin`), else a ``ResumableIterator`` (:func:`resume_at`)."""
+    items = it._items
+    if type(items) is EnumerateTail:
+        return enumerate(list_iterator(items._list, items._start + index), items._count + index)
+    if type(items) is ListTail and it._kind is None:
+        return list_iterator(items._list, items._start + index)
+    if it._kind is not None:
+        return as_builtin(it._kind, items[index:])
+    return resume_at(it, index)
 
 
 def as_builtin(kind: str | None, rest: list) -> Any:

@@ -11,6 +11,7 @@ import weakref
 import pytest
 import torch
 
+import stillframe
 from stillframe.check.parity import assert_parity
 
 BACKENDS = ["eager", "aot_eager"]
@@ -147,6 +148,90 @@ def test_list_popped_during_iteration(backend):
         return x + sum(out), out, l
 
     assert_parity(fn, _args, backend=backend, calls=3)
+
+
+def _log_break(out, what):
+    print(what)  # a graph break
+    out.append(what)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_enumerate_of_a_list_appended_across_a_graph_break(backend):
+    # at the break the enumerate iterator was rebuilt over a snapshot of the list's items: [0, 1, 2] where eager's
+    # loop also visits the two items appended in it
+    def fn(x):
+        l = [1, 2, 3]
+        out = []
+        for i, v in enumerate(l, 5):
+            _log_break(out, (i, v))
+            if i < 7:
+                l.append(v * 10)
+        return x * len(out), out
+
+    assert_parity(fn, _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("brk", [False, True])
+def test_reversed_list_written_during_the_loop(brk, backend):
+    # reversed(l) took the list's items when made: l[0] = 99 inside the loop was not seen (eager's
+    # list_reverseiterator reads l[index] at each next), and a pop that shrinks the list below the index ends it
+    def fn(x):
+        l = [1, 2, 3, 4]
+        out = []
+        for v in reversed(l):
+            if brk:
+                _log_break(out, v)
+            out.append(v)
+            l[0] = 99
+            if v == 4:
+                l.pop()
+                l.pop()
+        it = reversed(l)
+        next(it)
+        return x + len(out), out, type(it).__name__, list(it), list(reversed(l))
+
+    assert_parity(fn, _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("brk", [False, True])
+def test_zip_over_a_list_appended_during_the_loop(brk, backend):
+    # zip(l, m) took both lists' items when made: items appended in the loop were not zipped
+    def fn(x):
+        l, m = [1, 2], [10, 20, 30, 40]
+        out = []
+        for a, b in zip(l, m):
+            if brk:
+                _log_break(out, a)
+            out.append((a, b))
+            if len(l) < 4:
+                l.append(a + 100)
+        return x * len(out), out
+
+    assert_parity(fn, _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_list_iterator_returned_after_a_graph_break(backend):
+    # a list iterator that crossed a break left the function as stillframe's ResumableIterator (type and later
+    # appends by the caller differed): it is CPython's listiterator over the user's list
+    def fn(x):
+        l = [1, 2, 3]
+        it, numbered = iter(l), enumerate(l)
+        next(it)
+        next(numbered)
+        print("break")
+        return x + 1, it, numbered, l
+
+    def observe(result):
+        _, it, numbered, l = result
+        l.append(4)
+        return type(it).__name__, list(it), type(numbered).__name__, list(numbered)
+
+    compiled = stillframe.compile(fn, backend=backend)
+    for i in range(3):
+        assert observe(compiled(*_args(i))) == observe(fn(*_args(i)))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

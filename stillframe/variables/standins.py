@@ -31,22 +31,36 @@ class ResumableIterator:
     ``items`` may be the tail of the user's own list (:class:`ListTail`): then it is CPython's ``listiterator``
     (``items[index]`` while ``index < len(items)``, read at each ``next``). ``over``: a dict or set whose ``len``
     was ``size`` when the iterator was made; each ``next`` raises, as ``dictiter`` / ``setiter`` do, once the
-    length differs (``size`` becomes -1: it keeps raising). ``keys``: the keys of ``items`` where ``view`` is a
-    dict's ``"values"`` or ``"items"``, whose values are read at each ``next``. Exhausted, it drops its list and
-    container, as CPython's iterators do."""
+    length differs (``size`` becomes -1: it keeps raising). Exhausted, it drops its list and container, as
+    CPython's iterators do.
+
+    Over a dict (``view``: ``"keys"``, ``"values"`` or ``"items"``), ``keys`` are the keys still to come, in the
+    dict's entry order; ``known``: every key the dict had when the iteration began, default its keys now; ``left``:
+    how many entries it still expects, default as many as ``keys`` has from ``index`` on. Each
+    ``next`` is CPython's ``dictiter_iternext*``: the next entry still in the dict (a key deleted meanwhile is
+    skipped; keys added meanwhile come after all the known ones, in insertion order), its value read now; one
+    found after as many entries as the dict had left when the iterator was made raises ``RuntimeError:
+    dictionary keys changed during iteration``, which ends it. (Exact while the dict's table is not rebuilt,
+    which keeping the size does not force.)"""
 
     # underscored: user code duck-types iterators (C OrderedDict.update calls an ``items`` attribute)
-    __slots__ = ("_items", "_index", "_kind", "_over", "_size", "_keys", "_view")
+    __slots__ = ("_items", "_index", "_kind", "_over", "_size", "_keys", "_view", "_known", "_left")
 
     def __init__(self, items: list, index: int = 0, kind: str | None = None, over: Any = None, size: int = 0,
-                 keys: list | None = None, view: str | None = None):
+                 keys: list | None = None, view: str | None = None, known: Any = None, left: int | None = None):
         self._items = items
         self._index = index
         self._kind = kind
         self._over = over
         self._size = size
-        self._keys = keys
         self._view = view
+        self._keys = keys
+        self._known = self._left = None
+        if isinstance(over, dict) and view in ("keys", "values", "items"):
+            self._keys = list(items) if keys is None else list(keys)
+            self._known = set(over) if known is None else known
+            # CPython's di_len: the entries it still expects
+            self._left = len(self._keys) - index if left is None else left
 
     def __iter__(self) -> "ResumableIterator":
         return self
@@ -56,16 +70,30 @@ class ResumableIterator:
             self._size = -1
             raise RuntimeError(("Set" if isinstance(self._over, (set, frozenset)) else "dictionary")
                                + " changed size during iteration")
+        if self._left is not None:
+            return self._dict_next()
         if self._index >= len(self._items):
             self._items, self._index, self._over, self._keys = [], 0, None, None
             raise StopIteration
         self._index += 1
-        if self._keys is not None:  # a dict's values() or items(): the value now
-            key = self._keys[self._index - 1]
-            if key not in self._over:  # the same size with other keys: CPython's result depends on its table
-                raise RuntimeError("dictionary keys changed during iteration")
-            return self._over[key] if self._view == "values" else (key, self._over[key])
         return self._items[self._index - 1]
+
+    def _dict_next(self) -> Any:
+        d, keys = self._over, self._keys
+        found = next((i for i in range(self._index, len(keys)) if keys[i] in d), None)
+        if found is None:  # past every known entry: keys added since come next
+            added = [k for k in d if k not in self._known]
+            self._known.update(added)
+            keys.extend(added)
+            found = next((i for i in range(self._index, len(keys)) if keys[i] in d), None)
+        if found is None or self._left == 0:
+            self._items, self._index, self._over, self._keys, self._left = [], 0, None, None, None
+            if found is None:
+                raise StopIteration
+            raise RuntimeError("dictionary keys changed during iteration")
+        self._index, self._left = found + 1, self._left - 1
+        key = keys[found]
+        return key if self._view == "keys" else d[key] if self._view == "values" else (key, d[key])
 
 
 class ListTail:
@@ -120,7 +148,7 @@ def resume_at(it: ResumableIterator, index: int) -> ResumableIterator:
     else:
         rest = ListTail(items._list, items._start + index) if type(items) is ListTail else items[index:]
     keys = None if it._keys is None else it._keys[index:]
-    return ResumableIterator(rest, 0, it._kind, it._over, it._size, keys, it._view)
+    return ResumableIterator(rest, 0, it._kind, it._over, it._size, keys, it._view, it._known, it._left)
 
 
 def list_iterator(items: list, index: int) -> Any:

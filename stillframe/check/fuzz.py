@@ -5,8 +5,8 @@ each side; ``f`` of the second is compiled. Both are called three times with cha
 sometimes with a new size), through :func:`stillframe.check.compare` (return value, dtype, shape, stride,
 ``requires_grad``, ``is_leaf``, aliasing, inputs after the call, gradients, exception type and message, eager
 fallbacks), and after each call this module also compares what ``compare`` does not see: the outside state the
-program mutates (``OUT``, ``STATE``, ``OBJ``), the text printed to ``BUF``, and ``.grad`` of the inputs and
-of the tensors returned.
+program mutates (``OUT``, ``STATE``, ``OBJ``, ``CNT``, ``HOLD``), the text printed to ``BUF``, and ``.grad`` of
+the inputs and of the tensors returned.
 
 Usage::
 
@@ -256,7 +256,7 @@ def _compare_outside(eager_ns, comp_ns, made, report, out, call):
     for name in ("OUT", "STATE", "TOTAL"):
         if name in eager_ns:
             walker.compare(eager_ns[name], comp_ns.get(name), name)
-    for name in ("OBJ", "CNT"):
+    for name in ("OBJ", "CNT", "HOLD"):
         if name in eager_ns:
             walker.compare(vars(eager_ns[name]), vars(comp_ns[name]), name)
     e_text, c_text = eager_ns["BUF"].getvalue(), comp_ns["BUF"].getvalue()

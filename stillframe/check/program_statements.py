@@ -313,6 +313,116 @@ class Writer(ObjectStatements):
         self.nograd = saved
         self.families.add("no_grad")
 
+    def _same_shape_pair(self):
+        """Two visible tensors of one shape (perhaps one tensor twice), for a list or dict of them."""
+        a = self.pick()
+        va = self.lookup(a)
+        same = [n for n, v in self.visible().items() if v.shape == va.shape and v.deps is not None]
+        b = self.rng.choice(same) if same else a
+        return a, b, va.shape, self.deps_of(va, self.lookup(b))
+
+    def s_mutate_iter(self):
+        """A container changed while a ``for`` runs over it: a list that grows (bounded by a counter), a dict or set
+        that changes size (eager raises RuntimeError, caught and logged), a list of ints shrinking under the
+        loop; sometimes with a break in the loop body."""
+        r = self.rng
+        a, b, shape, deps = self._same_shape_pair()
+        roll = r.randrange(4)
+        v = self.fresh("v")
+        if roll == 0:
+            lst, c = self.fresh("lst"), self.fresh("c")
+            self.emit(f"{lst} = [{a}, {b}]")
+            self.emit(f"{c} = 0")
+            self.emit(f"for {v} in {lst}:")
+            with self.nested(True):
+                self.emit(f"{c} += 1")
+                if r.random() < 0.5:
+                    self.emit(self.breaker())
+                self.emit(f"if {c} <= k:")
+                self.emit(f"    {lst}.append({v} * 2)")
+            self.emit(f"OUT.append(({c}, len({lst})))")
+            self.new_tensor(f"torch.stack({lst}).sum(0)", shape, deps)
+        elif roll == 1:
+            d, e = self.fresh("d"), self.fresh("e")
+            self.emit(f"{d} = {{'p': {a}, 'q': {b}}}")
+            self.emit("try:")
+            with self.nested(True):
+                self.emit(f"for {v} in {d}:")
+                with self.nested(True):
+                    if r.random() < 0.5:
+                        self.emit(self.breaker())
+                    self.emit(r.choice([f"{d}[{v} + '2'] = {d}[{v}] * 2", f"{d}[{v} + 'x'] = {d}.pop({v})",
+                                        f"{d}[{v}] = {d}[{v}] + 1", f"del {d}[{v}]"]))
+            self.emit(f"except RuntimeError as {e}:")
+            self.emit(f"    OUT.append(str({e}))")
+            self.emit(f"OUT.append(sorted({d}))")
+            self.new_tensor(f"sum({d}.values(), {a} * 0)", shape, deps)
+        elif roll == 2:
+            st, e = self.fresh("st"), self.fresh("e")
+            self.emit(f"{st} = set(range(k + 2))")
+            self.emit("try:")
+            with self.nested(True):
+                self.emit(f"for {v} in {st}:")
+                with self.nested(True):
+                    if r.random() < 0.5:
+                        self.emit(self.breaker())
+                    self.emit(f"OUT.append({v})")
+                    self.emit(f"{st}.add({v} + 100)")
+            self.emit(f"except RuntimeError as {e}:")
+            self.emit(f"    OUT.append(str({e}))")
+            self.emit(f"OUT.append(sorted({st}))")
+        else:
+            nums = self.fresh("nums")
+            self.emit(f"{nums} = list(range(k + 3))")
+            self.emit(f"for {v} in {nums}:")
+            with self.nested(True):
+                if r.random() < 0.5:
+                    self.emit(self.breaker())
+                self.emit(f"if {v} % 2 == 0:")
+                self.emit(f"    {nums}.remove({v})")
+                if r.random() < 0.4:
+                    self.block(size=1)
+            self.emit(f"OUT.append({nums})")
+        self.families.add("mutate_iter")
+
+    def s_iter_builtin(self):
+        """``zip``, ``enumerate`` and ``reversed`` over a list of tensors, with a break in the loop body sometimes,
+        or an iterator partly consumed before a break and finished after it."""
+        r = self.rng
+        a, b, shape, deps = self._same_shape_pair()
+        lst, acc = self.fresh("lst"), self.fresh("acc")
+        self.emit(f"{lst} = [{a}, {b}, {a} * 1.5]")
+        self.new_tensor(f"{a} * 0", shape, deps, name=acc)
+        j, u, v = self.fresh("j"), self.fresh("u"), self.fresh("v")
+        roll = r.randrange(6)
+        if roll == 5:
+            it = self.fresh("it")
+            self.emit(f"{it} = " + r.choice([f"enumerate({lst})", f"zip(range(k + 5), reversed({lst}))",
+                                             f"enumerate(reversed({lst}), 1)"]))
+            self.emit(f"OUT.append(next({it})[0])")
+            self.emit(self.breaker())
+            self.emit(f"for {j}, {v} in {it}:")
+            with self.nested(True):
+                self.emit(f"{acc} = {acc} + {v} * {j}")
+        else:
+            head, body = [
+                (f"for {j}, {v} in enumerate({lst}):", f"{acc} = {acc} + {v} * {j}"),
+                (f"for {j}, {v} in enumerate(reversed({lst}), start=1):", f"{acc} = {acc} + {v} * {j}"),
+                (f"for {u}, {v} in zip({lst}, reversed({lst})):", f"{acc} = {acc} + {u} - {v} * 0.5"),
+                (f"for {j}, ({u}, {v}) in enumerate(zip({lst}, {lst}[1:])):", f"{acc} = {acc} + ({u} - {v}) * {j}"),
+                (f"for {j}, {v} in zip(range(k), {lst}):", f"{acc} = {acc} + {v} * {j}"),
+            ][roll]
+            self.emit(head)
+            with self.nested(True):
+                if r.random() < 0.6:
+                    self.emit(self.breaker())
+                self.emit(body)
+                if j in head and r.random() < 0.3:
+                    self.emit(f"OUT.append({j})")
+                if r.random() < 0.3:
+                    self.block(size=1)
+        self.families.add("iter_builtin")
+
     # ------------------------------------------------------------ functions
 
     def s_call(self):

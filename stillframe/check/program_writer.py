@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 HEADER = '''import contextlib
 import io
 import math
+import sys
 import torch
 
 OUT = []
@@ -89,6 +90,45 @@ class Recorder:
         return False
 
 
+class Logged:
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        OUT.append("get " + self.name)
+        return obj.__dict__.get(self.name, 0)
+
+    def __set__(self, obj, value):
+        OUT.append("set " + self.name)
+        obj.__dict__[self.name] = value
+
+    def __delete__(self, obj):
+        OUT.append("del " + self.name)
+        obj.__dict__.pop(self.name, None)
+
+
+class Holder:
+    level = Logged()
+    gain = Logged()
+
+    def __init__(self, w=1):
+        self._w = w
+
+    @property
+    def w(self):
+        return self._w
+
+    @w.setter
+    def w(self, value):
+        OUT.append("w set")
+        self._w = value * 2
+
+
+HOLD = Holder()
+
+
 class Twice(torch.autograd.Function):
     @staticmethod
     def forward(ctx, t):
@@ -145,6 +185,7 @@ class WriterBase:
         self.budget = 0
         self.nograd = False
         self.fn_depth = 0
+        self.taken: set[str] = set()  # the internal-looking names bound so far (each is bound once)
 
     # ------------------------------------------------------------ the whole program
 
@@ -309,9 +350,10 @@ class WriterBase:
                       (self.s_try, 3), (self.s_no_grad, 2), (self.s_call, 3 if self.fn_depth < 2 else 0),
                       (self.s_generator, 3 if self.fn_depth < 2 else 0), (self.s_closure, 1),
                       (self.s_chain, 1), (self.s_context, 2), (self.s_gen_protocol, 2 if self.fn_depth < 2 else 0),
-                      (self.s_data_dependent, 1)]
+                      (self.s_data_dependent, 1), (self.s_except_break, 1), (self.s_exception_object, 1),
+                      (self.s_mutate_iter, 1), (self.s_iter_builtin, 1)]
         kinds += [(self.s_object, 3), (self.s_rng, 1), (self.s_global, 1), (self.s_container, 2),
-                  (self.s_function, 1)]
+                  (self.s_function, 1), (self.s_internal_name, 1), (self.s_locals, 1), (self.s_descriptor, 1)]
         if len(self.scopes) == 1:
             kinds.append((self.s_raise, 3))
         funcs, weights = zip(*kinds)
@@ -320,11 +362,20 @@ class WriterBase:
                 return
         self.s_compute()
 
-    def new_tensor(self, expr: str, shape: tuple, deps, *, base=None, contig=True, leaf=None) -> str:
-        name = self.fresh()
+    def new_tensor(self, expr: str, shape: tuple, deps, *, base=None, contig=True, leaf=None, name=None) -> str:
+        name = name or self.fresh()
         self.emit(f"{name} = {expr}")
         self.bind(name, Var(shape, deps, bool(leaf) if leaf is not None else not deps, base, contig))
         return name
+
+    def breaker(self) -> str:
+        """A statement that breaks the graph: an explicit break, a tensor's value read in Python, or a print."""
+        t = self.pick()
+        line = self.rng.choice(["torch._dynamo.graph_break()", "OUT.append({t}.sum().item() > 0)",
+                                "print('at', k, len(OUT), file=BUF)", "OUT.append(int(({t} > 0).sum()))"])
+        if "graph_break" in line:
+            self.families.add("graph_break")
+        return line.format(t=t)
 
     def operand(self, shape: tuple | None = None):
         """A visible tensor name broadcastable to ``shape`` (``None``: any), or a Python scalar expression."""

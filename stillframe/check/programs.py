@@ -1,7 +1,8 @@
 """Seeded random PyTorch programs for differential testing: the generator behind :mod:`stillframe.check.fuzz`.
 
 A program is Python source text: module-level outside state (``OUT``, a list; ``STATE``, a dict; ``OBJ``, a
-plain object; ``BUF``, an ``io.StringIO`` that ``print`` writes to), ``make_args(i)`` (the inputs of call
+plain object; ``HOLD``, an object with a data descriptor and a property; ``BUF``, an ``io.StringIO`` that
+``print`` writes to), ``make_args(i)`` (the inputs of call
 ``i``: ``x`` an (n, n) tensor, often a leaf requiring grad; ``y`` an (n, n) tensor to mutate; ``w`` an (n,)
 tensor; ``k`` a Python int that changes between calls), helper functions and generators, and ``f(x, y, w, k)``,
 the function to compile. The same ``(seed, index)`` always gives the same program, so a divergence is
@@ -35,6 +36,7 @@ FAMILIES = (
     "grad_read", "no_grad", "side_effect", "print", "graph_break", "item_branch", "branch", "loop", "while",
     "try_except", "raise", "nested_call", "generator", "closure", "return_input", "object", "exception_chain",
     "rng", "generator_protocol", "context_manager", "global", "container", "data_dependent", "autograd_function",
+    "internal_name", "except_break", "locals", "descriptor", "mutate_iter", "exception_object", "iter_builtin",
 )
 
 

@@ -30,14 +30,13 @@ CI_COUNT = 150
 KNOWN: dict[tuple[int, int], str] = {}
 
 
-# The aot_eager slice: programs AOTAutograd backends diverge on (each a strict xfail on aot_eager there).
+# The aot_eager slice: programs AOTAutograd backends diverge on (each a strict xfail on aot_eager there). The
+# families added for locals named as stillframe's own names, breaks in `except` blocks, locals(), descriptors,
+# containers changed while iterated, exceptions kept as values and zip/enumerate/reversed changed every program:
+# 2026:22, 23, 24, 36 and 53 are no longer generated (their tests test_fuzz_aot_* stay, strict xfails).
 CI_AOT_COUNT = 60
 KNOWN_AOT: dict[tuple[int, int], str] = {
-    (CI_SEED, 22): "test_fuzz_aot_input_written_in_place_then_autograd_grad",
-    (CI_SEED, 23): "test_fuzz_aot_input_written_then_two_backwards",
-    (CI_SEED, 24): "test_fuzz_aot_input_multiplied_in_place_by_a_tensor_that_requires_grad_then_returned",
-    (CI_SEED, 36): "test_fuzz_aot_write_into_a_tensor_a_function_saved",
-    (CI_SEED, 53): "test_fuzz_aot_leaf_view_written_after_a_backward",
+    (CI_SEED, 48): "test_fuzz_aot_backward_from_one_output_reaches_a_written_input_with_saved_history",
 }
 
 

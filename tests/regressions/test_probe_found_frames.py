@@ -4,6 +4,7 @@ and builtins that read their caller's frame. Each is compared with eager on both
 from __future__ import annotations
 
 import io
+import sys
 
 import pytest
 import torch
@@ -126,3 +127,18 @@ def test_generator_state_saved_in_a_local_named_s0(backend):
         return x + a.sum(), a, b
 
     assert_parity(fn, _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.xfail(sys.version_info < (3, 13), strict=True,
+                   reason="on 3.11/3.12 locals() is one dict per frame that each call refreshes in place; a real "
+                          "step's locals() makes a new dict each time (runtime/executors._frame_locals; torch.compile "
+                          "too). From 3.13 (PEP 667) each call is a new snapshot, as stillframe's")
+def test_locals_is_one_dict_per_frame_refreshed_by_each_call(backend):
+    # fuzz (generator family locals): loc = locals(); t = x * 2; loc is locals() -> eager (3.11) True, and loc has t
+    def fn(x):
+        loc = locals()
+        t = x * 2
+        return t, loc is locals(), sorted(loc)
+
+    assert_parity(fn, lambda i=0: (torch.randn(2) + i,), backend=backend, calls=3)

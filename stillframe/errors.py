@@ -18,6 +18,7 @@ eagerly and the user sees exactly the exception eager Python raises.
 from __future__ import annotations
 
 import enum
+from typing import Any
 from dataclasses import dataclass
 
 
@@ -167,10 +168,17 @@ class UserError(Exception):
     that mirrors CPython's), so a traced ``except`` may catch it. An error from running an op on fake
     tensors is not: fake tensors may fail where real ones do not, so it is never caught in the trace; the
     instruction runs for real instead, and the real exception (if any) reaches the user's handlers.
+
+    ``var``: the exception as a value of the trace (rules/exceptions.py), once it has one: ``exc`` then only
+    stands for it in stillframe's own checks and messages. ``reraised``: raised again as it is (a bare ``raise``,
+    ``RERAISE``): the frame raising it adds no traceback entry.
     """
 
-    def __init__(self, exc: BaseException, location: UserLocation | None, traceable: bool = True):
+    def __init__(self, exc: BaseException, location: UserLocation | None, traceable: bool = True, var: Any = None,
+                 reraised: bool = False):
         super().__init__(f"{type(exc).__name__}: {exc}")
         self.exc = exc
         self.location = location
         self.traceable = traceable
+        self.var = var
+        self.reraised = reraised

@@ -50,9 +50,9 @@ from ..variables.base import (
 )
 from ..variables.builder import TRUSTED_MODULES, is_constant, wrap
 from ..variables.kinds import CONTEXT_VALUES, INTERNAL
-from ..variables.objects import (DELETED, ContainerMethodVariable, DICT_BASES, ObjectVariable, SuperVariable,
-                                 storage_of)
-from . import calls, frames, nn_modules, numpy_interop, type_checks
+from ..variables.objects import (DELETED, ContainerMethodVariable, DICT_BASES, ExceptionEntry, ObjectVariable,
+                                 SuperVariable, storage_of)
+from . import calls, exceptions, frames, nn_modules, numpy_interop, type_checks
 from .protocol import Protocol
 from .disable import compiled_original
 from .objects import (MISSING, _static_lookup, _static_lookup_type, data_descriptor, descriptor_call, function_attr_key,
@@ -264,12 +264,21 @@ def instance_attr(tx: Any, obj: Any, name: str) -> VariableTracker:
     """An attribute of an object created during the trace: a data descriptor on its class, then its own attributes,
     then its class (``object.__getattribute__``'s order)."""
     entry = tx.heap(obj.oid)
+    exception = isinstance(entry, ExceptionEntry)
+    if exception:  # args, __context__, __traceback__ ...: C data descriptors, before the instance dict
+        found = exceptions.data_attr(tx, obj, name)
+        if found is not None:
+            return found
     desc = data_descriptor(entry.cls, name)
     if desc is not MISSING and hasattr(type(desc), "__get__"):  # one without __get__ yields to the instance dict
         return _bind_found(tx, obj, None, name, ("class", desc), None)
     own = entry.attrs.get(name, MISSING)
     if own is not MISSING:
         return own
+    if exception:  # add_note, with_traceback, __str__ ...: C methods
+        found = exceptions.method_attr(tx, obj, name)
+        if found is not None:
+            return found
     if name == "__dict__" and entry.cls.__dictoffset__ == 0:  # __slots__ all the way: no instance dict
         tx.user_error(AttributeError(f"'{entry.cls.__name__}' object has no attribute '__dict__'"))
     if name == "__dict__":  # a read-only snapshot: writing through it is refused (see set_dict_entry)
@@ -333,6 +342,8 @@ def super_attr(tx: Any, sup: Any, name: str) -> VariableTracker:
             if attr is object.__init__ or \
                     attr is torch.nn.Module.__init__ and isinstance(sup.self_var, NNModuleVariable):
                 return PythonObjectVariable(_noop)
+            if exceptions.is_exception(tx, sup.self_var) and exceptions.is_c_method(attr):
+                return PartialVariable(BuiltinVariable(attr), (sup.self_var,), ())  # super().__init__(msg)
             return _bind_found(tx, sup.self_var, None, name, ("class", attr), None)
     tx.user_error(AttributeError(f"'super' object has no attribute '{name}'"))
 

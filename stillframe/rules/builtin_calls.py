@@ -78,7 +78,7 @@ from .operators import binary_op
 from .truthiness import truthiness
 from ..variables.builder import load_local
 
-from . import calls, frames, polyfills, type_checks
+from . import calls, exceptions, frames, polyfills, type_checks
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -171,8 +171,9 @@ def call_builtin(tx: Tracer, fn: Any, args: list, kwargs: dict) -> None:
     if rule is not None:
         return tx.push(rule(tx, args, kwargs))
     if isinstance(fn, type) and issubclass(fn, BaseException):
-        values = [const_value(tx, a) for a in args]
-        return tx.push(ConstantVariable(fn(*values, **{k: const_value(tx, v) for k, v in kwargs.items()})))
+        return tx.push(exceptions.construct(tx, fn, args, kwargs))
+    if fn in (str, repr) and len(args) == 1 and not kwargs and exceptions.is_exception(tx, args[0]):
+        return tx.push(exceptions.text(tx, fn, args[0]))
     if all(is_const(tx, a) for a in args) and all(is_const(tx, v) for v in kwargs.values()) and fn in FOLDABLE:
         return tx.push(fold(tx, fn, args, kwargs))
     if fn in (str, repr) and len(args) == 1 and not kwargs and isinstance(args[0], PythonObjectVariable) and \
@@ -468,6 +469,8 @@ def construct(tx: Tracer, cls: type, args: list, kwargs: dict) -> VariableTracke
                        ("the body of the `with` block is still traced",))
     if isinstance(cls, enum.EnumMeta):
         return fold(tx, cls, args, kwargs)
+    if issubclass(cls, BaseException):
+        return exceptions.construct(tx, cls, args, kwargs)
     new_ok = cls.__new__ is object.__new__ or (dict_base(cls) is not None and cls.__new__ is dict.__new__)
     if not new_ok or type(cls) not in (type, abc.ABCMeta):
         tx.unsupported("unsupported_call", f"constructing {cls.__qualname__} (custom __new__ or metaclass)")
@@ -599,6 +602,7 @@ def _hashable(tx: Tracer, var: VariableTracker) -> Any:
 
 
 BUILTIN_RULES[set] = _set_of
+BUILTIN_RULES.update(exceptions.METHOD_RULES)  # e.add_note(n), super().__init__(msg) of an exception ...
 BUILTIN_RULES[frozenset] = _frozenset_of
 
 

@@ -87,7 +87,7 @@ from .context import exit_autocast, set_grad_mode
 from .deques import make_deque
 from .disable import compiled_original, is_disabled
 from .higher_order import higher_order_rule
-from . import nn_modules, numpy_interop
+from . import exceptions, nn_modules, numpy_interop
 from .protocol import Protocol
 from .generators import drain
 from .frames import inline_call, inline_nested
@@ -398,6 +398,8 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
             return tx.push(result)
     if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, (type, types.ModuleType)) and \
             value in BUILTIN_RULES:  # a C classmethod or module function with a rule: itertools.chain.from_iterable
+        return call_builtin(tx, value, args, kwargs)
+    if exceptions.is_c_method(value) and value in BUILTIN_RULES:  # Exception.__init__(self, msg)
         return call_builtin(tx, value, args, kwargs)
     if isinstance(value, type) and value.__module__ == "builtins" and getattr(builtins, value.__name__, None) is value:
         return call_builtin(tx, value, args, kwargs)  # a builtin type reached as a value: type(3)(4)

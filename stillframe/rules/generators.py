@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 from ..errors import UserError
+from . import exceptions
 from ..variables.base import ConstantVariable
 from ..variables.base import GeneratorEntry
 from ..variables.base import GeneratorVariable
@@ -50,9 +51,8 @@ def _run(tx, gen: GeneratorVariable, frame):
     except UserError as e:
         if not e.traceable or not isinstance(e.exc, StopIteration) or gen.made_by is not None:
             raise
-        error = RuntimeError("generator raised StopIteration")
-        error.__cause__ = error.__context__ = e.exc
-        tx.user_error(error)
+        error = exceptions.stop_iteration_error(tx, e.var if e.var is not None else exceptions.from_real(tx, e.exc))
+        tx.user_error(exceptions.stand_in(tx, error), var=error)
 
 
 def resume(tx, gen: GeneratorVariable):

@@ -45,7 +45,7 @@ from ..variables.base import (
 )
 from ..variables.builder import is_constant, wrap
 from ..tensors.ops import call_tensor_op
-from . import calls, known
+from . import calls, exceptions, known
 from .deques import deque_method
 from . import operators
 from .operators import identical
@@ -53,7 +53,7 @@ from .truthiness import truthiness
 from .type_checks import python_type_of
 from ..variables.objects import ContainerMethodVariable
 from ..variables.objects import DELETED
-from ..variables.objects import ObjectEntry
+from ..variables.objects import ExceptionEntry, ObjectEntry
 from ..variables.objects import ObjectVariable
 from ..variables.objects import dict_base
 from ..variables.objects import storage_of
@@ -106,6 +106,8 @@ def object_setattr(tx: Any, obj: VariableTracker, name: str, value: VariableTrac
         entry: ObjectEntry = tx.heap(obj.oid)
         if descriptor_set(tx, data_descriptor(entry.cls, name), obj, name, value):
             return
+        if isinstance(entry, ExceptionEntry) and exceptions.set_attr(tx, obj, name, value):
+            return  # args, __context__, __cause__ ... of an exception made in the trace
         refused = slots_refuse(entry.cls, name, write=True) if entry.cls.__dictoffset__ == 0 else None
         if refused is not None:
             tx.user_error(refused)
@@ -232,6 +234,8 @@ def delete_attr(tx: Any, obj: VariableTracker, name: str) -> None:
         entry: ObjectEntry = tx.heap(obj.oid)
         if _descriptor_delete(tx, data_descriptor(entry.cls, name), obj, name):
             return
+        if isinstance(entry, ExceptionEntry):
+            exceptions.refuse_delete(tx, obj, name)
         if entry.attrs.get(name, MISSING) is MISSING:
             tx.user_error(AttributeError(name))
         attrs = DictEntry(tuple((k, v) for k, v in entry.attrs.items if k != name))

@@ -22,9 +22,10 @@ from typing import Any
 from ..bytecode.reader import Bytecode
 from ..config import config
 from ..errors import StillframeError
+from ..variables.objects import TracebackEntry
 from ..variables.standins import ResumableIterator
 from .executors import EXECUTORS
-from .tracebacks import raise_in_user_frames
+from .tracebacks import handled_traceback, raise_in_user_frames
 from . import stack_executors  # noqa: F401  (registers the executors that only move values)
 
 
@@ -86,10 +87,17 @@ class Continuation:
         (their exception tables), as CPython would; with none, it reaches the caller through stand-ins of
         the user's frames it passed through (:mod:`stillframe.runtime.tracebacks`)."""
         unwound = []
+        passed = []  # the user's frames it passes through, for the traceback its handler sees
         while self.frames:
             frame = self.frames[-1]
             entry = frame.code.exception_handler(index)
+            inst = frame.code.instructions[index]
+            module = frame.globals.get("__name__") if isinstance(frame.globals, dict) else None
+            passed.append(TracebackEntry(frame.code.code, inst.lineno, inst.positions,
+                                         module if isinstance(module, str) else None))
             if entry is not None:
+                if not config.verbose_tracebacks:  # eager's entries: the user's frames, not our executors'
+                    exc.__traceback__ = handled_traceback(exc.__traceback__, passed)
                 del frame.stack[entry.depth:]
                 if entry.lasti:
                     frame.stack.append(frame.code.instructions[index].offset)

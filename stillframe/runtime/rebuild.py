@@ -68,7 +68,9 @@ from ..variables.base import (
     VariableTracker,
 )
 from ..variables.builder import wrap
-from ..variables.objects import ContainerMethodVariable, DELETED, ObjectVariable, SuperVariable, _Deleted, dict_base
+from ..variables.objects import (ContainerMethodVariable, DELETED, ExceptionEntry, ObjectVariable, SuperVariable,
+                                 _Deleted, dict_base)
+from ..rules.exceptions import fresh_exception
 from ..rules.known import key_variable, live_iterator_index
 from ..rules.iteration import LIST_REVERSEITERATOR
 from ..rules.protocol import Protocol
@@ -76,6 +78,7 @@ from ..trace.interpreter import Tracer
 from ..variables import standins
 from . import live
 from .trampoline import trampoline
+from .tracebacks import frames_traceback
 
 
 _LITERALS = (int, bool, str, type(None))
@@ -477,10 +480,44 @@ def _rebuild_set(cg: StateCodegen, var: SetVariable) -> str:
 @REBUILD.rule(ObjectVariable)
 def _rebuild_object(cg: StateCodegen, var: ObjectVariable) -> str:
     entry = cg.tracer.heap(var.oid)
+    if isinstance(entry, ExceptionEntry):
+        return _rebuild_exception(cg, var, entry)
     cls = cg.gen.const(entry.cls)
     return cg._once(("heap", var.oid), f"{cls}.__new__({cls})", lambda name: "; ".join(
         [f"object.__setattr__({name}, {attr!r}, {cg.expr(value)})" for attr, value in entry.attrs.items]
         + cg._dict_part(name, entry)) or "pass")
+
+
+def _rebuild_exception(cg: StateCodegen, var: ObjectVariable, entry: ExceptionEntry) -> str:
+    """An exception made in the trace, made afresh (one per call, as eager makes it): its class's C ``__new__``
+    (with the template's C state), then its args, instance attributes, chaining and traceback."""
+    create = f"{cg.gen.const(fresh_exception)}({cg.gen.const(entry.cls)}, {cg.gen.const(entry.template)})"
+    if entry.group is not None:  # BaseExceptionGroup.__new__ keeps its message and exceptions
+        cls = cg.gen.const(entry.cls)
+        create = f"{cls}.__new__({cls}, {cg.expr(entry.group[0])}, {cg.expr(entry.group[1])})"
+
+    def fill(name: str) -> str:
+        lines = [f"object.__setattr__({name}, {attr!r}, {cg.expr(value)})" for attr, value in entry.attrs.items]
+        context = "None" if entry.context is None else cg.expr(entry.context)
+        cause = "None" if entry.cause is None else cg.expr(entry.cause)
+        traceback = "None" if not entry.traceback else \
+            f"{cg.gen.const(frames_traceback)}({cg.gen.const(entry.traceback)})"
+        args = "".join(cg.expr(v) + ", " for v in entry.args.items)
+        lines.append(f"{cg.gen.const(_exception_state)}({name}, ({args}), {context}, {cause}, {entry.suppress!r}, "
+                     f"{traceback})")
+        return "; ".join(lines)
+
+    return cg._once(("heap", var.oid), create, fill)
+
+
+def _exception_state(exc: BaseException, args: tuple, context: Any, cause: Any, suppress: bool, tb: Any) -> None:
+    """Give a rebuilt exception the C state the trace gave it (through ``BaseException``'s own descriptors: a
+    class's ``__setattr__`` is not involved, as it was not in the trace)."""
+    BaseException.args.__set__(exc, args)
+    BaseException.__context__.__set__(exc, context)
+    BaseException.__cause__.__set__(exc, cause)
+    BaseException.__suppress_context__.__set__(exc, suppress)
+    BaseException.__traceback__.__set__(exc, tb)
 
 
 #: An exhausted iterator of each type a :mod:`~stillframe.rules.polyfills` generator stands for: its arguments.

@@ -29,6 +29,8 @@ import os
 import types
 from typing import Any, Callable
 
+from .trampoline import trampoline
+
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
@@ -43,6 +45,37 @@ def user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None
     for entry in reversed(entries):
         result = types.TracebackType(result, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
     return result
+
+
+class _Unwinding(BaseException):
+    """Raised through trampolines to make traceback entries (never seen outside :func:`frames_traceback`)."""
+
+
+def frames_traceback(entries: tuple, tail: types.TracebackType | None = None) -> types.TracebackType | None:
+    """``tail`` after one entry per :class:`~stillframe.variables.objects.TracebackEntry` of ``entries`` (outermost
+    first): each entry's frame is a trampoline claiming the user's file, function, line and columns, as a real
+    step's frame does (:mod:`stillframe.runtime.trampoline`)."""
+    tb = tail
+    for entry in reversed(entries):
+        code = entry.code
+        step = trampoline(code, entry.lineno or code.co_firstlineno, "raise", entry.positions, entry.module)
+        try:
+            step(_Unwinding())
+        except _Unwinding as e:
+            made = e.__traceback__.tb_next  # the trampoline's own entry
+        tb = types.TracebackType(tb, made.tb_frame, made.tb_lasti, made.tb_lineno)
+    return tb
+
+
+def handled_traceback(tb: types.TracebackType | None, passed: list) -> types.TracebackType | None:
+    """The traceback a user's ``except`` sees for an exception a real step raised: ``tb`` without stillframe's own
+    entries, after an entry for each user frame it passed through (``passed``: TracebackEntry values, innermost
+    first, the handler's frame last), as CPython adds one per frame it unwinds; the frame that raised it has
+    one already where the step raised through a trampoline claiming it."""
+    tb = user_traceback(tb)
+    if passed and _claimed(tb, passed[0].code):
+        passed = passed[1:]
+    return frames_traceback(tuple(reversed(passed)), tb)
 
 
 def raise_in_user_frames(exc: BaseException, frames: list[tuple[types.CodeType, Any]]) -> None:

@@ -52,6 +52,7 @@ from ..variables.base import (
     VariableTracker,
 )
 from ..variables.builder import read_list, wrap
+from ..rules import exceptions
 from ..rules.objects import record_side_effect
 from typing import NoReturn
 from ..errors import UserError
@@ -478,18 +479,19 @@ class Tracer:
                 return "the user's except block around it would not see its error"
         return None
 
-    def user_error(self, exc: BaseException, traceable: bool = True, chain: bool = True) -> "NoReturn":  # noqa: F821
+    def user_error(self, exc: BaseException, traceable: bool = True, var: VariableTracker | None = None,
+                   reraised: bool = False) -> "NoReturn":  # noqa: F821
         """The one way an exception becomes the user's (a traced ``except`` may catch it). stillframe's own
         errors never do: they propagate as they are (issue 10's choke point).
 
-        ``chain``: a new exception raised inside a traced ``except`` gets the handled one as ``__context__``,
-        as CPython does (``RERAISE`` passes ``False``: the exception goes on unchanged)."""
+        ``exc`` made by a rule of ours (``KeyError(k)`` of ``d[k]``) becomes a value of the trace where a traced
+        ``except`` catches it, chained to the exception being handled as CPython chains it
+        (:func:`~stillframe.rules.exceptions.caught`). ``var``: the user's exception already a value of the trace
+        (``raise e``; ``exc`` then stands for it in our checks and messages); ``reraised``: raised again as it is
+        (a bare ``raise``, ``RERAISE``)."""
         if isinstance(exc, StillframeError):
             raise exc
-        handled = getattr(self.state.handling, "value", None)
-        if chain and isinstance(handled, BaseException) and handled is not exc and exc.__context__ is None:
-            exc.__context__ = handled
-        raise UserError(exc, self.location(), traceable)
+        raise UserError(exc, self.location(), traceable, var, reraised)
 
     # ----------------------------------------------------------------- loop
     def step(self) -> None:
@@ -522,20 +524,27 @@ class Tracer:
         if not error.traceable:
             raise error
         frames = list(self.state.frames[:depth])
+        passed = []  # a traceback entry for each frame it passes through (not the one re-raising it as it is)
+        here = not error.reraised
         while len(frames) > self.floor:
             frame = frames[-1]
+            if here:
+                passed.append(exceptions.traceback_entry(frame, index))
+            here = True
             entry = frame.code.exception_handler(index)
             if entry is not None:
                 stack = frame.stack[:entry.depth]
                 if entry.lasti:
                     stack += (ConstantVariable(frame.code.instructions[index].offset),)
-                stack += (ConstantVariable(error.exc),)
+                stack += (exceptions.caught(self, error, passed),)
                 frames[-1] = frame.with_stack(stack).with_ip(entry.target)
                 self.state = self.state.replace(frames=tuple(frames))
                 return
             frames.pop()
             if frames:
                 index = frames[-1].ip - 1  # the CALL that made the frame
+        exceptions.caught(self, error, passed)
+        error.reraised = False  # the caller of the nested run adds its own frame's entry as it goes on
         raise error
 
     def realize_stack(self, depth: int | None = None) -> None:

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 import types
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .base import DictEntry, DictVariable, VariableTracker
 
 
 @dataclass(frozen=True, slots=True)
 class ObjectVariable(VariableTracker):
-    """A user-class instance created during the trace; its state is ``heap[oid]`` (an ObjectEntry)."""
+    """A user-class instance created during the trace; its state is ``heap[oid]`` (an ObjectEntry, or for an
+    exception an :class:`ExceptionEntry`)."""
 
     oid: int
     cls: type
@@ -32,6 +34,52 @@ class ObjectEntry:
 
     def with_attrs(self, attrs: DictEntry) -> "ObjectEntry":
         return ObjectEntry(self.cls, attrs, self.storage)
+
+
+class TracebackEntry(NamedTuple):
+    """One entry of the traceback of an exception raised in the trace: the frame it passed through (its code, the
+    ``__name__`` of its globals) and the line and column span of the instruction it was at (``tb_lineno``)."""
+
+    code: types.CodeType
+    lineno: int | None
+    positions: Any  # a dis.Positions
+    module: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ExceptionEntry:
+    """Heap record of an exception made in the trace (``ValueError(x)``, ``raise KeyError``, a user class's
+    instance), held by an :class:`ObjectVariable` like any object made in the trace: its instance attributes in
+    ``attrs`` (``__notes__`` among them, as CPython keeps it), and the state CPython keeps in C:
+
+    * ``args``: ``BaseException.args``, a TupleVariable of the values it was given (a list stays that list);
+    * ``template``: for a class whose builtin base has more C state than ``args`` (``StopIteration.value``,
+      ``OSError.errno`` ...), a real instance holding it, made from constants by the C base's own code; never
+      mutated (a write makes a new one). ``None`` for the others (the common case);
+    * ``context`` / ``cause`` (a VT, or ``None``), ``suppress`` (``__suppress_context__``);
+    * ``traceback``: a tuple of :class:`TracebackEntry`, outermost first, for the frames it was raised through
+      in the trace (empty: ``__traceback__ is None``);
+    * ``group``: for an exception group, ``(message, exceptions)``: a VT and a TupleVariable.
+
+    The plan makes the exception afresh on every call from this record (``runtime/rebuild.py``), as eager makes
+    a new one on every call."""
+
+    cls: type
+    attrs: DictEntry
+    args: Any
+    template: BaseException | None = None
+    context: Any = None
+    cause: Any = None
+    suppress: bool = False
+    traceback: tuple = ()
+    group: tuple | None = None  # an exception group's message and exceptions (VTs), as its __new__ took them
+    storage: None = None  # (an ObjectEntry's dict part: no exception class has one)
+
+    def with_attrs(self, attrs: DictEntry) -> "ExceptionEntry":
+        return dataclasses.replace(self, attrs=attrs)
+
+    def replace(self, **changes: Any) -> "ExceptionEntry":
+        return dataclasses.replace(self, **changes)
 
 
 #: Builtin bases whose instances' contents stillframe tracks for a user subclass (``class Out(OrderedDict)``).

@@ -20,6 +20,7 @@ from ...variables.base import (
     TupleVariable,
 )
 from ...rules.builtin_calls import _len, iterator_of
+from ...rules.exceptions import stop_iteration_error
 from ...rules.known import const_value, hash_key, sequence_items
 from ...rules.generators import step as step_generator
 from ..interpreter import handler
@@ -75,13 +76,7 @@ def CALL_INTRINSIC_1(tx, inst):
     if inst.argval == "INTRINSIC_UNARY_POSITIVE":
         return UNARY_POSITIVE(tx, inst)
     if inst.argval == "INTRINSIC_STOPITERATION_ERROR":  # 3.12: a StopIteration leaving a generator's frame
-        exc = tx.pop()
-        value = exc.value if isinstance(exc, ConstantVariable) else None
-        if isinstance(value, StopIteration):
-            error = RuntimeError("generator raised StopIteration")
-            error.__cause__ = value
-            exc = ConstantVariable(error)
-        return tx.push(exc)
+        return tx.push(stop_iteration_error(tx, tx.pop()))
     tx.unsupported("unsupported_opcode", f"CALL_INTRINSIC_1 {inst.argval}")
 
 

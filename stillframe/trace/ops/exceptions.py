@@ -3,18 +3,21 @@
 A ``raise`` reached during tracing is the user's own exception: the tracer sends
 it to the innermost traced ``except``/``finally`` (``Tracer.catch``); when none
 catches it, the instruction runs for real, so the user sees exactly eager's
-exception and traceback.
+exception and traceback. The exception is a value of the trace, made afresh by
+the plan on every call (:mod:`stillframe.rules.exceptions`).
 Only already-imported modules can be imported inside a traced function
 (importing runs arbitrary code, which tracing must not do).
 """
 
 from __future__ import annotations
 
-from ...variables.base import BuiltinVariable, ConstantVariable, NullVariable, PythonObjectVariable
+from ...variables.base import BuiltinVariable, ConstantVariable, NullVariable
 from ...variables.objects import SuperVariable
 from ...rules.attrs import getattr_var, super_attr
+from ...rules.exceptions import raise_value
 from ...rules.imports import import_module
 from ...rules.known import const_value
+from ...rules.type_checks import python_type_of
 from ..interpreter import handler
 
 
@@ -25,41 +28,12 @@ def LOAD_ASSERTION_ERROR(tx, inst):
 
 @handler("RAISE_VARARGS")
 def RAISE_VARARGS(tx, inst):
-    if inst.arg == 0:  # a bare `raise`: the exception being handled (PUSH_EXC_INFO)
+    if inst.arg == 0:  # a bare `raise`: the exception being handled (PUSH_EXC_INFO), as it is
         if tx.state.handling is None:
             tx.unsupported("unsupported_opcode", "a bare `raise` outside a traced `except` block")
-        _raise_value(tx, tx.state.handling)
-    cause = _exception(tx, tx.pop(), "cause") if inst.arg == 2 else _NO_CAUSE
-    _raise_value(tx, tx.pop(), cause)
-
-
-_NO_CAUSE = object()
-
-
-def _exception(tx, var, role="exception"):
-    """The exception object a ``raise`` operand stands for (a class is instantiated, as CPython does)."""
-    if role == "cause" and isinstance(var, ConstantVariable) and var.value is None:
-        return None
-    value = var.value if isinstance(var, ConstantVariable) else var.fn if isinstance(var, BuiltinVariable) else \
-        var.value if isinstance(var, PythonObjectVariable) else None
-    if isinstance(value, type) and issubclass(value, BaseException):
-        return value()
-    if isinstance(value, BaseException):
-        return value
-    tx.unsupported("unsupported_raise", f"raising a {var.python_type().__name__} value as the {role}")
-
-
-def _raise_value(tx, exc, cause=_NO_CAUSE):
-    """Raise the user's exception with CPython's chaining: ``__context__`` is the exception being handled,
-    ``raise ... from cause`` sets ``__cause__`` and ``__suppress_context__``."""
-    error = _exception(tx, exc)
-    handling = tx.state.handling
-    if isinstance(handling, ConstantVariable) and isinstance(handling.value, BaseException) and \
-            handling.value is not error:
-        error.__context__ = handling.value
-    if cause is not _NO_CAUSE:
-        error.__cause__ = cause
-    tx.user_error(error)
+        raise_value(tx, tx.state.handling, reraise=True)
+    cause = tx.pop() if inst.arg == 2 else None
+    raise_value(tx, tx.pop(), cause)
 
 
 @handler("IMPORT_NAME")
@@ -104,8 +78,10 @@ def POP_EXCEPT(tx, inst):
 @handler("CHECK_EXC_MATCH")
 def CHECK_EXC_MATCH(tx, inst):
     types_ = const_value(tx, tx.pop())
-    exc = tx.peek()
-    tx.push(ConstantVariable(isinstance(const_value(tx, exc), types_)))
+    for cls in types_ if isinstance(types_, tuple) else (types_,):
+        if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+            tx.user_error(TypeError("catching classes that do not inherit from BaseException is not allowed"))
+    tx.push(ConstantVariable(issubclass(python_type_of(tx, tx.peek()), types_)))
 
 
 @handler("RERAISE")
@@ -114,5 +90,5 @@ def RERAISE(tx, inst):
     if inst.arg:
         tx.pop()  # f_lasti
     # the exception goes on as it is: no new chaining (a handler's cleanup re-raising after POP_EXCEPT would
-    # otherwise make the outer handled exception its __context__)
-    tx.user_error(_exception(tx, exc), chain=False)
+    # otherwise make the outer handled exception its __context__), and no traceback entry for this frame
+    raise_value(tx, exc, reraise=True)

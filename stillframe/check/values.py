@@ -105,13 +105,20 @@ class Walker:
         elif isinstance(e, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type)):
             if e != c and getattr(e, "__qualname__", None) != getattr(c, "__qualname__", None):
                 self.mismatch(path, f"eager {e!r}, compiled {c!r}")
+        elif isinstance(e, BaseException):  # its arguments, chaining and traceback, then attributes (notes)
+            self.compare(e.args, c.args, f"{path}.args")
+            for name in ("__cause__", "__context__"):
+                ev, cv = getattr(e, name), getattr(c, name)
+                if type(ev) is not type(cv):
+                    self.mismatch(path, f"{name} differs: eager {short(ev)}, compiled {short(cv)}")
+            if e.__suppress_context__ != c.__suppress_context__ or \
+                    (e.__traceback__ is None) != (c.__traceback__ is None):
+                self.mismatch(path, f"eager suppress_context={e.__suppress_context__}, traceback "
+                                    f"{e.__traceback__ is not None}; compiled {c.__suppress_context__}, "
+                                    f"{c.__traceback__ is not None}")
+            self._attributes(e, c, path)
         elif type(e).__eq__ is object.__eq__ and hasattr(e, "__dict__"):
-            e_vars, c_vars = vars(e), vars(c)
-            if list(e_vars) != list(c_vars):
-                self.mismatch(path, f"attributes differ: eager {list(e_vars)}, compiled {list(c_vars)}")
-                return
-            for key in e_vars:
-                self.compare(e_vars[key], c_vars[key], f"{path}.{key}")
+            self._attributes(e, c, path)
         else:
             try:
                 equal = bool(e == c)
@@ -120,6 +127,14 @@ class Walker:
                 return
             if not equal:
                 self.mismatch(path, f"eager {e!r}, compiled {c!r}")
+
+    def _attributes(self, e, c, path: str):
+        e_vars, c_vars = vars(e), vars(c)
+        if list(e_vars) != list(c_vars):
+            self.mismatch(path, f"attributes differ: eager {list(e_vars)}, compiled {list(c_vars)}")
+            return
+        for key in e_vars:
+            self.compare(e_vars[key], c_vars[key], f"{path}.{key}")
 
     def _set(self, e, c, path: str):
         """Sets: equal members; tensor members (hashed by identity, so iterated in no fixed order) are matched by

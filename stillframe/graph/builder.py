@@ -14,6 +14,7 @@ it saw when it was taken::
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import torch
@@ -71,8 +72,14 @@ class GraphBuilder:
         return None
 
     def placeholder(self, name: str, example: Any) -> torch.fx.Node:
-        """A new graph input, inserted after the existing placeholders."""
-        name = _sanitize(name)
+        """A new graph input, inserted after the existing placeholders. Its name (the generated code's argument)
+        is unique: two sources may sanitize alike (``L['0:x']`` and a local named ``___x``)."""
+        name = taken = _sanitize(name)
+        targets = {n.target for n in self.graph.find_nodes(op="placeholder")}
+        for i in itertools.count(1):
+            if name not in targets:
+                break
+            name = f"{taken}_{i}"
         if self._last_placeholder is not None:
             ctx = self.graph.inserting_after(self._last_placeholder)
         else:

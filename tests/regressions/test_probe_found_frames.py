@@ -117,6 +117,18 @@ def test_locals_named_like_stack_slots_at_a_break(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_locals_whose_graph_input_names_sanitize_alike(backend):
+    # fuzz 42:14: after the break, L['0:___x'] and L['0:x'] both became the graph input L_0_x, and the graph's
+    # code had a duplicate argument (a SyntaxError: the frame ran instruction by instruction with a warning)
+    def fn(x):
+        ___x = x + 1
+        y = x.sum().item()
+        return ___x - x, y
+
+    assert_parity(fn, _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_generator_state_saved_in_a_local_named_s0(backend):
     def fn(x):
         g = torch.Generator().manual_seed(3)

@@ -80,12 +80,12 @@ class ResumableIterator:
 
     def _dict_next(self) -> Any:
         d, keys = self._over, self._keys
-        found = next((i for i in range(self._index, len(keys)) if keys[i] in d), None)
+        found = self._next_present()
         if found is None:  # past every known entry: keys added since come next
             added = [k for k in d if k not in self._known]
             self._known.update(added)
             keys.extend(added)
-            found = next((i for i in range(self._index, len(keys)) if keys[i] in d), None)
+            found = self._next_present()
         if found is None or self._left == 0:
             self._items, self._index, self._over, self._keys, self._left = [], 0, None, None, None
             if found is None:
@@ -94,6 +94,10 @@ class ResumableIterator:
         self._index, self._left = found + 1, self._left - 1
         key = keys[found]
         return key if self._view == "keys" else d[key] if self._view == "values" else (key, d[key])
+
+    def _next_present(self) -> int | None:
+        """The position of the first key from ``index`` on that the dict still has."""
+        return next((i for i in range(self._index, len(self._keys)) if self._keys[i] in self._over), None)
 
 
 class ListTail:
@@ -119,6 +123,10 @@ class ListTail:
     def __iter__(self) -> Any:
         return iter(self._list[self._start:])
 
+    def shifted(self, index: int) -> "ListTail":
+        """The same tail ``index`` items further on."""
+        return ListTail(self._list, self._start + index)
+
 
 class EnumerateTail(ListTail):
     """``enumerate`` over the list ``items`` from ``start`` on, counting from ``count``: ``(count + i, items[start +
@@ -138,15 +146,15 @@ class EnumerateTail(ListTail):
     def __iter__(self) -> Any:
         return iter(list(enumerate(self._list[self._start:], self._count)))
 
+    def shifted(self, index: int) -> "EnumerateTail":
+        return EnumerateTail(self._list, self._start + index, self._count + index)
+
 
 def resume_at(it: ResumableIterator, index: int) -> ResumableIterator:
     """A ``ResumableIterator`` at position 0 over what ``it`` has left from ``index`` on (where a trace that read
     it left it): still over the same list, dict or set."""
     items = it._items
-    if type(items) is EnumerateTail:
-        rest = EnumerateTail(items._list, items._start + index, items._count + index)
-    else:
-        rest = ListTail(items._list, items._start + index) if type(items) is ListTail else items[index:]
+    rest = items.shifted(index) if isinstance(items, ListTail) else items[index:]
     keys = None if it._keys is None else it._keys[index:]
     return ResumableIterator(rest, 0, it._kind, it._over, it._size, keys, it._view, it._known, it._left)
 

@@ -51,6 +51,7 @@ from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace.interpreter import Tracer
 from . import live
 from .function_apply import with_checked_function_apply
+from .graph_parts import Part, independent_parts, run_parts
 from .input_grads import eager_input_grads
 from .executors import EXECUTORS
 from .optimizer_step import optimizer_outcome
@@ -329,15 +330,20 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         else:  # higher-order ops: a ShapeEnv, as torch.compile gives (AOTAutograd's fake while_loop needs one)
             hops = passes.higher_order_ops(gm)
             context = compat.static_backend_context(examples) if hops else contextlib.nullcontext()
+        # on a backend making one autograd node of a graph: a node per part that shares no op with the others
+        parts = independent_parts(gm) if tracer.functional_backend else None
         with context:
             try:
-                compiled = _call_backend(backend, gm, examples, tracer)
+                if parts is None:
+                    compiled = _call_backend(backend, gm, examples, tracer)
+                else:
+                    compiled = run_parts(parts, [_compile_part(tracer, backend, part, examples) for part in parts], gm)
             except Exception as e:
                 ops = passes.higher_order_ops(gm)
                 if not ops:
                     raise
                 raise BackendRejectedOps(ops) from e  # retried with those ops as graph breaks
-        if tracer.functional_backend:
+        if tracer.functional_backend and parts is None:
             compiled = eager_input_grads(gm, compiled, lambda node: _root_of(tracer, node), examples)
     t2 = time.perf_counter()
     if symbolic:  # after the backend: what it specialized (inductor may) is guarded too
@@ -354,6 +360,13 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
                        reshaped_inputs=undoable[0] if undoable else (), written_inputs=undoable[1] if undoable else (),
                        draws_random=bool(undoable and undoable[2]))
     return TraceOutcome(entry, tracer, t1 - t0, t2 - t1)
+
+
+def _compile_part(tracer: Tracer, backend: Callable, part: Part, examples: list) -> Callable:
+    """One part of a graph (``runtime/graph_parts.py``) compiled by the backend, passing gradients on as eager."""
+    inputs = [examples[i] for i in part.inputs]
+    compiled = _call_backend(backend, part.gm, inputs, tracer)
+    return eager_input_grads(part.gm, compiled, lambda node: _root_of(tracer, node), inputs)
 
 
 def _root_of(tracer: Tracer, node: torch.fx.Node) -> int | None:

@@ -33,7 +33,7 @@ _INPLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itru
                       operator.irshift, operator.imatmul, operator.setitem}
 
 
-def _may_write(node: torch.fx.Node) -> bool:
+def may_write(node: torch.fx.Node) -> bool:
     """Whether ``node`` looks like it writes a tensor in place (by its name or arguments)."""
     if "out" in node.kwargs or node.kwargs.get("inplace") is True or node.target in _INPLACE_OPERATORS:
         return True
@@ -47,7 +47,7 @@ def _subgraph_may_write(sub: Any) -> bool:
     if not isinstance(sub, torch.fx.GraphModule):
         return True
     for node in sub.graph.nodes:
-        if node.op == "call_module" or _may_write(node) or node.kwargs.get("dirty_idx") or \
+        if node.op == "call_module" or may_write(node) or node.kwargs.get("dirty_idx") or \
                 node.op == "get_attr" and _subgraph_may_write(getattr(sub, node.target, None)):
             return True
     return False
@@ -85,7 +85,7 @@ def input_dependencies(gm: torch.fx.GraphModule,
             flow = frozenset().union(*(flows[arg] | written.get(root_of(arg), frozenset())
                                        for arg in node.all_input_nodes))
             roots = node.meta.get("writes")
-            if roots is None and (_may_write(node) or node.kwargs.get("dirty_idx")):  # (a Function's mark_dirty)
+            if roots is None and (may_write(node) or node.kwargs.get("dirty_idx")):  # (a Function's mark_dirty)
                 return None
             for root in roots or ():
                 written[root] = written.get(root, frozenset()) | flow
@@ -162,6 +162,10 @@ def _hook_shared_node(outs: Any, args: tuple, flows: list | None, written: dict,
             return  # outputs of two nodes: nothing to say of either
         if flow is not None:
             slots[out.output_nr] = slots.get(out.output_nr, frozenset()) | flow
+    if node is None:  # no output comes straight out of the node (each is a view): a written input's copy_ does
+        node = next((fn for i in written if isinstance(args[i], torch.Tensor) and args[i].grad_fn is not None
+                     for fn, _nr in args[i].grad_fn.next_functions
+                     if type(fn).__name__ == "CompiledFunctionBackward"), None)
     if node is None:
         return
     if flows is None:

@@ -1145,10 +1145,11 @@ def f(x, y, w, k):
 ''', x_rg=False), compiler_for("stillframe", backend))
 
 
-@pytest.mark.parametrize("backend", _aot_xfail(SAVED + ": 'backward through the graph a second time' "
-                                                       "(torch.compile too)"))
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_fuzz_aot_input_written_then_two_backwards(backend):
-    # fuzz 2026:23, minimized by the fuzzer
+    # fuzz 2026:23, minimized by the fuzzer: t4 (from x) and y's new value (from w) came out of one AOTAutograd
+    # node, so the second backward raised "backward through the graph a second time" (torch.compile too). They
+    # share no op, so each is a graph of its own now (runtime/graph_parts.py)
     assert_like_eager(program('''
 def f(x, y, w, k):
     t4 = CHILD.scale(x)
@@ -1278,14 +1279,157 @@ ONE_NODE = ("AOTAutograd makes one autograd node of a whole graph: a backward fr
             "backward of every input's history, where eager reaches only what that output is computed from")
 
 
-@pytest.mark.parametrize("backend", _aot_xfail(ONE_NODE + " (torch.compile keeps amax in its graph and passes)"))
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_fuzz_aot_backward_from_one_output_reaches_a_written_input_with_saved_history(backend):
     # fuzz 2026:48, cut down by hand: amax saves its output, which add_ writes, so amax runs for real; the next
-    # graph takes t as an input it writes, beside w.sum(). Backward from w.sum() reaches the graph's node, whose
-    # edge to t's history runs AmaxBackward: its saved output is at version 1 (eager never reaches it)
+    # graph takes t as an input it writes, beside w.sum(). Backward from w.sum() reached the graph's one
+    # AOTAutograd node, whose edge to t's history ran AmaxBackward: its saved output is at version 1 (eager
+    # never reaches it; torch.compile keeps amax in its graph and passes). The write and w.sum() share no op,
+    # so each is a graph of its own now (runtime/graph_parts.py)
     assert_like_eager(program('''
 def f(x, y, w, k):
     t = (x * 2).amax(-1)
     t.add_(0.5)
     torch.autograd.backward([w.sum()])
 '''), compiler_for("stillframe", backend))
+
+
+# Outputs of a graph that share no op: each part of the graph is compiled apart (runtime/graph_parts.py), so each
+# gets its own AOTAutograd node, and a backward through one no longer frees what the other saved.
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_two_backwards_through_outputs_of_one_graph_that_share_an_input(backend):
+    # fuzz 43:126, minimized by the fuzzer: t10 (from x and y) and (x * x).sum() came out of one node; the
+    # backward after the graph freed it, and the harness's backward through t10 raised "backward through the
+    # graph a second time" (torch.compile too)
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    tup9 = (y * 1, x + 1)
+    t10 = tup9[1] - tup9[0]
+    (x * x).sum().backward()
+    return t10
+''', n=4), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_two_backwards_through_outputs_made_from_a_detached_input(backend):
+    # fuzz 43:107, minimized by the fuzzer: t3 (from w and w.detach()) beside (w * w).sum()
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t1 = w.detach()
+    tup2 = (w * 1, t1 + 1)
+    t3 = tup2[1] - tup2[0]
+    (w * w).sum().backward()
+    return (t3, t1)
+''', n=4), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_backward_in_a_loop_beside_a_product_autograd_grad_reads(backend):
+    # fuzz 43:66, minimized by the fuzzer: t5 = x * i4 and (x * x).sum() of one iteration came out of one node
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    with Recorder('r3'):
+        for i4 in range(2):
+            t5 = x * i4
+            for i7 in range(2):
+                (x * x).sum().backward()
+            g9, = torch.autograd.grad(t5.sum(), [x], retain_graph=True)
+''', n=3), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_written_inputs_of_one_graph_backward_through_one(backend):
+    # fuzz 43:83, minimized by the fuzzer: t4 (no history from w) and t11 (from w) are inputs the graph after the
+    # backward writes; one node held both writes, so a gradient of t4 reached w as zeros where eager's is None
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    lst2 = [y, y]
+    t4 = torch.stack(lst2).sum(0)
+    lst9 = [w, w]
+    t11 = torch.stack(lst9).sum(0)
+    (x * x).sum().backward()
+    t4.sub_(x, alpha=0.5)
+    t11[1:] += t11[1:]
+    return t4
+''', n=4), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_written_inputs_sharing_an_op_backward_through_one(backend):
+    # the same where the two writes share an op (one node stays): the node's hook is found through the written
+    # input's copy_, since the only output is a view of an input (runtime/input_grads.py)
+    def f(a, b, w, x):
+        h = w * x
+        a.add_(h.sum(0))
+        b[1:] += h[1:, 0]
+        return b[1:]
+
+    grads = []
+    for fn in (f, stillframe.compile(f, backend=backend)):
+        torch.manual_seed(0)
+        w, x = torch.randn(3, requires_grad=True), torch.randn(3, 3, requires_grad=True)
+        a0, b0 = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+        a, b = a0 * 1, b0 * 1
+        out = fn(a, b, w, x)
+        a.sum().backward()
+        grads.append((out.detach(), a0.grad, b0.grad, w.grad, x.grad))
+    (out, *eager), (out_compiled, *compiled) = grads
+    torch.testing.assert_close(out_compiled, out)
+    for got, want in zip(compiled, eager):
+        assert (got is None) == (want is None)
+        if want is not None:
+            torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_parts_drawing_random_numbers_keep_eager_order(backend):
+    # two parts that each draw random numbers stay one graph: run apart, they would draw in another order
+    def f(x, w):
+        a = x * torch.rand(3)
+        b = w * torch.rand(3)
+        c = a * torch.rand(3)  # (x's part draws before and after w's)
+        return a, b, c
+
+    results = []
+    for fn in (f, stillframe.compile(f, backend=backend)):
+        torch.manual_seed(0)
+        x, w = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+        results.append([t.detach() for t in fn(x, w)])
+    for got, want in zip(results[1], results[0]):
+        torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_parts_reading_a_written_input_run_in_order(backend):
+    # y is written by one op and read by others: they are one part, in graph order; t from w is a part apart
+    def f(x, y, w):
+        a = (y + x).sum()
+        t = w * 2
+        y.add_(1)
+        b = (y * x).sum()
+        return a, t, b
+
+    results = []
+    for fn in (f, stillframe.compile(f, backend=backend)):
+        torch.manual_seed(0)
+        x, y, w = torch.randn(3, requires_grad=True), torch.randn(3), torch.randn(3, requires_grad=True)
+        a, t, b = fn(x, y, w)
+        (a + b).backward()
+        t.sum().backward()
+        results.append((a.detach(), t.detach(), b.detach(), y, x.grad, w.grad))
+    for got, want in zip(results[1], results[0]):
+        torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("backend", _aot_xfail(ONE_NODE + ": a node that saved nothing in eager (AddBackward) "
+                                                           "may be backpropagated twice (torch.compile too)"))
+def test_fuzz_aot_two_backwards_through_an_output_another_is_computed_from(backend):
+    # fuzz 43:116, minimized by the fuzzer: t4 = w + x and (t4 * t4).sum() share the op that makes t4, so they
+    # stay one node; the backward after the graph frees it, and the harness's backward through t4 reaches it again
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t4 = w + x
+    (t4 * t4).sum().backward()
+    return (y, t4)
+''', n=3), compiler_for("stillframe", backend))

@@ -1,0 +1,148 @@
+"""One autograd node per independent part of a graph, on backends that make one autograd node of a graph.
+
+AOTAutograd (``aot_eager``, ``inductor``) runs a whole graph as one autograd node, ``CompiledFunctionBackward``,
+which frees everything it saved on the first backward through it. Eager makes a node per op. So where a graph
+computes two results that share no op, each differentiable (``t = x * 2`` and the ``loss = (w * w).sum()`` a
+``loss.backward()`` after the graph reads), a backward through one frees the other's saved tensors, and a later
+backward through the other raises "Trying to backward through the graph a second time", where eager runs both
+(fuzz 43:66, 43:83, 43:107, 43:126). torch.compile raises there too.
+
+:func:`independent_parts` cuts such a graph into its parts, which share only graph inputs, and each part is
+compiled by the backend as a graph of its own (:func:`run_parts` runs them): one autograd node per part, as
+eager's nodes would be. A graph is cut only where running its parts one after another is exactly running it:
+every op that reads a graph input some op writes in place (or a view of one) is in the part of that write, and the
+graph switches no global state, calls no submodule or higher-order op, and draws random numbers in at most one
+part (the stream's order). A part none of whose outputs and writes is differentiable joins the first part: it
+needs no node of its own. Every part takes the graph's symbolic sizes, as the whole graph would.
+
+Where two outputs share an op (``h = x @ w`` read by both), they stay one node, as torch.compile's do; the
+gradients it passes on are still eager's (``runtime/input_grads.py``), but a second backward through it raises
+where eager's nodes that saved nothing (``AddBackward``) would run again.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+import torch.fx
+
+from .. import compat
+from ..rules.speculation import draws_random_numbers
+from .input_grads import may_write
+
+_GLOBAL_STATE = (compat.set_grad_enabled, torch.amp.autocast_mode._enter_autocast,
+                 torch.amp.autocast_mode._exit_autocast)
+
+
+class Part:
+    """One part of a graph: its own ``GraphModule``, the positions of the graph's inputs it takes, and the
+    positions in the graph's tuple output of the values it computes."""
+
+    def __init__(self, gm: torch.fx.GraphModule, inputs: tuple[int, ...], outputs: tuple[int, ...]) -> None:
+        self.gm = gm
+        self.inputs = inputs
+        self.outputs = outputs
+
+
+def independent_parts(gm: torch.fx.GraphModule) -> list[Part] | None:
+    """The parts of ``gm`` (a graph with one tuple output) that share no node but placeholders, in graph order,
+    where cutting it there is exact and gives two or more parts with a differentiable output (see the module
+    docstring); ``None`` elsewhere."""
+    nodes = list(gm.graph.nodes)
+    placeholders = [node for node in nodes if node.op == "placeholder"]
+    output = nodes[-1]
+    if output.op != "output" or not isinstance(output.args[0], (tuple, list)):
+        return None
+    parent: dict = {}
+
+    def find(node: torch.fx.Node) -> torch.fx.Node:
+        while parent[node] is not node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    body = [node for node in nodes if node.op not in ("placeholder", "output")]
+    reads: dict = {node: frozenset((node,)) for node in placeholders}  # node -> the placeholders it is made from
+    written: set = set()  # placeholders some node may write (through a view of them, too)
+    for node in body:
+        if node.op in ("call_module", "get_attr") or node.op == "call_function" and (
+                isinstance(node.target, compat.HigherOrderOperator) or node.target in _GLOBAL_STATE):
+            return None
+        reads[node] = frozenset().union(*(reads[arg] for arg in node.all_input_nodes))
+    writers = [node for node in body if node.meta.get("writes") or may_write(node)]
+    for node in writers:
+        written |= reads[node]
+    for node in placeholders:
+        parent[node] = node
+    for node in body:
+        parent[node] = node
+        for arg in node.all_input_nodes:
+            if arg.op != "placeholder" or arg in written:  # a written input: its readers run in one part, in order
+                parent[find(arg)] = find(node)
+    groups: dict = {}  # root -> the part's nodes, in graph order
+    for node in body:
+        groups.setdefault(find(node), []).append(node)
+    differentiable = []  # roots of the parts with a differentiable output or write, in graph order
+    for out in (*output.args[0], *writers):  # (a written input's new value comes out of the part's node)
+        if isinstance(out, torch.fx.Node) and out.op != "placeholder" and \
+                getattr(out.meta.get("val"), "requires_grad", False) and find(out) not in differentiable:
+            differentiable.append(find(out))
+    if len(differentiable) < 2:
+        return None
+    differentiable.sort(key=lambda root: nodes.index(groups[root][0]))
+    members: dict = {root: [] for root in differentiable}
+    for root, group in groups.items():
+        members[root if root in members else differentiable[0]].extend(group)
+    drawing = [root for root, group in members.items() if any(draws_random_numbers(node) for node in group)]
+    if len(drawing) > 1:
+        return None
+    order = {node: i for i, node in enumerate(nodes)}
+    return [_part(gm, sorted(members[root], key=order.__getitem__), placeholders, output.args[0], find)
+            for root in differentiable]
+
+
+def _part(gm: torch.fx.GraphModule, group: list, placeholders: list, outputs: Any, find: Callable) -> Part:
+    """The ``Part`` computing ``group`` (nodes in graph order) and the outputs among them."""
+    inside = set(group)
+    used = {arg for node in group for arg in node.all_input_nodes if arg.op == "placeholder"}
+    used |= {node for node in placeholders if isinstance(node.meta.get("val"), torch.SymInt)}  # (every part's sizes)
+    graph = torch.fx.Graph()
+    env: dict = {}
+    inputs = []
+    for i, node in enumerate(placeholders):
+        if node in used:
+            env[node] = graph.node_copy(node)
+            inputs.append(i)
+    for node in group:
+        env[node] = graph.node_copy(node, env.__getitem__)
+    positions = tuple(i for i, out in enumerate(outputs) if isinstance(out, torch.fx.Node) and out in inside)
+    graph.output(tuple(env[outputs[i]] for i in positions))
+    return Part(torch.fx.GraphModule(gm, graph), tuple(inputs), positions)
+
+
+def run_parts(parts: list[Part], compiled: list[Callable], gm: torch.fx.GraphModule) -> Callable:
+    """The compiled callable of ``gm`` made of its parts' (``compiled``, one per part, in order): the parts run in
+    graph order, and an output no part computes (a graph input returned as it is, a constant) is taken as the
+    graph returns it."""
+    placeholders = {node: i for i, node in enumerate(n for n in gm.graph.nodes if n.op == "placeholder")}
+    outputs = next(node for node in gm.graph.nodes if node.op == "output").args[0]
+    computed = {i for part in parts for i in part.outputs}
+    given = tuple((i, placeholders[out]) for i, out in enumerate(outputs) if i not in computed and out in placeholders)
+    constants = tuple((i, out) for i, out in enumerate(outputs) if i not in computed and out not in placeholders)
+    plan = tuple((fn, part.inputs, part.outputs) for fn, part in zip(compiled, parts))
+    count = len(outputs)
+
+    def run(*args: Any) -> list:
+        results: list = [None] * count
+        for fn, inputs, positions in plan:
+            values = fn(*[args[i] for i in inputs])
+            for i, value in zip(positions, values):
+                results[i] = value
+        for i, position in given:
+            results[i] = args[position]
+        for i, value in constants:
+            results[i] = value
+        return results
+
+    return run

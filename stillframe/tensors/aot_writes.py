@@ -18,6 +18,7 @@ import torch
 from .. import compat
 from ..variables.base import ListVariable, TensorVariable, TupleVariable
 from .effects import hashable_key
+from .saved import location
 
 RUNS_FOR_REAL = ("the graph before it runs, then the call itself, then tracing resumes",)
 
@@ -131,6 +132,9 @@ def note_input_writes(tx: Any, kind: str, target: Any, tids: tuple) -> None:
     if not touched:
         return
     (tx.inputs_reshaped if _shape_only(kind, target) else tx.inputs_written).update(touched)
+    if _shape_only(kind, target) and tx.functional_backend:
+        for tid in touched:  # (where: tensors/saved.py runs the reshape for real if a later call saves the input)
+            tx.input_reshapes.setdefault(tid, set()).add(location(tx))
 
 
 _INDEX_WRITES = {operator.setitem, "__setitem__", "index_put_", torch.index_put_, torch.Tensor.index_put_}

@@ -75,6 +75,34 @@ def record(tx: Any, fakes: list) -> None:
     """Note that the call being traced saved ``fakes`` for backward (on every backend: a rule calls it for what no
     graph's real ops check, such as ``torch.func.vjp``'s closed-over tensors)."""
     tx.saved_for_backward.append((tuple(fakes), location(tx)))
+    if tx.functional_backend and tx.input_reshapes:
+        _refuse_saving_reshaped_input(tx, fakes)
+
+
+def _refuse_saving_reshaped_input(tx: Any, fakes: list) -> None:
+    """A saved tensor that shares memory with a graph input an ``unsqueeze_``-like op of this graph reshaped: the
+    reshape runs for real (``RetraceRunForReal``). AOTAutograd saves a view of the input itself and reshapes the
+    input with ``as_strided_`` after the graph, which moves its version, so a backward raised "modified by an
+    inplace operation" where eager's reshape came before the save (fuzz 43:20: ``x.transpose_(0, 1)``, then
+    ``w @ x``)."""
+    roots = {_saved_root(tx, f) for f in fakes}
+    locations = frozenset().union(*(at for tid, at in tx.input_reshapes.items() if _root(tx, tid) in roots))
+    if locations:
+        raise RetraceRunForReal(locations, "reshapes a graph input in place that a later call saves for "
+                                "backward: AOTAutograd would reshape it after the graph, under the saved view")
+
+
+def refuse_write_saving_old_value(tx: Any, describe: str, saved_now: list, arguments: list, inputs: list) -> None:
+    """Break before an in-place op (``describe``) that writes graph ``inputs`` (tids) and saved for backward
+    (``saved_now``) a tensor that is none of its ``arguments`` (fakes): a copy of what it writes, from before the
+    write (``y.mul_(w)`` saves the old ``y`` for ``w``'s gradient). AOTAutograd saves the input itself, and its
+    ``copy_`` of the new value back into the input after the graph moves that input's version, so a backward
+    raised "modified by an inplace operation" where eager's runs (fuzz 43:102, 2026:24). Call only where
+    ``tx.functional_backend``."""
+    if inputs and any(not any(t is a for a in arguments) for t in saved_now):
+        tx.unsupported("saved_for_backward", f"{describe} writes a graph input and saves its value from before "
+                       "the write for backward: AOTAutograd saves the input itself and writes it after the graph",
+                       ("the graph before it runs, then the call itself, then tracing resumes",))
 
 
 def record_shared_version(tx: Any, fake: Any, source_fake: Any) -> None:

@@ -1123,9 +1123,11 @@ SAVED = ("AOTAutograd saves its own tensors for backward (and writes a mutated i
          "graph), so eager's saved-tensor version checks and freed buffers differ")
 
 
-@pytest.mark.parametrize("backend", _aot_xfail(SAVED + " (torch.compile too)"))
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_fuzz_aot_input_multiplied_in_place_by_a_tensor_that_requires_grad_then_returned(backend):
-    # fuzz 2026:24, minimized by the fuzzer: the backward through the returned y raises
+    # fuzz 2026:24, minimized by the fuzzer: the backward through the returned y raised on aot_eager (torch.compile
+    # too): AOTAutograd saved the input y itself for x's gradient, and its copy_ after the graph moved y's version.
+    # Eager's mul_ saves a copy of the old y; that write now runs for real (tensors/saved.py)
     assert_like_eager(program('''
 def f(x, y, w, k):
     y.mul_(x)
@@ -1133,7 +1135,9 @@ def f(x, y, w, k):
 '''), compiler_for("stillframe", backend))
 
 
-@pytest.mark.parametrize("backend", _aot_xfail(SAVED + " (torch.compile too)"))
+@pytest.mark.parametrize("backend", _aot_xfail(SAVED + ": t1 = w.mean(0) and (t1 * t1).sum() share an op, so they "
+                                                       "are one node, and autograd.grad through t1 after the "
+                                                       "backward reaches it a second time (torch.compile too)"))
 def test_fuzz_aot_input_written_in_place_then_autograd_grad(backend):
     # fuzz 2026:22, minimized by the fuzzer
     assert_like_eager(program('''
@@ -1433,3 +1437,32 @@ def f(x, y, w, k):
     (t4 * t4).sum().backward()
     return (y, t4)
 ''', n=3), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_input_transposed_in_place_then_saved_for_backward(backend):
+    # fuzz 43:20, minimized by the fuzzer: w @ x saves x after x.transpose_(0, 1); AOTAutograd saved a view of the
+    # input x and transposed x with as_strided_ after the graph, so the backward raised "modified by an inplace
+    # operation". The transpose_ now runs for real (tensors/saved.py)
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    x.transpose_(0, 1)
+    t2 = w @ x
+
+    def cl3(u):
+        pass
+    t5 = cl3(y)
+    return {'t2': t2, 't5': t5, 'y': y, 'k': k}
+''', x_rg=False), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_input_multiplied_in_place_by_a_view_that_requires_grad(backend):
+    # fuzz 43:102, minimized by the fuzzer: y.mul_(t1) saves the old y for t1's gradient; AOTAutograd saved the
+    # input y itself, and its copy_ after the graph moved y's version
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t1 = w.view(-1)
+    y.mul_(t1)
+    return y
+'''), compiler_for("stillframe", backend))

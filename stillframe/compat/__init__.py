@@ -202,6 +202,21 @@ def is_eager_backend(backend: Any) -> bool:
     return getattr(backend, "compiler_name", None) == "eager"
 
 
+def makes_one_autograd_node(backend: Any) -> bool:
+    """Whether ``backend`` (from :func:`resolve_backend`) is a torch.compile backend that runs a whole graph as one
+    autograd node: a registered one other than ``"eager"`` (``aot_eager``, ``inductor``: AOTAutograd), or one
+    built with ``torch._dynamo.backends.common.aot_autograd``. A callable of the user's is taken as it comes (it
+    may look at the graphs it gets: they are not cut for it)."""
+    name = getattr(backend, "compiler_name", None)
+    if name is not None:
+        return name != "eager"
+    try:
+        from torch._dynamo.backends.common import AotAutograd
+    except ImportError:
+        return False
+    return isinstance(backend, AotAutograd)
+
+
 def tensor_guards(examples: list, sizes: list | None = None, strides: list | None = None) -> Any:
     """torch's C++ tensor check (TorchDynamo's ``TensorGuards``) for tensors like ``examples``, or ``None``.
 

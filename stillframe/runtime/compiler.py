@@ -331,7 +331,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
             hops = passes.higher_order_ops(gm)
             context = compat.static_backend_context(examples) if hops else contextlib.nullcontext()
         # on a backend making one autograd node of a graph: a node per part that shares no op with the others
-        parts = independent_parts(gm) if tracer.functional_backend else None
+        parts = independent_parts(gm) if compat.makes_one_autograd_node(backend) else None
         with context:
             try:
                 if parts is None:

@@ -132,9 +132,10 @@ def note_input_writes(tx: Any, kind: str, target: Any, tids: tuple) -> None:
     if not touched:
         return
     (tx.inputs_reshaped if _shape_only(kind, target) else tx.inputs_written).update(touched)
-    if _shape_only(kind, target) and tx.functional_backend:
-        for tid in touched:  # (where: tensors/saved.py runs the reshape for real if a later call saves the input)
-            tx.input_reshapes.setdefault(tid, set()).add(location(tx))
+    if tx.functional_backend:  # where: the write runs for real if a later call needs (tensors/saved.py, ops.py)
+        sites = tx.input_reshapes if _shape_only(kind, target) else tx.input_writes
+        for tid in touched:
+            sites.setdefault(tid, set()).add(location(tx))
 
 
 _INDEX_WRITES = {operator.setitem, "__setitem__", "index_put_", torch.index_put_, torch.Tensor.index_put_}

@@ -340,12 +340,23 @@ def _refuse_hook_inside_graph(tx: Any, var: Any) -> None:
     so ``t`` enters the rest of the graph as an input and its gradient is eager's total."""
     if not isinstance(var, TensorVariable):
         return
+    written = _input_write_sites(tx, var.tid)
+    if written:  # an input the graph wrote: its readers in the graph after the write are the other uses
+        raise saved.RetraceRunForReal(written, "writes a graph input that gets a gradient hook (or retain_grad) "
+                                      "later, which must see the gradient of every use of its new value")
     node = tx.tensor(var).node
     if node is None or node.op == "placeholder" or "location" not in node.meta:
         return
     if any(user.op != "output" for user in node.users):
         raise saved.RetraceRunForReal(frozenset({node.meta["location"]}), "its result gets a gradient hook (or "
                                       "retain_grad) later, which must see the gradient of every use")
+
+
+def _input_write_sites(tx: Any, tid: int) -> frozenset:
+    """Where this trace wrote (data or shape) a graph input that shares memory with tensor ``tid``."""
+    root = saved.root(tx, tid)
+    return frozenset().union(*(at for sites in (tx.input_writes, tx.input_reshapes) for written, at in sites.items()
+                               if saved.root(tx, written) == root))
 
 
 def _returned_argument(args: tuple, kwargs: dict, fake_args: tuple, fake_kwargs: dict,

@@ -86,7 +86,7 @@ def _refuse_saving_reshaped_input(tx: Any, fakes: list) -> None:
     inplace operation" where eager's reshape came before the save (fuzz 43:20: ``x.transpose_(0, 1)``, then
     ``w @ x``)."""
     roots = {_saved_root(tx, f) for f in fakes}
-    locations = frozenset().union(*(at for tid, at in tx.input_reshapes.items() if _root(tx, tid) in roots))
+    locations = frozenset().union(*(at for tid, at in tx.input_reshapes.items() if root(tx, tid) in roots))
     if locations:
         raise RetraceRunForReal(locations, "reshapes a graph input in place that a later call saves for "
                                 "backward: AOTAutograd would reshape it after the graph, under the saved view")
@@ -134,10 +134,11 @@ def _saved_root(tx: Any, fake: Any) -> int | None:
     tid = tx.tid_of_fake(fake)
     if tid is None and getattr(fake, "_base", None) is not None:
         tid = tx.tid_of_fake(fake._base)
-    return _root(tx, tid)
+    return root(tx, tid)
 
 
-def _root(tx: Any, tid: int | None) -> int | None:
+def root(tx: Any, tid: int | None) -> int | None:
+    """The alias group of tensor ``tid``: its base's tid, or its own."""
     if tid is None:
         return None
     base = tx.state.heap[tid].meta.base
@@ -146,7 +147,7 @@ def _root(tx: Any, tid: int | None) -> int | None:
 
 def _sharing_version(tx: Any, roots: set) -> set:
     """``roots`` and the roots linked to them by :func:`record_shared_version` pairs (both ways)."""
-    pairs = [(_root(tx, tx.tid_of_fake(a)), _root(tx, tx.tid_of_fake(b))) for a, b in tx.shared_versions]
+    pairs = [(root(tx, tx.tid_of_fake(a)), root(tx, tx.tid_of_fake(b))) for a, b in tx.shared_versions]
     pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
     grown = True
     while grown:

@@ -106,7 +106,9 @@ class Tracer:
         # their data, or only their shape (unsqueeze_); see runtime/compiler._without_effects
         self.inputs_written: set[int] = set()
         self.inputs_reshaped: set[int] = set()
-        self.input_reshapes: dict[int, set] = {}  # on a functional backend: tid -> where it was reshaped (saved.py)
+        # on a functional backend, tid -> where an in-place op of this trace wrote the input: its shape, its data
+        self.input_reshapes: dict[int, set] = {}
+        self.input_writes: dict[int, set] = {}
         self.keepalive: list[Any] = []  # objects whose id() a guard checks stay alive while tracing
         self.stand_ins: dict[int, Any] = {}  # id(live leaf) -> the tensor fakeified in its place (builder._fakeified)
         self.input_nodes: dict[int, Any] = {}  # tid -> placeholder node (for finishing the graph)

@@ -1466,3 +1466,18 @@ def f(x, y, w, k):
     y.mul_(t1)
     return y
 '''), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_retain_grad_on_an_input_written_from_a_tensor_that_requires_grad(backend):
+    # fuzz 44:15, minimized by the fuzzer: y[1:] = x[1:] gives the input y history, t2 = y.exp() reads it in the
+    # graph, then y.retain_grad() runs for real. On aot_eager y's new grad_fn is the copy_ AOTAutograd makes after
+    # the graph, which t2's gradient never passes through, so y.grad stayed None. The write now runs for real
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    y[1:] = x[1:]
+    t2 = y.exp().clamp(max=10.0)
+    for i3 in range(2):
+        y.retain_grad()
+    return (t2, x)
+'''), compiler_for("stillframe", backend))

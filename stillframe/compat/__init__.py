@@ -204,17 +204,26 @@ def is_eager_backend(backend: Any) -> bool:
 
 def makes_one_autograd_node(backend: Any) -> bool:
     """Whether ``backend`` (from :func:`resolve_backend`) is a torch.compile backend that runs a whole graph as one
-    autograd node: a registered one other than ``"eager"`` (``aot_eager``, ``inductor``: AOTAutograd), or one
+    autograd node: ``"inductor"``, a registered one other than ``"eager"`` (``aot_eager``: AOTAutograd), or one
     built with ``torch._dynamo.backends.common.aot_autograd``. A callable of the user's is taken as it comes (it
     may look at the graphs it gets: they are not cut for it)."""
     name = getattr(backend, "compiler_name", None)
-    if name is not None:
-        return name != "eager"
+    if name == "inductor":
+        return True
+    fn = getattr(backend, "compiler_fn", backend)
     try:
         from torch._dynamo.backends.common import AotAutograd
+        from torch._dynamo.backends.registry import lookup_backend
     except ImportError:
         return False
-    return isinstance(backend, AotAutograd)
+    if isinstance(fn, AotAutograd):
+        return True
+    if not isinstance(name, str) or name == "eager":
+        return False
+    try:
+        return lookup_backend(name) is fn
+    except Exception:  # not a registered name (a user's function)
+        return False
 
 
 def tensor_guards(examples: list, sizes: list | None = None, strides: list | None = None) -> Any:

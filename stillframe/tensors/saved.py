@@ -93,7 +93,8 @@ def _refuse_saving_reshaped_input(tx: Any, fakes: list) -> None:
 
 
 def refuse_write_saving_old_value(tx: Any, describe: str, saved_now: list, arguments: list, inputs: list) -> None:
-    """Break before an in-place op (``describe``) that writes graph ``inputs`` (tids) and saved for backward
+    """Break before an in-place op (``describe``) that writes graph ``inputs`` (tids; those that require grad after
+    the write: a norm's running statistics do not) and saved for backward
     (``saved_now``) a tensor that is none of its ``arguments`` (fakes): a copy of what it writes, from before the
     write (``y.mul_(w)`` saves the old ``y`` for ``w``'s gradient). AOTAutograd saves the input itself, and its
     ``copy_`` of the new value back into the input after the graph moves that input's version, so a backward

@@ -146,7 +146,25 @@ def hash_key(tx: Tracer, var: VariableTracker, container: VariableTracker | None
             if entry.source is not None or entry.live is not None:
                 tx.unsupported("not_constant", "a tensor as a key of a dict from outside the trace")
         return TensorKey(var.tid)
-    return const_value(tx, var)
+    value = const_value(tx, var)
+    unhashable = _unhashable(value)
+    if unhashable is not None:  # ({[k]: x}, d.get([k]), [k] in d): Python's error, from the real step
+        tx.user_error(TypeError(f"unhashable type: '{unhashable.__name__}'"))
+    return value
+
+
+def _unhashable(value: Any) -> type | None:
+    """The type of the first unhashable part of ``value`` that ``hash(value)`` would meet: one whose class sets
+    ``__hash__ = None`` (a list, dict, set, a slice before 3.12), in a tuple or frozenset too. Only class attributes
+    are read: no ``__hash__`` of the user's runs at trace time."""
+    if type(value).__hash__ is None:
+        return type(value)
+    if type(value) in (tuple, frozenset):
+        for item in value:
+            found = _unhashable(item)
+            if found is not None:
+                return found
+    return None
 
 
 def view_items(tx: Tracer, view: DictViewVariable) -> tuple:

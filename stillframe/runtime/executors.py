@@ -18,6 +18,7 @@ from __future__ import annotations
 import builtins
 import operator
 import types
+import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..bytecode.operators import BINARY_OPERATORS, COMPARE_OPERATORS
@@ -155,9 +156,26 @@ def CALL_FUNCTION_EX(cont: Continuation, frame: LiveFrame, inst: Instruction) ->
     args = frame.stack.pop()
     fn = frame.stack.pop()
     below = frame.stack.pop()
+    called = fn if below is NULL else below
+    if not isinstance(args, tuple) and not hasattr(type(args), "__iter__") and \
+            not hasattr(type(args), "__getitem__"):  # CPython's check_args_iterable
+        raise TypeError(f"{function_str(called)} argument after * must be an iterable, not {type(args).__name__}")
     if below is not NULL:
         fn, args = below, (fn, *args)
     _call(cont, frame, fn, list(args), dict(kwargs))
+
+
+def function_str(fn: Any) -> str:
+    """How CPython names a callable in a call's argument errors (``_PyObject_FunctionStr``): ``module.qualname()``,
+    without the module for builtins."""
+    try:
+        qualname = fn.__qualname__
+    except AttributeError:
+        return str(fn)
+    module = getattr(fn, "__module__", None)
+    if isinstance(module, str) and module != "builtins":
+        return f"{module}.{qualname}()"
+    return f"{qualname}()"
 
 
 def _unary(fn: Any) -> Any:
@@ -216,12 +234,41 @@ def GET_ITER(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
 
 @executor("UNPACK_SEQUENCE")
 def UNPACK_SEQUENCE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    values = list(frame.stack.pop())
-    if len(values) != inst.arg:
-        if len(values) > inst.arg:
-            raise ValueError(f"too many values to unpack (expected {inst.arg})")
-        raise ValueError(f"not enough values to unpack (expected {inst.arg}, got {len(values)})")
-    frame.stack.extend(reversed(values))
+    frame.stack.extend(reversed(unpack_iterable(frame.stack.pop(), inst.arg, None)))
+
+
+def unpack_iterable(seq: Any, before: int, after: int | None) -> list:
+    """CPython's ``unpack_iterable``: ``before`` items by ``next()``, then (``after`` None) the check that none is
+    left, else the rest as a list with ``after`` items taken off its end into their own slots. A tuple or list
+    is read as it is; nothing else's ``__len__`` is called before its items are (eager's order of effects)."""
+    if type(seq) in (tuple, list) and after is None and len(seq) == before:
+        return list(seq)
+    try:
+        it = iter(seq)
+    except TypeError:
+        if not hasattr(type(seq), "__iter__") and not hasattr(type(seq), "__getitem__"):
+            raise TypeError(f"cannot unpack non-iterable {type(seq).__name__} object") from None
+        raise
+    items = []
+    for _ in range(before):
+        try:
+            items.append(next(it))
+        except StopIteration:
+            if after is None:
+                raise ValueError(f"not enough values to unpack (expected {before}, got {len(items)})") from None
+            raise ValueError(f"not enough values to unpack (expected at least {before + after}, got "
+                             f"{len(items)})") from None
+    if after is None:
+        try:
+            next(it)
+        except StopIteration:
+            return items
+        raise ValueError(f"too many values to unpack (expected {before})")
+    rest = list(it)
+    if len(rest) < after:
+        raise ValueError(f"not enough values to unpack (expected at least {before + after}, got "
+                         f"{before + len(rest)})")
+    return items + [rest[:len(rest) - after]] + rest[len(rest) - after:]
 
 
 @executor("LOAD_ATTR")
@@ -395,12 +442,7 @@ def YIELD_VALUE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None
 
 @executor("UNPACK_EX")
 def UNPACK_EX(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    before, after = inst.arg & 0xFF, inst.arg >> 8
-    values = list(frame.stack.pop())
-    if len(values) < before + after:
-        raise ValueError(f"not enough values to unpack (expected at least {before + after}, got {len(values)})")
-    middle = values[before:len(values) - after]
-    frame.stack.extend(reversed(values[:before] + [middle] + values[len(values) - after:]))
+    frame.stack.extend(reversed(unpack_iterable(frame.stack.pop(), inst.arg & 0xFF, inst.arg >> 8)))
 
 
 @executor("DELETE_SUBSCR")
@@ -607,3 +649,20 @@ register("POP_JUMP_IF_NONE", _jump_if(_is_none))
 register("POP_JUMP_IF_NOT_NONE", _jump_if(lambda v: v is not None))
 register("JUMP_IF_TRUE_OR_POP", _jump_if(bool, pop=False, keep_on_jump=True))
 register("JUMP_IF_FALSE_OR_POP", _jump_if(operator.not_, pop=False, keep_on_jump=True))
+
+
+def unsteppable(code: Any) -> str | None:
+    """The first opname of ``code`` (a read ``Bytecode``) that has no real step (``except*``'s ``CHECK_EG_MATCH``
+    and ``PREP_RERAISE_STAR``: CPython's C code has no Python equivalent of the latter), ``None`` where every
+    instruction has one. No graph break may stop in such code, since the rest of it could not run for real: it is
+    never traced (a call of it runs for real, whole)."""
+    found = _UNSTEPPABLE.get(code.code, MISSING_OPCODE)
+    if found is MISSING_OPCODE:
+        from . import stack_executors  # noqa: F401  (every executor registered)
+        found = next((inst.opname for inst in code.instructions if inst.opname not in EXECUTORS), None)
+        _UNSTEPPABLE[code.code] = found
+    return found
+
+
+MISSING_OPCODE = object()
+_UNSTEPPABLE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

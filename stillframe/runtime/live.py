@@ -21,7 +21,7 @@ from typing import Any
 
 from ..bytecode.reader import Bytecode
 from ..config import config
-from ..errors import StillframeError
+from ..errors import InternalError, StillframeError
 from ..variables.objects import TracebackEntry
 from ..variables.standins import ResumableIterator
 from .executors import EXECUTORS
@@ -71,8 +71,11 @@ class Continuation:
         frame = self.frames[-1]
         inst = frame.code.instructions[frame.ip]
         frame.ip += 1
+        run = EXECUTORS.get(inst.opname)
+        if run is None:  # (code with such an opcode is never traced: executors.unsteppable)
+            raise InternalError(f"no real step for the opcode {inst.opname}")
         try:
-            EXECUTORS[inst.opname](self, frame, inst)
+            run(self, frame, inst)
         except StillframeError:  # ours, never the user's: no `except` of the user's code may see it
             raise
         except Exception as exc:

@@ -13,14 +13,18 @@ from __future__ import annotations
 from ...variables.base import (
     ConstantVariable,
     DictEntry,
+    DictVariable,
     GeneratorVariable,
     IteratorVariable,
+    ListVariable,
     LiveIteratorVariable,
     SliceVariable,
+    TensorVariable,
     TupleVariable,
 )
 from ...rules.builtin_calls import _len, iterator_of
 from ...rules.exceptions import stop_iteration_error
+from ...errors import UserError
 from ...rules.known import const_value, hash_key, sequence_items
 from ...rules.generators import step as step_generator
 from ..interpreter import handler
@@ -98,10 +102,15 @@ def LIST_APPEND(tx, inst):
 def DICT_MERGE(tx, inst):
     update = tx.pop()
     target = tx.peek(inst.arg - 1)
+    if not isinstance(update, DictVariable):  # (a list, None: the real step raises CPython's "must be a mapping")
+        if isinstance(update, (ConstantVariable, ListVariable, TupleVariable, TensorVariable)):
+            tx.user_error(TypeError("argument after ** must be a mapping"), traceable=False)
+        tx.unsupported("unsupported_call", f"** of a {type(update).__name__}: it runs for real")
     entry = tx.dict_entry(target)
     for k, v in tx.dict_entry(update).items:
         if entry.get(k) is not None:
-            tx.user_error(TypeError(f"got multiple values for keyword argument '{k}'"))
+            # (the real step words it as CPython does: the called function's qualified name first)
+            tx.user_error(TypeError(f"got multiple values for keyword argument '{k}'"), traceable=False)
         entry = entry.set(k, v)
     tx.set_dict_entry(target, entry)
 
@@ -158,13 +167,23 @@ def STORE_SLICE(tx, inst):
 
 @handler("UNPACK_SEQUENCE")
 def UNPACK_SEQUENCE(tx, inst):
-    seq = tx.pop()
-    items = tuple(sequence_items(tx, seq))
+    items = _unpacked(tx, tx.pop())
     if len(items) != inst.arg:
         if len(items) > inst.arg:
             tx.user_error(ValueError(f"too many values to unpack (expected {inst.arg})"))
         tx.user_error(ValueError(f"not enough values to unpack (expected {inst.arg}, got {len(items)})"))
     tx.push(*reversed(items))
+
+
+def _unpacked(tx, seq) -> tuple:
+    """The items ``a, b = seq`` unpacks; a ``TypeError`` (``seq`` is not iterable) is left to the real step, which
+    words it as CPython does ("cannot unpack non-iterable int object")."""
+    try:
+        return tuple(sequence_items(tx, seq))
+    except UserError as e:
+        if not isinstance(e.exc, TypeError) or not e.traceable:
+            raise
+        tx.user_error(e.exc, traceable=False)
 
 
 @handler("GET_ITER")
@@ -207,7 +226,7 @@ def END_FOR(tx, inst):
 def UNPACK_EX(tx, inst):
     """``a, *rest, b = seq``: ``arg & 0xFF`` names before the star, ``arg >> 8`` after it."""
     before, after = inst.arg & 0xFF, inst.arg >> 8
-    items = tuple(sequence_items(tx, tx.pop()))
+    items = _unpacked(tx, tx.pop())
     if len(items) < before + after:
         tx.user_error(ValueError(f"not enough values to unpack (expected at least {before + after}, "
                                  f"got {len(items)})"))

@@ -12,6 +12,7 @@ from ...variables.base import (
 )
 from ...variables.builder import wrap
 from ...variables.objects import ContainerMethodVariable
+from ...errors import UserError
 from ...rules.known import const_value, sequence_items
 from ...rules.objects import function_attr_key
 from ...rules.calls import call
@@ -65,10 +66,16 @@ def CALL_FUNCTION_EX(tx, inst):
     args_var = tx.pop()
     fn = tx.pop()
     below = tx.pop()
+    try:
+        items = sequence_items(tx, args_var)
+    except UserError as e:  # (the real step words it as CPython does: "f() argument after * must be an iterable")
+        if not isinstance(e.exc, TypeError) or not e.traceable:
+            raise
+        tx.user_error(e.exc, traceable=False)
     if not isinstance(below, NullVariable):  # a method form: [callable, self]
-        fn, args = below, [fn, *sequence_items(tx, args_var)]
+        fn, args = below, [fn, *items]
     else:
-        args = list(sequence_items(tx, args_var))
+        args = list(items)
     kwargs = {}
     if kwargs_var is not None:
         if not isinstance(kwargs_var, DictVariable):

@@ -344,6 +344,10 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
                 else:
                     compiled = run_parts(parts, [_compile_part(tracer, backend, part, examples) for part in parts], gm)
             except Exception as e:
+                freed = _grads_that_freed_outputs(gm, e)
+                if freed:
+                    raise RetraceRunForReal(freed, "torch.autograd.grad frees the autograd graph of outputs the "
+                                            "graph returns, which AOTAutograd cannot differentiate then") from e
                 ops = passes.higher_order_ops(gm)
                 if not ops:
                     raise
@@ -365,6 +369,18 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
                        reshaped_inputs=undoable[0] if undoable else (), written_inputs=undoable[1] if undoable else (),
                        draws_random=bool(undoable and undoable[2]))
     return TraceOutcome(entry, tracer, t1 - t0, t2 - t1)
+
+
+def _grads_that_freed_outputs(gm: torch.fx.GraphModule, error: Exception) -> frozenset:
+    """Where the graph calls ``torch.autograd.grad``, if the backend failed as AOTAutograd does when an output the
+    graph returns requires grad through the history such a call freed (``l = (x * y).sum(); g, = grad(l, [x]);
+    return l, g``: "Trying to backward through the graph a second time", found by a probe; torch.compile breaks
+    at every ``autograd.grad``). Those calls then run for real: eager's ``l`` keeps its freed history."""
+    cause = getattr(error, "inner_exception", None) or error
+    if "backward through the graph a second time" not in str(cause):
+        return frozenset()
+    return frozenset(node.meta["location"] for node in gm.graph.nodes if node.op == "call_function" and
+                     node.target is torch.autograd.grad and "location" in node.meta)
 
 
 def _compile_part(tracer: Tracer, backend: Callable, part: Part, examples: list) -> Callable:

@@ -272,9 +272,9 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
             written = [fresh[v.tid] for v in mutated if fresh[v.tid] is not result]  # (norm statistics)
             saved_now[:] = [t for t in saved_now if not any(t is w for w in written)]
         if mutated and saved_now and tx.functional_backend:  # (an input the write gives history: y.mul_(w))
-            saved.refuse_write_saving_old_value(tx, _describe(kind, target), saved_now, _fakes_in(
-                (fake_args, fake_kwargs)), [tid for tid in (*roots, *views)
-                                            if tid in tx.input_values and fresh[tid].requires_grad])
+            saved.refuse_write_saving_input(tx, _describe(kind, target), saved_now, [
+                t for t in _fakes_in((fake_args, fake_kwargs)) if not any(t is f for f in fresh.values())], [
+                tid for tid in (*roots, *views) if tid in tx.input_values and fresh[tid].requires_grad])
     except compat.DATA_DEPENDENT_ERRORS as e:
         if isinstance(e, compat.DynamicOutputShapeException) and config.capture_dynamic_output_shape_ops and \
                 tx.fake_mode.shape_env is None:

@@ -92,17 +92,23 @@ def _refuse_saving_reshaped_input(tx: Any, fakes: list) -> None:
                                 "backward: AOTAutograd would reshape it after the graph, under the saved view")
 
 
-def refuse_write_saving_old_value(tx: Any, describe: str, saved_now: list, arguments: list, inputs: list) -> None:
+def refuse_write_saving_input(tx: Any, describe: str, saved_now: list, others: list, inputs: list) -> None:
     """Break before an in-place op (``describe``) that writes graph ``inputs`` (tids; those that require grad after
-    the write: a norm's running statistics do not) and saved for backward
-    (``saved_now``) a tensor that is none of its ``arguments`` (fakes): a copy of what it writes, from before the
-    write (``y.mul_(w)`` saves the old ``y`` for ``w``'s gradient). AOTAutograd saves the input itself, and its
-    ``copy_`` of the new value back into the input after the graph moves that input's version, so a backward
-    raised "modified by an inplace operation" where eager's runs (fuzz 43:102, 2026:24). Call only where
-    ``tx.functional_backend``."""
-    if inputs and any(not any(t is a for a in arguments) for t in saved_now):
-        tx.unsupported("saved_for_backward", f"{describe} writes a graph input and saves its value from before "
-                       "the write for backward: AOTAutograd saves the input itself and writes it after the graph",
+    the write: a norm's running statistics do not) and saved for backward (``saved_now``) a tensor that is none of
+    its ``others`` (the fakes of its arguments it does not write): a copy of what it writes from before the write
+    (``y.mul_(w)`` saves the old ``y`` for ``w``'s gradient), or what it writes, after (``h.sigmoid_()``,
+    ``leaky_relu_`` save their result). Call only where ``tx.functional_backend``.
+
+    AOTAutograd saves its own tensors there: the input itself, whose version its ``copy_`` of the new value back
+    into the input after the graph then moves, so a backward raised "modified by an inplace operation" where
+    eager's runs (fuzz 43:102, 2026:24); or the new value apart from the input, so a later write into the input
+    (``Dropout(inplace=True)`` after ``LeakyReLU(inplace=True)``, the two split by a break) is never checked and
+    the backward runs where eager's raises (found by a probe). Run for real, the op saves the input as eager
+    does."""
+    if inputs and any(not any(t is a for a in others) for t in saved_now):
+        tx.unsupported("saved_for_backward", f"{describe} writes a graph input that requires grad and saves "
+                       "for backward what it writes (before or after the write): AOTAutograd would save a tensor "
+                       "apart from the input, whose version a backward would not check as eager's does",
                        ("the graph before it runs, then the call itself, then tracing resumes",))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import types
 
 import torch
@@ -58,23 +59,9 @@ def binary_op(tx, symbol, a, b):
         if not isinstance(a, TensorVariable) and symbol.endswith("=") and symbol != "==":
             fn = BINARY_OPERATORS[symbol[:-1]]  # int += tensor falls back to int + tensor
         return call_tensor_op(tx, "call_function", fn, (a, b), {})
-    if isinstance(a, ListVariable) and symbol == "+=":
-        tx.set_list_items(a, tx.list_items(a) + tuple(known.sequence_items(tx, b)))
-        return a
-    if isinstance(a, (TupleVariable, ListVariable)) and symbol in ("+", "+=", "*", "*="):
-        if symbol.startswith("+"):
-            if type(a) is not type(b):
-                tx.user_error(TypeError(f"can only concatenate {a.python_type().__name__} (not "
-                                        f"\"{b.python_type().__name__}\") to {a.python_type().__name__}"))
-            items = tuple(known.sequence_items(tx, a)) + tuple(known.sequence_items(tx, b))
-        else:
-            items = tuple(known.sequence_items(tx, a)) * known.const_value(tx, b)
-        if isinstance(a, ListVariable):
-            return tx.new_list(items)
-        return TupleVariable(items, a.cls if a.cls is torch.Size else tuple)
-    if isinstance(b, (TupleVariable, ListVariable)) and symbol in ("*", "*="):
-        items = tuple(known.sequence_items(tx, b)) * known.const_value(tx, a)
-        return tx.new_list(items) if isinstance(b, ListVariable) else TupleVariable(items)
+    sequence_result = _sequence_operator(tx, symbol, a, b)
+    if sequence_result is not None:
+        return sequence_result
     if any(isinstance(v, DictViewVariable) and v.kind != "values" for v in (a, b)) and \
             symbol.rstrip("=") in ("|", "&", "-", "^"):
         return _view_operator(tx, fn, a, b)
@@ -87,14 +74,118 @@ def binary_op(tx, symbol, a, b):
         return builtin_calls.fold(tx, fn, [a, b], {})
     dunder = _DUNDERS.get(symbol.rstrip("=") if symbol not in ("==",) else symbol)
     if dunder is not None:
-        inplace = symbol.endswith("=") and "__i" + dunder[2:]
-        for obj, name, other in ((a, inplace, b), (a, dunder, b), (b, "__r" + dunder[2:], a)):
-            if name:
-                result = builtin_calls.call_dunder(tx, obj, name, [other])
-                if result is not None and not (isinstance(result, ConstantVariable) and result.value is NotImplemented):
-                    return result
+        for obj, name, other in _dunder_calls(tx, a, b, dunder, symbol.endswith("=")):
+            result = builtin_calls.call_dunder(tx, obj, name, [other])
+            if result is not None and not (isinstance(result, ConstantVariable) and result.value is NotImplemented):
+                return result
     tx.unsupported("unsupported_operator", f"the operator {symbol} on {a.python_type().__name__} and "
                    f"{b.python_type().__name__}")
+
+
+def _dunder_calls(tx, a, b, dunder, inplace):
+    """The methods CPython tries for ``a <op> b``, in its order (``binary_op1``): ``__iop__`` first in place, then
+    ``a.__op__(b)`` and ``b.__rop__(a)``; the reflected method first when ``type(b)`` is a proper subclass of
+    ``type(a)`` that overrides it (``V(1) + W(2)`` runs ``W.__radd__``), and never between operands of one type."""
+    reflected = "__r" + dunder[2:]
+    ta, tb = _type_of_value(tx, a), _type_of_value(tx, b)
+    calls = [(a, "__i" + dunder[2:], b)] if inplace else []
+    if tb is ta:
+        return calls + [(a, dunder, b)]
+    overrides = _class_lookup(tb, reflected) is not None and \
+        _class_lookup(tb, reflected) is not _class_lookup(ta, reflected)
+    if issubclass(tb, ta) and overrides:
+        return calls + [(b, reflected, a), (a, dunder, b)]
+    return calls + [(a, dunder, b), (b, reflected, a)]
+
+
+def _class_lookup(cls, name):
+    """``name`` in the ``__dict__`` of the first class of ``cls``'s MRO that has it (no metaclass ``__getattr__``,
+    no descriptor bound), as CPython's ``_PyType_Lookup``; ``None`` where no class has it."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return None
+
+
+_SEQUENCE_DUNDERS = ("__add__", "__radd__", "__iadd__", "__mul__", "__rmul__", "__imul__")
+_OPERAND_TYPES = (int, bool, float, complex, type(None), tuple, list, torch.Size)
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
+
+
+def _sequence_operator(tx, symbol, a, b):
+    """``+`` and ``*`` (in place too) where a side is a tuple, ``torch.Size`` or list of the trace, as CPython runs
+    them, or ``None`` where this does not model them (a user object on the other side: its dunders decide).
+
+    ``torch.Size``'s ``nb_add`` comes first and gives a Size whenever both sides are tuples, so ``(1,) + x.shape``
+    and ``() + x.shape`` are Sizes; then the left side's concat or repeat, then the right side's repeat
+    (``2 * x.shape``: a Size, as its ``sq_repeat`` wraps the result); a named tuple's slots are the tuple's (a plain
+    tuple). ``l += it`` extends the list in place with any iterable and ``l *= n`` repeats it in place (its identity
+    kept). A failure raises CPython's TypeError, worded as CPython and torch word it."""
+    op = symbol.rstrip("=")
+    inplace = symbol != op
+    if op not in ("+", "*") or not any(isinstance(v, (TupleVariable, ListVariable)) for v in (a, b)):
+        return None
+    if inplace and op == "+" and isinstance(a, ListVariable) and \
+            not isinstance(_class_lookup(_type_of_value(tx, b), "__radd__"), types.FunctionType):
+        tx.set_list_items(a, tx.list_items(a) + tuple(known.sequence_items(tx, b)))
+        return a
+    ta, tb = _operand_type(tx, a), _operand_type(tx, b)
+    if ta is None or tb is None:
+        return None
+    if op == "+":
+        if torch.Size in (ta, tb) and issubclass(ta, tuple) and issubclass(tb, tuple):
+            return TupleVariable(_items(tx, a) + _items(tx, b), torch.Size)
+        if (issubclass(ta, tuple) and issubclass(tb, tuple)) or (ta is list and tb is list):
+            items = _items(tx, a) + _items(tx, b)
+            return tx.new_list(items) if ta is list else TupleVariable(items)
+        if ta is torch.Size:  # torch.Size's sq_concat words its own error
+            tx.user_error(TypeError(f"can only concatenate tuple (not {_tp_name(tb)}) to torch.Size"))
+        if ta in (tuple, list) or issubclass(ta, tuple):
+            kind = "list" if ta is list else "tuple"
+            tx.user_error(TypeError(f'can only concatenate {kind} (not "{_tp_name(tb)}") to {kind}'))
+    else:
+        for seq, count, seq_type, count_type in ((a, b, ta, tb), (b, a, tb, ta)):
+            if not issubclass(seq_type, (tuple, list)):
+                continue
+            if not hasattr(count_type, "__index__"):
+                tx.user_error(TypeError(f"can't multiply sequence by non-int of type '{_tp_name(count_type)}'"))
+            n = operator.index(known.const_value(tx, count))
+            if not -2 ** 63 <= n < 2 ** 63:
+                tx.user_error(OverflowError(f"cannot fit '{_tp_name(type(n))}' into an index-sized integer"))
+            items = _items(tx, seq) * n
+            if seq_type is list:
+                if inplace and seq is a and isinstance(a, ListVariable):
+                    tx.set_list_items(a, items)
+                    return a
+                return tx.new_list(items)
+            return TupleVariable(items, torch.Size if seq_type is torch.Size else tuple)
+    tx.user_error(TypeError(f"unsupported operand type(s) for {symbol}: '{_tp_name(ta)}' and '{_tp_name(tb)}'"))
+
+
+def _operand_type(tx, v):
+    """The type of an operand of :func:`_sequence_operator` whose slots it models (a tuple, Size, list, number or
+    ``None``), or ``None``: a user object, a string, a tuple class with its own operator methods ..."""
+    if isinstance(v, (TupleVariable, ListVariable, SymNodeVariable)) or \
+            (isinstance(v, ConstantVariable) and isinstance(v.value, _OPERAND_TYPES)):
+        cls = _type_of_value(tx, v)
+    else:
+        return None
+    if cls not in _OPERAND_TYPES and not (issubclass(cls, tuple) and not any(
+            isinstance(_class_lookup(cls, name), types.FunctionType) for name in _SEQUENCE_DUNDERS)):
+        return None
+    return cls
+
+
+def _items(tx, v):
+    return tuple(known.sequence_items(tx, v))
+
+
+def _tp_name(cls):
+    """CPython's ``tp_name`` of ``cls``, which its operator errors print: the bare name of a class made by a class
+    statement or of a builtin, the dotted name of a C type of a module (``torch.Size``)."""
+    if cls.__flags__ & _HEAPTYPE or cls.__module__ == "builtins":
+        return cls.__name__
+    return f"{cls.__module__}.{cls.__name__}"
 
 
 def _set_operator(tx, fn, symbol, a, b):
@@ -166,7 +257,11 @@ def compare(tx, symbol, a, b):
     if isinstance(a, (ListVariable, TupleVariable)) and isinstance(b, (ListVariable, TupleVariable)):
         as_tuples = [TupleVariable(tuple(known.sequence_items(tx, v))) for v in (a, b)]
         return builtin_calls.fold(tx, fn, as_tuples, {})
-    for obj, name, other in ((a, _COMPARE_DUNDERS[symbol], b), (b, _COMPARE_DUNDERS[_REFLECTED[symbol]], a)):
+    forward, reflected = (a, _COMPARE_DUNDERS[symbol], b), (b, _COMPARE_DUNDERS[_REFLECTED[symbol]], a)
+    ta, tb = _type_of_value(tx, a), _type_of_value(tx, b)
+    # CPython's do_richcompare: the reflected method first when type(b) is a proper subclass of type(a), whether
+    # or not it overrides it (`V() < W()` runs W.__gt__ first)
+    for obj, name, other in (reflected, forward) if tb is not ta and issubclass(tb, ta) else (forward, reflected):
         result = _rich_compare(tx, obj, name, other)
         if result is not None and not (isinstance(result, ConstantVariable) and result.value is NotImplemented):
             return result
@@ -289,5 +384,8 @@ def contains(tx, container, item) -> bool:
         if not found and any(isinstance(v, TensorVariable) for v in known.sequence_items(tx, container)):
             tx.unsupported("data_dependent", "`in` compares a tensor by value")
     else:
-        found = known.const_value(tx, item) in known.const_value(tx, container)
+        try:
+            found = known.const_value(tx, item) in known.const_value(tx, container)
+        except TypeError as e:  # ([k] in frozenset({1}): unhashable): Python's error, from the real step
+            tx.user_error(e, traceable=False)
     return found

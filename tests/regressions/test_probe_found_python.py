@@ -60,7 +60,7 @@ class _Seq:
 
 UNHASHABLE = ["d = {[k]: x}", "d = dict([([k], 1)])", "{}.__setitem__([k], 1)", "r = [k] in {}",
               "r = {1: 2}.get([k])", "d = {1: 1, [k]: 2}", "d = {**{}, [k]: 1}", "d = {i: 1 for i in [[k]]}",
-              "d = {{}: 1}", "d = {slice(1, 2): 1}", "d = {(1, [k]): 1}"]
+              "d = {{}: 1}", "d = {slice(1, 2): 1}", "d = {(1, [k]): 1}", "r = [k] in {1}"]
 
 
 @pytest.mark.parametrize("breaks", [False, True], ids=["whole", "after_a_break"])

@@ -46,6 +46,11 @@ def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
         return call_tensor_op(tx, "call_function", builtins.getattr, (var, ConstantVariable(name)), {})
     if name in ("grad", "data"):
         return _live_tensor_attr(tx, var, name)
+    if name == "retains_grad":  # autograd state a fake lacks: an input's own (a write keeps it), False otherwise
+        live = tx.input_values.get(var.tid)
+        if live is None or tx.tensor(var).source is None:
+            return ConstantVariable(False)  # (retain_grad() always runs for real: a graph break)
+        return wrap(tx, live.retains_grad, AttrSource(tx.tensor(var).source, "retains_grad"))
     if name == "_base":
         tx.unsupported("unsupported_attribute", "reading ._base of a tensor inside a compiled function")
     if name == "_version":  # the live counter (writes before the call, a fake's own setup writes): read for real

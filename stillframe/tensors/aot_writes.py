@@ -52,6 +52,10 @@ def refuse_writes_aot_cannot_take(tx: Any, kind: str, target: Any, args: tuple, 
     if _writes_reshaped_input(tx, kind, target, roots, views):
         tx.unsupported("unsupported_call", f"{describe} writes the data of a graph input whose shape the graph "
                        "changed in place: AOTAutograd loses the autograd history the write gives it", RUNS_FOR_REAL)
+    if _writes_input_with_grad_hooks(tx, roots, views):
+        tx.unsupported("unsupported_call", f"{describe} writes into a graph input that retains its grad or has a "
+                       "gradient hook: AOTAutograd's copy_ after the graph would carry them, which the gradients "
+                       "of the graph's own reads of the new value never pass", RUNS_FOR_REAL)
     if _writes_input_aliased_outside_its_views(tx, roots, views):
         tx.unsupported("unsupported_call", f"{describe} writes into a graph input that shares memory with another "
                        "input that is not a view of it (a detach(), .data): AOTAutograd refuses such input "
@@ -173,6 +177,17 @@ def _writes_reshaped_input(tx: Any, kind: str, target: Any, roots: list, views: 
     28:432: ``y.transpose_(0, 1)`` under ``no_grad``, then ``y.sub_(x)`` with ``x`` requiring grad; AOTAutograd
     applied both after the graph and ``y`` did not require grad, where eager's ``y`` has a grad_fn)."""
     return not _shape_only(kind, target) and any(tid in tx.inputs_reshaped for tid in (*roots, *views))
+
+
+def _writes_input_with_grad_hooks(tx: Any, roots: list, views: list) -> bool:
+    """Whether a write touches a graph input whose live tensor retains its grad or has tensor hooks (``h = x * 2;
+    h.retain_grad()``, a break, then ``h.add_(1); h.sum().backward()``: eager's hooks move to the write's node and
+    see the gradient of ``h.sum()``; on aot_eager ``h.grad`` stayed None, found by a probe)."""
+    for tid in (*roots, *views):
+        live = tx.input_values.get(tid)
+        if isinstance(live, torch.Tensor) and (live.retains_grad or live._backward_hooks):
+            return True
+    return False
 
 
 def _writes_aliased_inputs_of_mixed_leafness(tx: Any, roots: list, views: list) -> bool:

@@ -77,3 +77,36 @@ def test_write_into_an_input_that_an_in_place_op_saved_after_writing(backend, fn
     # new value apart from the input, so the later write (h.mul_, the in-place Dropout) was never checked, and the
     # backward ran where eager's raises "modified by an inplace operation". Such a write now runs for real
     assert_parity(fn, make, backend=backend, calls=2)
+
+
+def _retains_grad_after_a_write(x):
+    h = x * 2
+    h.retain_grad()
+    h.add_(1)
+    return h.retains_grad, h
+
+
+def _retained_grad_after_a_write(x):
+    h = x * 2
+    h.retain_grad()
+    h.add_(1)
+    h.sum().backward()
+    return h.grad
+
+
+def _hook_then_write(x):
+    seen = []
+    h = x * 2
+    h.register_hook(lambda g: seen.append(g * 1))
+    h.mul_(3)
+    h.sum().backward()
+    return seen
+
+
+@pytest.mark.parametrize("fn", [_retains_grad_after_a_write, _retained_grad_after_a_write, _hook_then_write])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_retain_grad_and_hooks_survive_a_write(backend, fn):
+    # retains_grad was read off the fake (False); on aot_eager a write into an input that retains its grad or has
+    # a hook moved them onto AOTAutograd's copy_ after the graph, which the backward of the graph's own h.sum()
+    # never passes: h.grad stayed None. Such a write now runs for real
+    assert_parity(fn, lambda i=0: (torch.randn(3, requires_grad=True),), backend=backend, calls=2)

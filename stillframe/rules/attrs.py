@@ -466,6 +466,10 @@ def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> Va
         if var.source is not None:
             tx.add_guard(Guard(var.source, "ID", id(value)))
         return PythonObjectVariable(operator.attrgetter(value.__name__))
+    if name == "__dict__" and tx.state.side_effects and any(
+            key[0] == "attr" and key[1] == id(value) for key in tx.state.side_effects.keys()):
+        tx.unsupported("side_effect", "reading the __dict__ of an object whose attributes the trace wrote: the "
+                       "writes are made first", ("the read runs for real",))
     found = _static_lookup(value, name)
     if src is not None and found is not MISSING and found[0] == "instance" and \
             isinstance(type(value).__getattribute__, types.FunctionType):

@@ -82,6 +82,8 @@ def pending_attr(tx: Any, var: VariableTracker, name: str) -> VariableTracker | 
 
 def store_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker) -> None:
     """``obj.name = value`` on a VT (through the class's own ``__setattr__`` when it defines one)."""
+    if name == "__class__":  # (the class decides every later lookup, and CPython checks the layouts agree)
+        tx.unsupported("side_effect", "assigning an object's __class__", ("the assignment runs for real",))
     if isinstance(obj, ObjectVariable):
         setter = _static_lookup_type(obj.cls, "__setattr__")
         if isinstance(setter, types.FunctionType):

@@ -30,6 +30,7 @@ from ..config import config
 from ..errors import GraphBreak, GraphBreakKind, StillframeError, Unsupported, UserLocation
 from ..graph.builder import GraphBuilder
 from ..guards.guard import Guard
+from ..guards.source import AttrSource
 from ..tensors.meta import TensorEntry, TensorMeta
 from .state import Checkpoint, Frame, TraceState
 from ..variables.base import (
@@ -351,6 +352,11 @@ class Tracer:
         old = self.dict_entry(var)
         if isinstance(old.live, AttrsView):
             self.unsupported("side_effect", "writing through the __dict__ of an object made in the trace")
+        if isinstance(old.source, AttrSource) and old.source.attr == "__dict__":
+            # the object's attributes, which the trace reads and writes by name apart from this dict: the write
+            # runs for real, and what comes after reads the attributes afresh (found by a probe: `del o.a` then
+            # `o.__dict__["z"] = 5` replayed the two in the wrong order, and a KeyError of ours reached the user)
+            self.unsupported("side_effect", "writing through the __dict__ of an object from outside the trace")
         if old.live is not None:  # an outside dict: replayed on it after the graph runs
             record_side_effect(self, ("dict", var.oid), var)
         self.heap_set(var.oid, DictEntry(entry.items, old.source, old.live))

@@ -52,6 +52,10 @@ def refuse_writes_aot_cannot_take(tx: Any, kind: str, target: Any, args: tuple, 
     if _writes_reshaped_input(tx, kind, target, roots, views):
         tx.unsupported("unsupported_call", f"{describe} writes the data of a graph input whose shape the graph "
                        "changed in place: AOTAutograd loses the autograd history the write gives it", RUNS_FOR_REAL)
+    if _shape_only(kind, target) and any(tid in tx.inputs_written for tid in (*roots, *views)):
+        tx.unsupported("unsupported_call", f"{describe} changes the shape of a graph input whose data the graph "
+                       "wrote: AOTAutograd's copy of the new data back into the input fails (fuzz 45:10: 'expand: "
+                       "the requested shape has too few dimensions')", RUNS_FOR_REAL)
     if _writes_input_with_grad_hooks(tx, roots, views):
         tx.unsupported("unsupported_call", f"{describe} writes into a graph input that retains its grad or has a "
                        "gradient hook: AOTAutograd's copy_ after the graph would carry them, which the gradients "

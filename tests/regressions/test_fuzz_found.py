@@ -1481,3 +1481,20 @@ def f(x, y, w, k):
         y.retain_grad()
     return (t2, x)
 '''), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_input_written_under_no_grad_then_reshaped_in_place(backend):
+    # fuzz 45:10, minimized by the fuzzer: y -= w (under no_grad) and y.unsqueeze_(0) in one graph; AOTAutograd's
+    # copy of the new data back into the reshaped input failed ("expand: the requested shape has too few
+    # dimensions") and BackendCompilerFailed reached the user. The reshape now runs for real
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    with torch.no_grad():
+        n1 = 0
+        while n1 < k:
+            n1 += 1
+            with Recorder('r2'):
+                y -= w
+    y.unsqueeze_(0)
+''', n=3, ks=(3, 3, 2)), compiler_for("stillframe", backend))

@@ -10,10 +10,11 @@ backward through the other raises "Trying to backward through the graph a second
 :func:`independent_parts` cuts such a graph into its parts, which share only graph inputs, and each part is
 compiled by the backend as a graph of its own (:func:`run_parts` runs them): one autograd node per part, as
 eager's nodes would be. A graph is cut only where running its parts one after another is exactly running it:
-every op that reads a graph input some op writes in place (or a view of one) is in the part of that write, and the
-graph switches no global state, calls no submodule or higher-order op, and draws random numbers in at most one
-part (the stream's order). A part none of whose outputs and writes is differentiable joins the first part: it
-needs no node of its own. Every part takes the graph's symbolic sizes, as the whole graph would.
+every op that reads a graph input some op writes in place (or a view of one) is in the part of that write, the
+graph calls no submodule or higher-order op, and it draws random numbers in at most one part (the stream's
+order). A switch of grad mode or autocast is copied into every part, among its ops as in the graph. A part none of
+whose outputs and writes is differentiable joins the first part: it needs no node of its own. Every part takes
+the graph's symbolic sizes, as the whole graph would.
 
 Where two outputs share an op (``h = x @ w`` read by both), they stay one node, as torch.compile's do; the
 gradients it passes on are still eager's (``runtime/input_grads.py``), but a second backward through it raises
@@ -62,12 +63,17 @@ def independent_parts(gm: torch.fx.GraphModule) -> list[Part] | None:
             node = parent[node]
         return node
 
-    body = [node for node in nodes if node.op not in ("placeholder", "output")]
+    # a switch of grad mode or autocast goes into every part, where it stands among the part's ops: each op runs
+    # in the mode it runs in in the whole graph (an autocast exit reads its entry's state: both are switches)
+    switches = [node for node in nodes if node.op == "call_function" and node.target in _GLOBAL_STATE]
+    body = [node for node in nodes if node.op not in ("placeholder", "output") and node not in switches]
+    if any(arg in switches for node in body for arg in node.all_input_nodes):
+        return None
     reads: dict = {node: frozenset((node,)) for node in placeholders}  # node -> the placeholders it is made from
     written: set = set()  # placeholders some node may write (through a view of them, too)
     for node in body:
-        if node.op in ("call_module", "get_attr") or node.op == "call_function" and (
-                isinstance(node.target, compat.HigherOrderOperator) or node.target in _GLOBAL_STATE):
+        if node.op in ("call_module", "get_attr") or node.op == "call_function" and \
+                isinstance(node.target, compat.HigherOrderOperator):
             return None
         reads[node] = frozenset().union(*(reads[arg] for arg in node.all_input_nodes))
     writers = [node for node in body if node.meta.get("writes") or may_write(node)]
@@ -98,7 +104,7 @@ def independent_parts(gm: torch.fx.GraphModule) -> list[Part] | None:
     if len(drawing) > 1:
         return None
     order = {node: i for i, node in enumerate(nodes)}
-    return [_part(gm, sorted(members[root], key=order.__getitem__), placeholders, output.args[0], find)
+    return [_part(gm, sorted(members[root] + switches, key=order.__getitem__), placeholders, output.args[0], find)
             for root in differentiable]
 
 

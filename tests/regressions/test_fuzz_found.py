@@ -1498,3 +1498,46 @@ def f(x, y, w, k):
                 y -= w
     y.unsqueeze_(0)
 ''', n=3, ks=(3, 3, 2)), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_two_backwards_through_outputs_of_a_graph_that_switches_grad_mode(backend):
+    # fuzz 45:94, minimized by the fuzzer: as test_fuzz_two_backwards_through_outputs_of_one_graph_that_share_an_
+    # input, in a graph that enters and leaves no_grad: its parts each get the switches (runtime/graph_parts.py)
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    with torch.no_grad():
+        pass
+    t2 = y - x
+    (w * w).sum().backward()
+    return {'t2': t2, 'y': y, 'k': k}
+'''), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_parts_of_a_graph_keep_their_autocast_and_grad_mode(backend):
+    # each part runs its ops in the modes they run in within the whole graph
+    def f(x, w):
+        a = x * 2
+        with torch.no_grad():
+            b = w * 3
+            c = x + 1
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            d = w @ w.t()
+            e = x @ x.t()
+        return a, b, c, d, e
+
+    results = []
+    for fn in (f, stillframe.compile(f, backend=backend)):
+        torch.manual_seed(0)
+        x, w = torch.randn(3, 3, requires_grad=True), torch.randn(3, 3, requires_grad=True)
+        outs = fn(x, w)
+        outs[3].float().sum().backward()
+        outs[4].float().sum().backward()
+        results.append(([(o.detach(), o.dtype, o.requires_grad) for o in outs], x.grad, w.grad))
+    (outs, *grads), (outs_compiled, *grads_compiled) = results
+    for (value, dtype, rg), (value_c, dtype_c, rg_c) in zip(outs, outs_compiled):
+        assert (dtype_c, rg_c) == (dtype, rg)
+        torch.testing.assert_close(value_c, value)
+    for got, want in zip(grads_compiled, grads):
+        torch.testing.assert_close(got, want)

@@ -567,3 +567,15 @@ def read(code: types.CodeType) -> Bytecode:
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
     return bytecode
+
+
+#: Opnames with no real step (``runtime/executors.py``): ``except*``'s ``CHECK_EG_MATCH`` and ``PREP_RERAISE_STAR``
+#: (3.12: ``CALL_INTRINSIC_2``), which CPython's C code runs with no Python equivalent. No graph break may stop in
+#: code holding one, since the rest of it could not run for real: such code is never traced (a call of it runs
+#: for real, whole). ``tests/runtime`` checks that none of them has an executor.
+NO_REAL_STEP = frozenset({"CHECK_EG_MATCH", "PREP_RERAISE_STAR", "CALL_INTRINSIC_2"})
+
+
+def unsteppable(code: Bytecode) -> Instruction | None:
+    """The first instruction of ``code`` whose opname is in :data:`NO_REAL_STEP`, ``None`` where there is none."""
+    return next((inst for inst in code.instructions if inst.opname in NO_REAL_STEP), None)

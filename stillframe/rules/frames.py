@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import immutables
 
-from ..bytecode.reader import read
-from ..runtime.executors import unsteppable
+from ..bytecode.reader import read, unsteppable
 from ..guards.guard import globals_key
 from ..guards.source import AttrSource, DefaultSource, GetItemSource
 from ..trace.state import make_frame
@@ -70,10 +69,10 @@ def push_code_frame(tx: Tracer, code: types.CodeType, qualname: str, args: list,
                     globals_module: str | None, fn: Any, fn_source: Any) -> None:
     if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE):
         tx.unsupported("unsupported_call", f"calling the coroutine function {qualname}")
-    opcode = unsteppable(read(code))
-    if opcode is not None:
-        tx.unsupported("unsupported_opcode", f"{qualname} uses the opcode {opcode}, which no graph break inside it "
-                       "could step through: the call runs for real, whole", ("move the construct into a helper",))
+    found = unsteppable(read(code))
+    if found is not None:
+        tx.unsupported("unsupported_opcode", f"{qualname} uses the opcode {found.opname} (line {found.lineno}: "
+                       "except*), which no graph break inside it could step through: the call runs for real, whole")
     bound = bind_arguments(tx, code, qualname, args, kwargs, ndefaults, default, kwdefault)
     cells = EMPTY_CELLS.update(dict(zip(code.co_freevars, closure)))
     frame = make_frame(read(code), bound, globals_, globals_module, fn, fn_source, cells)

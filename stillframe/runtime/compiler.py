@@ -22,7 +22,7 @@ from typing import Any, Callable
 import torch
 
 from .. import compat
-from ..bytecode.reader import read
+from ..bytecode.reader import read, unsteppable
 from ..config import config
 from ..errors import (GraphBreak, GraphBreakKind, InternalError, RetraceRunForReal, RetraceSymbolic, Unsupported,
                       UserLocation)
@@ -53,7 +53,7 @@ from . import live
 from .function_apply import with_checked_function_apply
 from .graph_parts import Part, independent_parts, run_parts
 from .input_grads import eager_input_grads
-from .executors import EXECUTORS, unsteppable
+from .executors import EXECUTORS
 from .optimizer_step import optimizer_outcome
 from .entry import CacheEntry
 from .rebuild import StateCodegen
@@ -176,11 +176,12 @@ def compile_frame(fn: types.FunctionType, L: dict, G: dict, F: Any, backend: Cal
     if captured is not None:  # opt.step of SGD, Adam, AdamW: the update in one graph (runtime/optimizer_step.py)
         entry, trace_seconds, compile_seconds = captured
         return TraceOutcome(entry, None, trace_seconds, compile_seconds)
-    opcode = unsteppable(read(fn.__code__))
-    if opcode is not None:  # (except*): a graph break inside could not run the rest for real
-        raise Unsupported(GraphBreak(GraphBreakKind.UNSUPPORTED_OPCODE, f"it uses the opcode {opcode}, which no "
-                                     "graph break inside it could step through", ("it runs eagerly",),
-                                     UserLocation(fn.__code__.co_filename, fn.__code__.co_firstlineno)))
+    found = unsteppable(read(fn.__code__))
+    if found is not None:  # (except*): a graph break inside could not run the rest for real
+        raise Unsupported(GraphBreak(GraphBreakKind.UNSUPPORTED_OPCODE, f"the opcode {found.opname} (except*) has "
+                                     "no real step, so no graph break in this function could run its rest: it runs "
+                                     "eagerly", ("move the construct into a helper function",),
+                                     UserLocation(fn.__code__.co_filename, found.lineno)))
     reason = runs_for_real(fn)
     if reason is not None:
         raise Unsupported(GraphBreak(GraphBreakKind.EFFECTFUL_CALL, reason,

@@ -18,7 +18,6 @@ from __future__ import annotations
 import builtins
 import operator
 import types
-import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..bytecode.operators import BINARY_OPERATORS, COMPARE_OPERATORS
@@ -650,19 +649,3 @@ register("POP_JUMP_IF_NOT_NONE", _jump_if(lambda v: v is not None))
 register("JUMP_IF_TRUE_OR_POP", _jump_if(bool, pop=False, keep_on_jump=True))
 register("JUMP_IF_FALSE_OR_POP", _jump_if(operator.not_, pop=False, keep_on_jump=True))
 
-
-def unsteppable(code: Any) -> str | None:
-    """The first opname of ``code`` (a read ``Bytecode``) that has no real step (``except*``'s ``CHECK_EG_MATCH``
-    and ``PREP_RERAISE_STAR``: CPython's C code has no Python equivalent of the latter), ``None`` where every
-    instruction has one. No graph break may stop in such code, since the rest of it could not run for real: it is
-    never traced (a call of it runs for real, whole)."""
-    found = _UNSTEPPABLE.get(code.code, MISSING_OPCODE)
-    if found is MISSING_OPCODE:
-        from . import stack_executors  # noqa: F401  (every executor registered)
-        found = next((inst.opname for inst in code.instructions if inst.opname not in EXECUTORS), None)
-        _UNSTEPPABLE[code.code] = found
-    return found
-
-
-MISSING_OPCODE = object()
-_UNSTEPPABLE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

@@ -12,6 +12,7 @@ import stillframe.runtime.compiler  # noqa: F401  (registers every handler and e
 from stillframe.check.parity import assert_parity
 from stillframe.errors import InternalError, Unsupported
 from stillframe.bytecode import read
+from stillframe.bytecode.reader import NO_REAL_STEP
 from stillframe.runtime.executors import EXECUTORS, register
 from stillframe.runtime.live import Continuation, LiveFrame
 from stillframe.trace.interpreter import HANDLERS, Tracer
@@ -29,6 +30,11 @@ def test_every_handler_has_an_executor():
 
 def test_executors_without_handlers_are_exactly_the_listed_ones():
     assert sorted(set(EXECUTORS) - set(HANDLERS)) == sorted(REAL_ONLY)
+
+
+def test_code_with_an_opcode_that_has_no_real_step_is_never_traced():
+    # NO_REAL_STEP lists opcodes with no executor; the runtime refuses to trace code holding one (bytecode.reader)
+    assert not NO_REAL_STEP & set(EXECUTORS)
 
 
 def test_register_refuses_a_second_executor_and_an_unknown_opname():

@@ -67,8 +67,9 @@ def independent_parts(gm: torch.fx.GraphModule) -> list[Part] | None:
     # in the mode it runs in in the whole graph (an autocast exit reads its entry's state: both are switches)
     switches = [node for node in nodes if node.op == "call_function" and node.target in _GLOBAL_STATE]
     body = [node for node in nodes if node.op not in ("placeholder", "output") and node not in switches]
-    if any(arg in switches for node in body for arg in node.all_input_nodes):
-        return None
+    if any(arg in switches for node in body for arg in node.all_input_nodes) or \
+            any(out in switches for out in output.args[0] if isinstance(out, torch.fx.Node)):
+        return None  # (an op or the output reads a switch's state: an autocast block open at a break)
     reads: dict = {node: frozenset((node,)) for node in placeholders}  # node -> the placeholders it is made from
     written: set = set()  # placeholders some node may write (through a view of them, too)
     for node in body:
@@ -104,11 +105,11 @@ def independent_parts(gm: torch.fx.GraphModule) -> list[Part] | None:
     if len(drawing) > 1:
         return None
     order = {node: i for i, node in enumerate(nodes)}
-    return [_part(gm, sorted(members[root] + switches, key=order.__getitem__), placeholders, output.args[0], find)
+    return [_part(gm, sorted(members[root] + switches, key=order.__getitem__), placeholders, output.args[0])
             for root in differentiable]
 
 
-def _part(gm: torch.fx.GraphModule, group: list, placeholders: list, outputs: Any, find: Callable) -> Part:
+def _part(gm: torch.fx.GraphModule, group: list, placeholders: list, outputs: Any) -> Part:
     """The ``Part`` computing ``group`` (nodes in graph order) and the outputs among them."""
     inside = set(group)
     used = {arg for node in group for arg in node.all_input_nodes if arg.op == "placeholder"}

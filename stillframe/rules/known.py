@@ -13,6 +13,7 @@ import types
 from typing import Any
 
 import torch
+from ..errors import UserError
 from ..guards.guard import Guard
 from ..variables.base import (
     BuiltinVariable,
@@ -213,6 +214,18 @@ def _not_iterable(tx: Tracer, var: VariableTracker, reason: str) -> tuple:
 
 #: The items of an iterable VT, unrolled at trace time (tuples, lists, dicts' keys, ranges, iterators, tensors).
 sequence_items = Protocol("iteration", _not_iterable)
+
+
+def items_or_real_error(tx: Any, var: Any) -> tuple:
+    """``tuple(sequence_items(tx, var))``, where a ``TypeError`` (``var`` is not iterable) is left to the real step:
+    CPython words it by the instruction (``f(*k)``: "f() argument after * must be an iterable, not int"; ``a, b =
+    k``: "cannot unpack non-iterable int object"), and the executor words it as CPython does."""
+    try:
+        return tuple(sequence_items(tx, var))
+    except UserError as e:
+        if not isinstance(e.exc, TypeError) or not e.traceable:
+            raise
+        tx.user_error(e.exc, traceable=False)
 
 
 @sequence_items.rule(LazyArgument)

@@ -24,8 +24,7 @@ from ...variables.base import (
 )
 from ...rules.builtin_calls import _len, iterator_of
 from ...rules.exceptions import stop_iteration_error
-from ...errors import UserError
-from ...rules.known import const_value, hash_key, sequence_items
+from ...rules.known import const_value, hash_key, items_or_real_error, sequence_items
 from ...rules.generators import step as step_generator
 from ..interpreter import handler
 from .operators import UNARY_POSITIVE
@@ -167,23 +166,12 @@ def STORE_SLICE(tx, inst):
 
 @handler("UNPACK_SEQUENCE")
 def UNPACK_SEQUENCE(tx, inst):
-    items = _unpacked(tx, tx.pop())
+    items = items_or_real_error(tx, tx.pop())
     if len(items) != inst.arg:
         if len(items) > inst.arg:
             tx.user_error(ValueError(f"too many values to unpack (expected {inst.arg})"))
         tx.user_error(ValueError(f"not enough values to unpack (expected {inst.arg}, got {len(items)})"))
     tx.push(*reversed(items))
-
-
-def _unpacked(tx, seq) -> tuple:
-    """The items ``a, b = seq`` unpacks; a ``TypeError`` (``seq`` is not iterable) is left to the real step, which
-    words it as CPython does ("cannot unpack non-iterable int object")."""
-    try:
-        return tuple(sequence_items(tx, seq))
-    except UserError as e:
-        if not isinstance(e.exc, TypeError) or not e.traceable:
-            raise
-        tx.user_error(e.exc, traceable=False)
 
 
 @handler("GET_ITER")
@@ -226,7 +214,7 @@ def END_FOR(tx, inst):
 def UNPACK_EX(tx, inst):
     """``a, *rest, b = seq``: ``arg & 0xFF`` names before the star, ``arg >> 8`` after it."""
     before, after = inst.arg & 0xFF, inst.arg >> 8
-    items = _unpacked(tx, tx.pop())
+    items = items_or_real_error(tx, tx.pop())
     if len(items) < before + after:
         tx.user_error(ValueError(f"not enough values to unpack (expected at least {before + after}, "
                                  f"got {len(items)})"))

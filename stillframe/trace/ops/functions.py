@@ -12,8 +12,7 @@ from ...variables.base import (
 )
 from ...variables.builder import wrap
 from ...variables.objects import ContainerMethodVariable
-from ...errors import UserError
-from ...rules.known import const_value, sequence_items
+from ...rules.known import const_value, items_or_real_error, sequence_items
 from ...rules.objects import function_attr_key
 from ...rules.calls import call
 from ..interpreter import handler
@@ -66,12 +65,7 @@ def CALL_FUNCTION_EX(tx, inst):
     args_var = tx.pop()
     fn = tx.pop()
     below = tx.pop()
-    try:
-        items = sequence_items(tx, args_var)
-    except UserError as e:  # (the real step words it as CPython does: "f() argument after * must be an iterable")
-        if not isinstance(e.exc, TypeError) or not e.traceable:
-            raise
-        tx.user_error(e.exc, traceable=False)
+    items = items_or_real_error(tx, args_var)
     if not isinstance(below, NullVariable):  # a method form: [callable, self]
         fn, args = below, [fn, *items]
     else:

@@ -76,8 +76,11 @@ class CompiledFunction:
     """
 
     def __init__(self, fn: Callable, *, backend: Any, fullgraph: bool, dynamic: bool | None, mode: Any,
-                 options: Any, disable: bool, self_obj: Any = None):
+                 options: Any, disable: bool, self_obj: Any = None, routed: bool = False):
         self._fn = fn
+        # made by a StepRouter for an opt.step() a real step of a compiled function calls: a refused step is one
+        # more graph break there (torch.compile's are silent), not a fallback the user must hear of
+        self._routed = routed
         self._self = self_obj
         self._func = fn.__func__ if isinstance(fn, types.MethodType) else fn
         if isinstance(fn, (types.BuiltinFunctionType, types.MethodDescriptorType)):
@@ -103,7 +106,8 @@ class CompiledFunction:
         self._bind = make_binder(self._func)
         self._method_self = fn.__self__ if isinstance(fn, types.MethodType) else None
         # a real step calling opt.step() calls a compiled opt.step (runtime/optimizer_step.py)
-        self._router = StepRouter(functools.partial(CompiledFunction, **{**self._compile_kwargs, "fullgraph": False}),
+        self._router = StepRouter(functools.partial(CompiledFunction, **{**self._compile_kwargs, "fullgraph": False,
+                                                                          "routed": True}),
                                   config.cache_size_limit)
         functools.update_wrapper(self, self._func)
         if not disable:  # compiled code calling this wrapper inlines the function instead (rules/disable.py)
@@ -245,7 +249,9 @@ class CompiledFunction:
                 return self._internal_error_entry(fn.__code__, entries, e, L, G, fn)
             self._add_entry(fn.__code__, entries, outcome.entry, L, G, fn)
             counters["graphs"] += outcome.entry.compiled is not None
-            if getattr(outcome.entry, "warn", False):  # an optimizer step that runs for real (not captured)
+            if getattr(outcome.entry, "warn", False) and self._routed:  # an opt.step that runs for real
+                log.event("breaks", "%s runs for real: %s", fn.__qualname__, outcome.entry.reason)
+            elif getattr(outcome.entry, "warn", False):
                 self._warn_once(outcome.entry.reason, f"stillframe: running {fn.__qualname__} eagerly: "
                                 f"{outcome.entry.reason}")
             return outcome.entry

@@ -93,6 +93,9 @@ def _inplace(target: Any, args: tuple, kwargs: dict) -> bool:
     return position is not None and position < len(args) and _as_const(args[position]) is True
 
 
+_BUILTIN = type(torch.add)
+
+
 def _arg(args: tuple, kwargs: dict, index: int, name: str, default: Any) -> Any:
     if name in kwargs:
         return kwargs[name]
@@ -105,8 +108,59 @@ def _as_const(v: Any) -> Any:
     return v.value if isinstance(v, ConstantVariable) else v
 
 
-def mutated_arguments(kind: str, target: Any, args: tuple, kwargs: dict) -> list[TensorVariable]:
-    """The tensor arguments the op writes to (in-place ops, ``inplace=True``, ``out=``, norm statistics)."""
+#: The types of a schema argument that hold tensors an op may write (``Tensor(a!)``, ``Tensor(a!)[]``).
+_TENSOR_TYPES = frozenset({"Tensor", "Optional[Tensor]", "List[Tensor]", "List[Optional[Tensor]]"})
+
+
+@functools.lru_cache(maxsize=None)
+def schema_writes(name: str) -> tuple[tuple[int, str], ...]:
+    """The positional arguments ``(index, name)`` that some overload of ``aten::<name>`` writes, a tensor or a list
+    of tensors, as its schema's alias annotations say (``_foreach_mul_(Tensor(a!)[] self, ...)``,
+    ``_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, ...)``); the union over the overloads, ``out=``
+    (keyword-only) aside; ``()`` for a name with no such op."""
+    packet = getattr(torch.ops.aten, name, None) if name.isidentifier() else None
+    if not isinstance(packet, torch._ops.OpOverloadPacket):
+        return ()
+    schemas = [getattr(packet, overload)._schema for overload in packet.overloads()]
+    plain = {i for schema in schemas for i, a in enumerate(schema.arguments) if str(a.type) == "Tensor"}
+    found: set = set()
+    for schema in schemas:
+        for i, a in enumerate(schema.arguments):
+            kind = str(a.type)
+            if a.alias_info is not None and a.alias_info.is_write and not a.kwarg_only and kind in _TENSOR_TYPES \
+                    and not (kind.startswith("List") and i in plain):  # (TorchScript's list.sort: aten::sort.Tensor)
+                found.add((i, a.name))
+    return tuple(sorted(found))
+
+
+def _by_schema(tx: Any, name: str, args: tuple, kwargs: dict) -> list:
+    """The arguments ``schema_writes(name)`` names, a list's tensors one by one (``torch._foreach_add_``): the
+    ops the name rules miss, those whose name starts with ``_`` or that write more than their first argument."""
+    out: list = []
+    for index, key in schema_writes(name):
+        v = kwargs.get(key, args[index] if index < len(args) else None)
+        if isinstance(v, ListVariable) and tx is not None:
+            out.extend(tx.heap(v.oid).items)
+        elif isinstance(v, TupleVariable):
+            out.extend(v.items)
+        else:
+            out.append(v)
+    return out
+
+
+def _schema_rule(kind: str, target: Any) -> bool:
+    """Whether what the call writes comes from the ATen schema (:func:`schema_writes`): a tensor method or a
+    ``torch`` builtin that no name rule covers (their names end in ``_`` and do not start with one: those write
+    their first argument alone, as ``add_``, or nothing eager's saved tensors check, as ``requires_grad_``)."""
+    name = target if kind == "call_method" else getattr(target, "__name__", "")
+    if not isinstance(name, str) or (name.endswith("_") and not name.startswith("_")):
+        return False
+    return kind == "call_method" or isinstance(target, _BUILTIN) and getattr(target, "__module__", None) == "torch"
+
+
+def mutated_arguments(kind: str, target: Any, args: tuple, kwargs: dict, tx: Any = None) -> list[TensorVariable]:
+    """The tensor arguments the op writes to (in-place ops, ``inplace=True``, ``out=``, norm statistics, and what the
+    ATen schema of a torch builtin says it writes: :func:`schema_writes`; ``tx`` reads the lists it writes)."""
     out: list[TensorVariable] = []
     name = target if kind == "call_method" else getattr(target, "__name__", "")
     first = args[0] if args else None
@@ -114,6 +168,8 @@ def mutated_arguments(kind: str, target: Any, args: tuple, kwargs: dict) -> list
         if (name.endswith("_") and not name.startswith("_")) or name in ("__setitem__", "__iadd__", "__isub__",
                                                                            "__imul__", "__itruediv__"):
             out.append(first)
+        elif _schema_rule(kind, target):
+            out.extend(_by_schema(tx, name, args, kwargs))
     elif target in INPLACE_OPERATORS:
         out.append(first)
     elif name.endswith("_") and not name.startswith("_") and isinstance(first, TensorVariable):
@@ -128,6 +184,8 @@ def mutated_arguments(kind: str, target: Any, args: tuple, kwargs: dict) -> list
             for index, key in positions:
                 v = kwargs.get(key, args[index] if index < len(args) else None)
                 out.append(v)
+    elif _schema_rule(kind, target):
+        out.extend(_by_schema(tx, name, args, kwargs))
     if "out" in kwargs:
         o = kwargs["out"]
         out.extend(o.items if isinstance(o, TupleVariable) else [o])
@@ -232,7 +290,7 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     if tx.functional_backend:
         refuse_reading_aliases_of_written_inputs(tx, _fakes_vars(args, kwargs))
         args, kwargs = fold_alpha(tx, kind, target, args, kwargs)
-    mutated = mutated_arguments(kind, target, args, kwargs)
+    mutated = mutated_arguments(kind, target, args, kwargs, tx)
     fresh: dict[int, Any] = {}
     roots: list[int] = []
     views: list[int] = []
@@ -292,6 +350,10 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         if "data-dependent" in str(e) or "DataDependent" in type(e).__name__:
             tx.unsupported("data_dependent", f"{_describe(kind, target)} depends on tensor data")
         tx.user_error(e, traceable=False)  # a fake tensor's error: the real op decides (see UserError)
+    if mutated and _schema_rule(kind, target):  # (the fake kernels of _foreach_mul_ & co. bump no version)
+        for t, v in zip(watched, versions):
+            if t._version == v and any(t is fresh[m.tid] for m in mutated):
+                torch.autograd.graph.increment_version(t)
     for t, v in zip(watched, versions):
         if t._version != v and not any(t is f for f in fresh.values()):
             raise InternalError(f"{_describe(kind, target)} mutated a tensor stillframe did not know it writes")
@@ -327,6 +389,10 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
                 tx.bind_tensor(tid, entry.bump(fresh[tid], node if tid == returned else None))
         if returned is not None:
             return TensorVariable(returned)
+        tids = {id(f): tid for tid, f in fresh.items()}
+        if type(result) in (list, tuple) and result and all(id(r) in tids for r in result):  # _foreach_mul_
+            items = tuple(TensorVariable(tids[id(r)]) for r in result)
+            return tx.new_list(items) if type(result) is list else TupleVariable(items)
         if not _contains_tensor(result):
             return wrap_constant_result(tx, result, kind, target)
     return wrap_result(tx, result, node)

@@ -54,6 +54,9 @@ TensorBase: type = torch._C.TensorBase
 DATA_DEPENDENT_ERRORS = (DataDependentOutputException, DynamicOutputShapeException)
 #: ``torch._utils.is_compiling`` where this torch has it (an older spelling of torch.compiler.is_compiling).
 utils_is_compiling: Callable[[], bool] | None = getattr(torch._utils, "is_compiling", None)
+#: ``torch.library.custom_op``'s op object, whose call is a call of its ``OpOverload`` (``_opoverload``): ``None``
+#: where this torch has none.
+CustomOpDef: type | None = getattr(getattr(torch._library, "custom_ops", None), "CustomOpDef", None)
 #: The class of torch's higher-order ops (``torch.ops.higher_order.cond`` ...).
 HigherOrderOperator: type = torch._ops.HigherOrderOperator
 #: ``torch._higher_order_ops.while_loop``, the user-facing while loop whose calls stillframe records as the

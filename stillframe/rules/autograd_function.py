@@ -106,6 +106,17 @@ def _break(tx: Tracer, cls: type, why: str) -> None:
                                                                         "gradients",))
 
 
+def _uses_forward_ad(cls: type) -> bool:
+    """Whether ``cls`` may take part in forward-mode AD, which the captured Function (its backward alone) has no
+    place for: its forward or ``setup_context`` calls ``ctx.save_for_forward``, or it has a ``jvp`` rule and a
+    dual level is open (``torch.autograd.forward_ad.dual_level``)."""
+    for method in (cls.forward, cls.setup_context):
+        code = getattr(method, "__code__", None)
+        if code is not None and "save_for_forward" in code.co_names:
+            return True
+    return cls.jvp is not torch.autograd.Function.jvp and torch.autograd.forward_ad._current_level >= 0
+
+
 def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     """``cls.apply(*args)`` (``fn``: the bound classmethod, or from torch 2.14 the live builtin method bound to the
     class, :func:`compat.autograd_function_of`): see the module docstring."""
@@ -121,6 +132,11 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     if not isinstance(forward, types.FunctionType) or not isinstance(backward, types.FunctionType) or \
             backward is torch.autograd.Function.backward:
         return _break(tx, cls, "forward and backward must be Python staticmethods")
+    if tx.transform_depth:  # functorch calls the Function's own rules there (backward, jvp, vmap), or raises
+        return _break(tx, cls, "applied inside a torch.func transform, which uses the Function's backward, jvp "
+                      "and vmap rules where the graph would differentiate or batch its forward's ops")
+    if _uses_forward_ad(cls):
+        return _break(tx, cls, "forward-mode AD (ctx.save_for_forward, or a jvp rule while a dual level is open)")
     setup = cls.setup_context if cls.setup_context is not torch.autograd.Function.setup_context else None
     if setup is not None and (kwargs or not isinstance(setup, types.FunctionType) or
                               len(args) != forward.__code__.co_argcount):
@@ -135,8 +151,10 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     forward_var, needs_var = wrap(tx, forward, None), TupleVariable(tuple(ConstantVariable(n) for n in needs))
     if not any(needs):  # eager runs forward under no_grad and records nothing for backward
         set_grad_mode(tx, False)
-        output = calls.call_sync(tx, run, [forward_var, setup_var, needs_var, *args], kwargs)
-        set_grad_mode(tx, grad)
+        try:
+            output = calls.call_sync(tx, run, [forward_var, setup_var, needs_var, *args], kwargs)
+        finally:  # (an exception forward raises leaves grad mode as it was, as eager's C apply does)
+            set_grad_mode(tx, grad)
         return tx.push(output.items[0])
     tensor_args = [a for a in args if isinstance(a, TensorVariable)]
     if len({a.tid for a in tensor_args}) != len(tensor_args):

@@ -46,7 +46,7 @@ from ..variables.base import (
 )
 from ..variables.builder import wrap
 from .func_transforms import _break, _fresh, _restructure
-from .speculation import draws_random_numbers, fake_of_nodes, flatten, output_tensors, speculate
+from .speculation import draws_random_numbers, fake_of_nodes, flatten, output_tensors, speculate_transformed
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -99,7 +99,7 @@ def _body(tx: Tracer, name: str, func: VariableTracker, primals: list, has_aux: 
     scratch = torch.fx.Graph()
     fresh = [_fresh(tx, p, None, scratch, f"primal_{i}") for i, p in enumerate(primals)]
     fresh_nodes = list(scratch.nodes)
-    spec = speculate(tx, func, fresh, f"the function given to {name}")
+    spec = speculate_transformed(tx, func, fresh, f"the function given to {name}")
     if spec.effects:
         _break(tx, f"the function given to {name} " + "; ".join(spec.effects))
     flat = flatten(tx, spec.output)

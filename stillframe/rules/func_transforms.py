@@ -41,7 +41,7 @@ from ..tensors.ops import wrap_result
 from . import calls
 from .nn_modules import module_attr
 from .known import const_value, is_const
-from .speculation import fake_of_nodes, flatten, output_tensors, speculate
+from .speculation import fake_of_nodes, flatten, output_tensors, speculate_transformed
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -137,7 +137,7 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         if not all(isinstance(n, int) and n in positions for n in wanted):
             return _break(tx, f"{name}'s argnums {argnums} must name tensor arguments")
         options["argnums"] = tuple(positions[n] for n in wanted) if isinstance(argnums, tuple) else positions[argnums]
-    spec = speculate(tx, func, call_args, f"the function given to {name}", kwargs)
+    spec = speculate_transformed(tx, func, call_args, f"the function given to {name}", kwargs)
     if spec.effects:
         return _break(tx, f"the function given to {name} " + "; ".join(spec.effects))
     flat = flatten(tx, spec.output)

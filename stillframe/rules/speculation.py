@@ -106,6 +106,18 @@ def learned(before: TraceState, after: TraceState) -> TraceState:
                           next_id=after.next_id)
 
 
+def speculate_transformed(tx: Tracer, fn: VariableTracker, args: list, name: str,
+                          kwargs: dict | None = None) -> Speculation:
+    """:func:`speculate` for the function a ``torch.func`` transform is given: while it is traced,
+    ``tx.transform_depth`` counts it (an ``autograd.Function`` applied there breaks: functorch calls the
+    Function's own ``backward``, ``jvp`` and ``vmap`` rules, where the graph would transform its forward's ops)."""
+    tx.transform_depth += 1
+    try:
+        return speculate(tx, fn, args, name, kwargs)
+    finally:
+        tx.transform_depth -= 1
+
+
 def side_effects_between(before: TraceState, after: TraceState) -> tuple:
     """What the trace from ``before`` to ``after`` did to objects that existed at ``before``, in words."""
     found = []

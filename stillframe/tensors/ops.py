@@ -121,7 +121,11 @@ def schema_writes(name: str) -> tuple[tuple[int, str], ...]:
     packet = getattr(torch.ops.aten, name, None) if name.isidentifier() else None
     if not isinstance(packet, torch._ops.OpOverloadPacket):
         return ()
-    schemas = [getattr(packet, overload)._schema for overload in packet.overloads()]
+    return _written([getattr(packet, overload)._schema for overload in packet.overloads()])
+
+
+def _written(schemas: list) -> tuple[tuple[int, str], ...]:
+    """What :func:`schema_writes` says of the overloads whose schemas are ``schemas``."""
     plain = {i for schema in schemas for i, a in enumerate(schema.arguments) if str(a.type) == "Tensor"}
     found: set = set()
     for schema in schemas:
@@ -133,11 +137,17 @@ def schema_writes(name: str) -> tuple[tuple[int, str], ...]:
     return tuple(sorted(found))
 
 
-def _by_schema(tx: Any, name: str, args: tuple, kwargs: dict) -> list:
+@functools.lru_cache(maxsize=None)
+def _op_writes(op: Any) -> tuple[tuple[int, str], ...]:
+    """What one ``OpOverload`` writes (a ``torch.library.custom_op`` with ``mutates_args``: its schema's)."""
+    return _written([op._schema])
+
+
+def _by_schema(tx: Any, name: str, target: Any, args: tuple, kwargs: dict) -> list:
     """The arguments ``schema_writes(name)`` names, a list's tensors one by one (``torch._foreach_add_``): the
     ops the name rules miss, those whose name starts with ``_`` or that write more than their first argument."""
     out: list = []
-    for index, key in schema_writes(name):
+    for index, key in _op_writes(target) if isinstance(target, torch._ops.OpOverload) else schema_writes(name):
         v = kwargs.get(key, args[index] if index < len(args) else None)
         if isinstance(v, ListVariable) and tx is not None:
             out.extend(tx.heap(v.oid).items)
@@ -152,6 +162,8 @@ def _schema_rule(kind: str, target: Any) -> bool:
     """Whether what the call writes comes from the ATen schema (:func:`schema_writes`): a tensor method or a
     ``torch`` builtin that no name rule covers (their names end in ``_`` and do not start with one: those write
     their first argument alone, as ``add_``, or nothing eager's saved tensors check, as ``requires_grad_``)."""
+    if isinstance(target, torch._ops.OpOverload):
+        return True
     name = target if kind == "call_method" else getattr(target, "__name__", "")
     if not isinstance(name, str) or (name.endswith("_") and not name.startswith("_")):
         return False
@@ -169,7 +181,7 @@ def mutated_arguments(kind: str, target: Any, args: tuple, kwargs: dict, tx: Any
                                                                            "__imul__", "__itruediv__"):
             out.append(first)
         elif _schema_rule(kind, target):
-            out.extend(_by_schema(tx, name, args, kwargs))
+            out.extend(_by_schema(tx, name, target, args, kwargs))
     elif target in INPLACE_OPERATORS:
         out.append(first)
     elif name.endswith("_") and not name.startswith("_") and isinstance(first, TensorVariable):
@@ -185,7 +197,7 @@ def mutated_arguments(kind: str, target: Any, args: tuple, kwargs: dict, tx: Any
                 v = kwargs.get(key, args[index] if index < len(args) else None)
                 out.append(v)
     elif _schema_rule(kind, target):
-        out.extend(_by_schema(tx, name, args, kwargs))
+        out.extend(_by_schema(tx, name, target, args, kwargs))
     if "out" in kwargs:
         o = kwargs["out"]
         out.extend(o.items if isinstance(o, TupleVariable) else [o])
@@ -353,7 +365,7 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     if mutated and _schema_rule(kind, target):  # (the fake kernels of _foreach_mul_ & co. bump no version)
         for t, v in zip(watched, versions):
             if t._version == v and any(t is fresh[m.tid] for m in mutated):
-                torch.autograd.graph.increment_version(t)
+                compat.increment_version([t])
     for t, v in zip(watched, versions):
         if t._version != v and not any(t is f for f in fresh.values()):
             raise InternalError(f"{_describe(kind, target)} mutated a tensor stillframe did not know it writes")

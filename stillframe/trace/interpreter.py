@@ -120,6 +120,7 @@ class Tracer:
         # a copy_ back into it after the graph, and what calls save for backward is checked (tensors/saved.py; the
         # eager backend's real ops save and check for themselves)
         self.functional_backend = False
+        self.transform_depth = 0  # how many torch.func transforms' bodies are being speculated (func_transforms)
         self.run_for_real: frozenset = frozenset()
         self.run_for_real_why: dict = {}  # location -> why it runs for real (errors.RetraceRunForReal)
         self.saved_for_backward: list[tuple[tuple, tuple]] = []

@@ -184,6 +184,9 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
         if not trusted:
             _guard(tx, source, "ID", id(value))
         return BuiltinVariable(value, source)
+    if compat.CustomOpDef is not None and isinstance(value, compat.CustomOpDef):  # a torch.library.custom_op
+        _guard(tx, source, "ID", id(value))
+        return TorchFunctionVariable(value._opoverload, source)  # (its schema says what it writes)
     if is_torch_callable(value):
         if not trusted:
             _guard(tx, source, "ID", id(value))

@@ -211,7 +211,11 @@ def compile_retrying(make_tracer: Callable[[], Tracer], L: dict, G: dict, F: Any
         tracer.functional_backend = not compat.is_eager_backend(backend)
         tracer.lazy_generators = lazy_generators
         try:
-            return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
+            # each try starts from the global state as found: a try that failed after its fetch switched grad mode
+            # (the graph's mode, for the backend) left the next one comparing its traced mode with that one, and
+            # the plan then never switched back (a no_grad block exited after a break stayed off in the caller)
+            with compat.global_state_kept():
+                return compile_segment(tracer, L, G, F, backend, fullgraph, fn)
         except RetraceRunForReal as e:  # (RetraceSavedTensor too)
             if e.locations <= run_for_real.keys():
                 raise InternalError(f"traced again with {e.locations} run for real, the trace asked again") from None

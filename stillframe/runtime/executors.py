@@ -16,6 +16,7 @@ delivers to the user's ``except``.
 from __future__ import annotations
 
 import builtins
+import functools
 import operator
 import types
 from typing import TYPE_CHECKING, Any, Callable
@@ -24,7 +25,7 @@ from ..bytecode.operators import BINARY_OPERATORS, COMPARE_OPERATORS
 from ..bytecode.reader import OPNAMES_311, OPNAMES_312, OPNAMES_313, Instruction
 from ..errors import InternalError
 from ..variables.standins import NULL
-from .trampoline import frame_trampoline
+from .trampoline import call_through_frames, frame_trampoline
 
 if TYPE_CHECKING:
     from .live import Continuation, LiveFrame
@@ -61,10 +62,13 @@ def _call(cont: Continuation, frame: LiveFrame, fn: Any, args: list, kwargs: dic
     elif type(fn) is types.BuiltinFunctionType and fn in _FRAME_READERS and not args and not kwargs:
         frame.stack.append(_FRAME_READERS[fn](frame))
         return
+    at = next((i for i, f in enumerate(cont.frames) if f is frame), None)  # (the callers: inlined frames)
+    frames = cont.frames[:at + 1] if at is not None else [frame]
     if isinstance(cont.handling, BaseException):
-        frame.stack.append(_handling(cont.handling, frame_trampoline(frame, "call"), fn, args, kwargs))
+        frame.stack.append(_handling(cont.handling, functools.partial(call_through_frames, frames), fn, args,
+                                     kwargs))
         return
-    frame.stack.append(frame_trampoline(frame, "call")(fn, args, kwargs))
+    frame.stack.append(call_through_frames(frames, fn, args, kwargs))
 
 
 def _handling(exc: BaseException, step: Callable, fn: Any, args: list, kwargs: dict) -> Any:

@@ -28,28 +28,66 @@ def frame_trampoline(frame: LiveFrame, kind: str) -> Any:
     shows the user's line with eager's carets (the instruction's column span).
     """
     code = frame.code.code
-    inst = frame.code.instructions[frame.ip - 1]
+    inst = frame.code.instructions[max(frame.ip - 1, 0)]
     module = frame.globals.get("__name__")
     return trampoline(code, inst.lineno or code.co_firstlineno, kind, inst.positions,
-                      module if isinstance(module, str) else None)
+                      module if isinstance(module, str) else None, frame.globals)
 
 
-def trampoline(code: types.CodeType, line: int, kind: str, positions: Any = None, module: str | None = None) -> Any:
+def call_through_frames(frames: list, fn: Any, args: Any, kwargs: dict) -> Any:
+    """``fn(*args, **kwargs)`` called through one "call" trampoline per frame of ``frames`` (outermost first; the
+    last is the frame making the call): the Python stack above ``fn`` is the user's, inlined callers included, so
+    ``warnings.warn(..., stacklevel=2)`` in a helper names the helper's caller, and ``sys._getframe(1)`` is a
+    frame of the user's, as in eager."""
+    step = frame_trampoline(frames[-1], "call")
+    if len(frames) == 1:
+        return step(fn, args, kwargs)
+    call = functools.partial(step, fn, args, kwargs)
+    outer = [frame_trampoline(frame, "call") for frame in frames[:-1]]
+    for step in reversed(outer[1:]):
+        call = functools.partial(step, call, (), {})
+    try:
+        return outer[0](call, (), {})
+    except BaseException as e:  # its traceback names the frame that called fn once, as a call of fn alone does:
+        e.__traceback__ = _without(e.__traceback__, [step.__code__ for step in outer])  # (the callers' entries
+        raise                                                           # are made as it unwinds them: tracebacks.py)
+
+
+def _without(tb: types.TracebackType | None, codes: list) -> types.TracebackType | None:
+    """``tb`` without the first entries running ``codes``, in order (the outer trampolines of one call)."""
+    kept = []
+    while tb is not None:
+        if codes and tb.tb_frame.f_code is codes[0]:
+            codes = codes[1:]
+        else:
+            kept.append(tb)
+        tb = tb.tb_next
+    result = None
+    for entry in reversed(kept):
+        result = types.TracebackType(result, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return result
+
+
+def trampoline(code: types.CodeType, line: int, kind: str, positions: Any = None, module: str | None = None,
+               globals_: dict | None = None) -> Any:
     """:func:`frame_trampoline` for line ``line`` of ``code`` (also used to replay deferred logging calls).
 
     ``kind`` ``"call"``: ``step(fn, args, kwargs)`` returns ``fn(*args, **kwargs)``; ``"raise"``:
     ``step(exc)`` raises ``exc``. ``positions`` (a ``dis.Positions`` on ``line``) is the column span the
-    call or raise claims; without it, the whole line. ``module``: the ``__name__`` of the user's globals, which
-    the trampoline's globals carry too (``type(name, bases, ns)`` sets ``__module__`` from it, ``warnings``
-    attributes a warning to it).
+    call or raise claims; without it, the whole line. ``globals_``: the user's globals, the trampoline's own
+    (``warnings`` keeps its ``__warningregistry__`` there and names the module from ``__name__``, as
+    ``type(name, bases, ns)`` sets ``__module__``); without them, ``module``, the ``__name__`` the trampoline's
+    globals carry.
     """
     col, end = _span(code, line, positions)
-    key = (code.co_filename, line, code.co_name, kind, col, end, module)
-    fn = _TRAMPOLINES.get(key)
-    if fn is None:
+    key = (code.co_filename, line, code.co_name, kind, col, end, module, id(globals_))
+    held = _TRAMPOLINES.get(key)
+    if held is None or held[1] is not globals_:
         fn = _make(code, line, kind, col, end - col, module)
-        _TRAMPOLINES[key] = fn
-    return fn
+        if globals_ is not None:  # (the globals stay alive with the function, so their id is not reused)
+            fn = types.FunctionType(fn.__code__, globals_, fn.__name__, fn.__defaults__)
+        held = _TRAMPOLINES[key] = (fn, globals_)
+    return held[0]
 
 
 def _span(code: types.CodeType, line: int, positions: Any) -> tuple[int, int]:
@@ -64,7 +102,7 @@ def _span(code: types.CodeType, line: int, positions: Any) -> tuple[int, int]:
 def _make(code: types.CodeType, line: int, kind: str, col: int, width: int, module: str | None) -> Any:
     if kind == "call" and line >= 3:  # `name()` spans the columns; name is fn bound to its arguments
         name = "_" * max(width - 2, 3)
-        text = ("\n" * (line - 3) + "def ___step(___fn, ___a, ___k):\n"
+        text = ("\n" * (line - 3) + "def ___step(___fn, ___a, ___k, ___partial=___partial):\n"
                 f" {name} = ___partial(___fn, *___a, **___k); return (\n" + " " * col + f"{name}()\n )\n")
     elif kind == "raise" and line >= 2 and col >= 1:  # `raise name` spans the columns
         name = "_" * max(width - len("raise "), 3)

@@ -196,7 +196,7 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     stateful = runs_for_real(target) if target is not None else None
     if stateful is not None:
         tx.unsupported("effectful_call", stateful, ("it runs for real; tracing resumes after it",))
-    if _is_log_call(fn, target) and _defer_log_call(tx, fn, args, kwargs):
+    if _is_log_call(fn, target) and _defer_log_call(tx, fn, target, args, kwargs):
         return tx.push(ConstantVariable(None))
     if isinstance(fn, (UserFunctionVariable, UserMethodVariable)) and module.split(".")[0] in OPAQUE_MODULES:
         tx.unsupported("opaque_module", f"{getattr(target, '__qualname__', target)} ({module}) talks to the "
@@ -319,19 +319,49 @@ def _signature(tx: Tracer, fn: VariableTracker) -> VariableTracker:
     return ConstantVariable(sig)
 
 
+def _log_owner(fn: VariableTracker, target: Any) -> Any:
+    """The object a logging method is bound to (a ``Logger``, a ``LoggerAdapter``), or what else ``fn`` is."""
+    owner = fn.self_var if isinstance(fn, UserMethodVariable) else getattr(target, "__self__", None)
+    return owner.value if isinstance(owner, PythonObjectVariable) else owner
+
+
 def _is_log_call(fn: VariableTracker, target: Any) -> bool:
     """A logging method of a ``logging.Logger`` (``warning``, ``info``, transformers' ``warning_once`` ...):
     calls that only report, whose result is None, and that do not raise (a failing handler reports its own
     error). ``warnings.warn`` is not one: a filter can turn it into an exception at the user's line."""
-    owner = fn.self_var if isinstance(fn, UserMethodVariable) else getattr(target, "__self__", None)
-    if isinstance(owner, PythonObjectVariable):
-        owner = owner.value
+    owner = _log_owner(fn, target)
     name = getattr(target, "__name__", "")
     return isinstance(owner, (logging.Logger, logging.LoggerAdapter)) and \
         name.split("_")[0] in ("debug", "info", "warning", "warn", "error", "critical", "exception", "log")
 
 
-def _defer_log_call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> bool:
+#: Logging keywords whose effect a replay after the graph would not reproduce: ``exc_info`` reads the exception being
+#: handled, ``stack_info`` and ``stacklevel`` the call stack.
+_REPLAY_DIFFERS = frozenset({"exc_info", "stack_info", "stacklevel"})
+
+#: The handler and formatter classes whose work only writes the record out: a logging call that reaches only
+#: these may be replayed after the graph (a filter, or a handler of the user's, may do anything in between).
+_PLAIN_HANDLERS = (logging.StreamHandler, logging.FileHandler, logging.NullHandler, logging._StderrHandler)
+
+
+def plain_logging(logger: logging.Logger) -> bool:
+    """Whether a record ``logger`` handles meets no code of the user's: no filter on the loggers it propagates
+    through or on their handlers, and only :data:`_PLAIN_HANDLERS` (``FileHandler`` is one) with
+    ``logging.Formatter`` itself (or none). A log call that may meet such code runs in place: its filter may count
+    what the function then reads (found by a probe). Checked again on every call (a guard)."""
+    current: Any = logger
+    while current is not None:
+        if current.filters:
+            return False
+        for handler in current.handlers:
+            if type(handler) not in _PLAIN_HANDLERS or \
+                    handler.filters or type(handler.formatter) not in (logging.Formatter, type(None)):
+                return False
+        current = current.parent if current.propagate else None
+    return True
+
+
+def _defer_log_call(tx: Tracer, fn: VariableTracker, target: Any, args: list, kwargs: dict) -> bool:
     """Record a logging call to run right after the graph, from the user's line, instead of breaking the graph
     there (TorchDynamo's ``reorderable_logging_functions``, on by default for logging only).
 
@@ -346,6 +376,13 @@ def _defer_log_call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -
 
     if not all(immutable(v) for v in (*args, *kwargs.values())):
         return False
+    if getattr(target, "__name__", "") == "exception" or _REPLAY_DIFFERS & kwargs.keys():
+        return False  # they read the exception being handled, or the stack: only the call in place sees eager's
+    logger = _log_owner(fn, target)
+    logger = getattr(logger, "logger", logger)  # (a LoggerAdapter's)
+    if not isinstance(logger, logging.Logger) or not plain_logging(logger):
+        return False
+    tx.add_guard(Guard(None, "GLOBAL", ("query", (plain_logging, (logger,), True))))
     frame = tx.frame
     line = frame.code.instructions[max(frame.ip - 1, 0)].lineno or frame.code.code.co_firstlineno
     record_side_effect(tx, ("call", tx.new_id()), (fn, tuple(args), tuple(kwargs.items()), frame.code.code, line))

@@ -171,6 +171,8 @@ def brk_logging(x, logger):
 
 def test_logging_break():
     logger = logging.getLogger("stillframe.tests.explain.fresh")  # never used: its level cache is empty
+    logger.propagate = False  # (pytest's capture handlers on the root logger are not plain: no deferral there)
+    logger.addHandler(logging.NullHandler())
     report = stillframe.explain(brk_logging)(torch.ones(3), logger)
     assert report.break_count == 0 and report.graph_count == 1  # deferred to right after the graph
     assert torch.equal(report.result, torch.full((3,), 3.0))

@@ -14,6 +14,7 @@ import abc
 import collections
 import contextlib
 import enum
+import math
 import operator
 import types
 from typing import Any, Callable
@@ -78,7 +79,7 @@ from .operators import binary_op
 from .truthiness import truthiness
 from ..variables.builder import load_local
 
-from . import calls, exceptions, frames, polyfills, type_checks
+from . import calls, exceptions, frames, nn_modules, polyfills, type_checks
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -101,6 +102,11 @@ def _missing(tx: Tracer, obj: VariableTracker, cls: type, storage: DictVariable,
     return value
 
 
+#: The dunders of torch's container modules that read their registries (``len(ml)``, ``ml[i]``, ``iter(ml)``,
+#: ``k in md``): the rules that answer them read the live module.
+_REGISTRY_DUNDERS = frozenset({"__len__", "__getitem__", "__iter__", "__contains__"})
+
+
 def call_dunder(tx: Tracer, obj: VariableTracker, name: str, args: list,
                 kwargs: dict | None = None) -> VariableTracker | None:
     """Call ``type(obj).<name>`` when it is a Python function (a user class's ``__len__``, ``__add__`` ...).
@@ -117,6 +123,8 @@ def call_dunder(tx: Tracer, obj: VariableTracker, name: str, args: list,
     if storage is not None and _defined_by_dict_base(cls, name):  # len(out), out[k], iter(out) of a dict subclass
         return call_container_method(tx, ContainerMethodVariable(storage, name), list(args), kwargs or {})
     if cls.__module__ == "builtins" or cls.__module__.startswith("torch."):
+        if isinstance(obj, NNModuleVariable) and name in _REGISTRY_DUNDERS:  # (their rules read the live module)
+            nn_modules.guard_registry_read(tx, obj, name)
         return None
     method = getattr(cls, name, None)
     if not isinstance(method, types.FunctionType):
@@ -146,6 +154,7 @@ def _len(tx: Tracer, var: VariableTracker) -> int:
             tx.user_error(TypeError("len() of a 0-d tensor"))
         return int(shape[0])  # a symbolic size is specialized (the ShapeEnv guards it)
     if isinstance(var, NNModuleVariable) and hasattr(var.module, "__len__"):
+        nn_modules.guard_registry_read(tx, var, "len()")
         return len(var.module)
     if isinstance(var, (ConstantVariable, PythonObjectVariable)) and var.source is None and \
             isinstance(var.value, types.MappingProxyType):
@@ -154,7 +163,11 @@ def _len(tx: Tracer, var: VariableTracker) -> int:
         if var.source is not None:  # a container subclass (OrderedDict ...): its length is guarded, not its items
             tx.add_guard(Guard(var.source, "LEN", len(var.value)))
         return len(var.value)
-    return len(const_value(tx, var))
+    value = const_value(tx, var)
+    try:
+        return len(value)
+    except TypeError as e:  # len(5): "object of type 'int' has no len()"
+        tx.user_error(e)
 
 
 def _issubclass(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
@@ -196,6 +209,10 @@ def fold(tx: Tracer, fn: Any, args: list, kwargs: dict) -> VariableTracker:
     traced = None if kwargs else symbolic.call(tx, fn, args)
     if traced is not None:
         return traced
+    if fn in _SYMBOLIC_REDUCTIONS:
+        reduced = _symbolic_reduce(tx, fn, args, kwargs)
+        if reduced is not None:
+            return reduced
     const_args = [const_value(tx, a) for a in args]  # outside the try: an Unsupported here is ours, not the user's
     const_kwargs = {k: const_value(tx, v) for k, v in kwargs.items()}
     try:
@@ -203,6 +220,34 @@ def fold(tx: Tracer, fn: Any, args: list, kwargs: dict) -> VariableTracker:
     except Exception as e:  # the user's own error, raised exactly as eager would
         tx.user_error(e)
     return _const_result(tx, value)
+
+
+#: Reductions of an iterable that stay symbolic over symbolic sizes (``sum(x.shape)``, ``math.prod(x.shape)``):
+#: their operator and where their ``start`` is (positional index or ``None``, keyword, default).
+_SYMBOLIC_REDUCTIONS = {sum: ("+", 1, 0), math.prod: ("*", None, 1)}
+
+
+def _symbolic_reduce(tx: Tracer, fn: Any, args: list, kwargs: dict) -> VariableTracker | None:
+    """``sum`` / ``math.prod`` of a tuple or list holding symbolic ints, as their Python definition computes it:
+    ``start``, then the operator with each item in order, kept symbolic (:func:`binary_op`) instead of
+    specializing every size; ``None`` where it does not apply (no symbolic item, or items that are not ints)."""
+    op, start_index, default = _SYMBOLIC_REDUCTIONS[fn]
+    if not args or not isinstance(args[0], (TupleVariable, ListVariable)) or set(kwargs) - {"start"}:
+        return None
+    positional_start = start_index is not None and len(args) > start_index
+    if len(args) > (2 if start_index is not None else 1) or (positional_start and kwargs):
+        return None
+    items = tuple(sequence_items(tx, args[0]))
+    start = args[start_index] if positional_start else kwargs.get("start", ConstantVariable(default))
+    values = (start, *items)
+    if not any(isinstance(v, SymNodeVariable) for v in items) or not all(
+            isinstance(v, SymNodeVariable) and isinstance(v.value, torch.SymInt) or
+            isinstance(v, ConstantVariable) and type(v.value) is int for v in values):
+        return None
+    acc = start
+    for v in items:
+        acc = binary_op(tx, op, acc, v)
+    return acc
 
 
 def _const_result(tx: Tracer, value: Any) -> VariableTracker:
@@ -259,6 +304,8 @@ def _getattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 def _hasattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     obj, name = args[0], const_value(tx, args[1])
+    if isinstance(obj, NNModuleVariable) and nn_modules.registries_written(tx, obj.module):
+        return ConstantVariable(attempt(tx, AttributeError, lambda: getattr_var(tx, obj, name)) is not None)
     if isinstance(obj, ObjectVariable):  # hasattr is getattr that catches AttributeError
         return ConstantVariable(attempt(tx, AttributeError, lambda: getattr_var(tx, obj, name)) is not None)
     return ConstantVariable(has_attr(tx, obj, name))
@@ -389,9 +436,61 @@ def _id(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     tx.unsupported("unsupported_builtin", "id() of a traced value")
 
 
+def _isinstance(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    """``isinstance(obj, classinfo)`` (:func:`type_checks.isinstance_rule`), where an entry of ``classinfo`` that is
+    no class (``isinstance(x, 5)``; no ``__instancecheck__`` and no ``__bases__``) raises CPython's TypeError when
+    the check reaches it: after the entries before it, tried in order, did not match."""
+    if len(args) == 2 and not kwargs:
+        flat = _flat_classinfo(const_value(tx, args[1]))
+        bad = next((i for i, c in enumerate(flat) if _not_classinfo(c)), None)
+        if bad is not None:
+            if bad and truthiness(tx, type_checks.isinstance_rule(
+                    tx, [args[0], TupleVariable(tuple(wrap(tx, c, None) for c in flat[:bad]))], {})):
+                return ConstantVariable(True)
+            try:
+                isinstance(None, flat[bad])  # (no user code: a value with neither __instancecheck__ nor __bases__)
+            except TypeError as e:  # "isinstance() arg 2 must be a type, a tuple of types, or a union"
+                tx.user_error(e)
+    return type_checks.isinstance_rule(tx, args, kwargs)
+
+
+def _flat_classinfo(classinfo: Any) -> list:
+    """The entries of a (nested) tuple ``classinfo``, in the order ``isinstance`` tries them."""
+    if type(classinfo) is tuple:
+        return [c for item in classinfo for c in _flat_classinfo(item)]
+    return [classinfo]
+
+
+def _not_classinfo(c: Any) -> bool:
+    """Whether ``isinstance`` refuses ``c`` as a class (CPython's ``object_isinstance`` / ``check_class``)."""
+    if isinstance(c, type) or any("__instancecheck__" in vars(k) for k in type(c).__mro__):  # (on its type only)
+        return False
+    if type(c) in (int, float, complex, str, bytes, bool, type(None)) or isinstance(c, types.FunctionType):
+        return True
+    return False  # (anything else is left to the rule)
+
+
+def _len_rule(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    """``len(obj)``; of a tensor (or an ndarray), its first size as ``t.size(0)`` gives it: a SymInt with dynamic
+    shapes (backed or unbacked), not a number specialized (and guarded) for each new size."""
+    if kwargs:
+        tx.user_error(TypeError("len() takes no keyword arguments"))
+    if len(args) != 1:
+        tx.user_error(TypeError(f"len() takes exactly one argument ({len(args)} given)"))
+    var = args[0]
+    if isinstance(var, NumpyArrayVariable) and not var.scalar:
+        var = TensorVariable(var.tid)
+    if isinstance(var, TensorVariable):
+        entry = tx.tensor(var)
+        if not entry.meta.shape:
+            tx.user_error(TypeError("len() of a 0-d tensor"))
+        return symbolic.size_of(tx, entry, 0)
+    return ConstantVariable(_len(tx, var))
+
+
 BUILTIN_RULES: dict[Any, Callable] = {
-    len: lambda tx, a, k: ConstantVariable(_len(tx, a[0])),
-    isinstance: type_checks.isinstance_rule,
+    len: _len_rule,
+    isinstance: _isinstance,
     getattr: _getattr,
     hasattr: _hasattr,
     iter: _iter,

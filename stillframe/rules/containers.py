@@ -33,7 +33,7 @@ from ..variables.base import (
 )
 from ..variables.builder import is_lazy_scalar, wrap
 from ..variables.objects import ObjectVariable, SuperVariable
-from . import attrs, builtin_calls, known
+from . import attrs, builtin_calls, known, nn_modules
 from .protocol import Protocol
 from ..variables.kinds import CALLABLES, CONTEXT_VALUES, INTERNAL
 
@@ -92,6 +92,7 @@ def _dict(tx, container, key):
 @subscript.rule(NNModuleVariable)
 def _module(tx, container, key):
     module = container.module
+    nn_modules.guard_registry_read(tx, container, "indexing")
     k = known.const_value(tx, key)
     if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)) and isinstance(k, slice):
         # a new container of the same modules on every call: guarded by type, its members by identity

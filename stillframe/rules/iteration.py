@@ -37,7 +37,13 @@ if TYPE_CHECKING:
 
 
 def _range(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    return RangeVariable(range(*[const_value(tx, a) for a in args]))
+    """``range(...)`` of constants (a symbolic size specialized); its errors (``range(2.5)``, a step of 0) are
+    Python's own."""
+    values = [const_value(tx, a) for a in args]
+    try:
+        return RangeVariable(range(*values, **{k: const_value(tx, v) for k, v in kwargs.items()}))
+    except (TypeError, ValueError) as e:
+        tx.user_error(e)
 
 
 #: Iterables whose items the trace holds: iterating them runs no code anybody could observe.
@@ -124,7 +130,10 @@ def _sorted(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     items = tuple(sequence_items(tx, args[0]))
     keys = sort_keys(tx, items, kwargs.get("key"))
     reverse = bool(const_value(tx, kwargs.get("reverse", ConstantVariable(False))))
-    order = sorted(range(len(items)), key=lambda i: keys[i], reverse=reverse)
+    try:  # (the keys compared as sorted compares them: its TypeError is Python's, for mixed types)
+        order = sorted(range(len(items)), key=lambda i: keys[i], reverse=reverse)
+    except TypeError as e:
+        tx.user_error(e)
     return tx.new_list(tuple(items[i] for i in order))
 
 
@@ -137,7 +146,10 @@ def _minmax(fn: Any) -> Callable:
                 return default if default is not None else fold(tx, fn, [TupleVariable(())], kwargs)
         if "key" in kwargs:
             keys = sort_keys(tx, tuple(args), kwargs["key"])
-            best = fn(range(len(args)), key=lambda i: keys[i])
+            try:
+                best = fn(range(len(args)), key=lambda i: keys[i])
+            except TypeError as e:  # keys Python cannot compare: its own error
+                tx.user_error(e)
             return args[best]
         if len(args) == 1:  # the one item itself, whatever it is
             return args[0]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import enum
 import operator
+import sys
 import types
 from typing import Any
 
@@ -54,7 +55,7 @@ from .generators import drain
 from .protocol import Protocol
 from ..variables.kinds import CALLABLES, CONTEXT_VALUES, INTERNAL
 
-from . import builtin_calls, calls, polyfills
+from . import builtin_calls, calls, nn_modules, polyfills
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -86,7 +87,18 @@ def _tuple_value(tx: Tracer, var: TupleVariable) -> Any:
         return items
     if var.cls is torch.Size:
         return torch.Size(items)
-    return var.cls(items) if hasattr(var.cls, "n_fields") else var.cls(*items)
+    if not hasattr(var.cls, "n_fields"):
+        return var.cls(*items)
+    if var.cls in _STRUCTSEQ_SINGLETONS:  # sys.version_info >= (3, 8): a struct sequence Python makes no more of
+        live = _STRUCTSEQ_SINGLETONS[var.cls]
+        return live if tuple(live) == items else _not_constant(tx, var, f"a {var.cls.__name__} Python cannot build")
+    return var.cls(items)  # os.stat_result, time.struct_time ...
+
+
+#: The struct sequences of ``sys`` whose types refuse new instances ("cannot create 'sys.version_info' instances"):
+#: their one instance, by type.
+_STRUCTSEQ_SINGLETONS = {type(v): v for v in (sys.version_info, sys.flags, sys.float_info, sys.int_info,
+                                              sys.hash_info, sys.thread_info)}
 
 
 @const_value.rule(ListVariable)
@@ -270,6 +282,7 @@ def _module_items(tx: Tracer, var: NNModuleVariable) -> tuple:
     if items is not None:
         return items
     module = var.module
+    nn_modules.guard_registry_read(tx, var, "iterating")
     if isinstance(module, (torch.nn.ModuleList, torch.nn.Sequential)):
         return tuple(getattr_var(tx, var, name) for name in module._modules)
     if isinstance(module, torch.nn.ParameterList):

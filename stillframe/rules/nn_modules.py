@@ -18,7 +18,7 @@ import torch
 from ..errors import InternalError
 from ..guards.guard import Guard, hook_ids
 from ..guards.source import AttrSource, GetItemSource, ModuleMemberSource
-from ..variables.base import (ConstantVariable, NNModuleVariable, PythonObjectVariable, TupleVariable,
+from ..variables.base import (ConstantVariable, DictVariable, NNModuleVariable, PythonObjectVariable, TupleVariable,
                               UserFunctionVariable, UserMethodVariable, VariableTracker)
 from ..variables.builder import wrap, wrap as wrap_value
 from ..variables.objects import DELETED
@@ -94,9 +94,7 @@ def call_module_impl(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict
             result = calls.call_sync(tx, wrap_value(tx, hook, None),
                                [mod, TupleVariable(tuple(args)), tx.new_dict(tuple(kwargs.items()))], {})
             if not (isinstance(result, ConstantVariable) and result.value is None):
-                new_args, new_kwargs = known.sequence_items(tx, result)
-                args = list(known.sequence_items(tx, new_args))
-                kwargs = dict(tx.dict_entry(new_kwargs).items)
+                args, kwargs = _pre_hook_args_kwargs(tx, result)
             continue
         result = calls.call_sync(tx, wrap_value(tx, hook, None), [mod, TupleVariable(tuple(args))], {})
         if not (isinstance(result, ConstantVariable) and result.value is None):
@@ -115,12 +113,31 @@ def call_module_impl(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict
     tx.push(output)
 
 
+def _pre_hook_args_kwargs(tx: Tracer, result: VariableTracker) -> tuple[list, dict]:
+    """The ``(args, kwargs)`` a ``with_kwargs=True`` forward pre-hook returned, checked as ``Module._call_impl``
+    checks it: anything but a tuple of two is its ``RuntimeError``, whose message prints the value (so a value
+    holding tensors, whose text is their data, runs the module call for real to raise it)."""
+    if not (isinstance(result, TupleVariable) and len(result.items) == 2):
+        if known.is_const(tx, result):
+            tx.user_error(RuntimeError("forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                                       f"but got {known.const_value(tx, result)}."))
+        tx.unsupported("module_hooks", "a forward pre-hook (with_kwargs=True) returned something other than "
+                       "(args, kwargs)", ("the module call runs for real and raises eager's RuntimeError",))
+    new_args, new_kwargs = result.items
+    if not isinstance(new_kwargs, DictVariable):
+        tx.unsupported("module_hooks", "a forward pre-hook (with_kwargs=True) returned kwargs that are not a dict",
+                       ("the module call runs for real",))
+    return list(known.sequence_items(tx, new_args)), dict(tx.dict_entry(new_kwargs).items)
+
+
 MODULE_ITERATORS = {"modules", "named_modules", "children", "named_children", "parameters", "named_parameters",
                     "buffers", "named_buffers"}
 
 
 def module_iterator(var: NNModuleVariable, method: str, tx: Any, args: list, kwargs: dict) -> VariableTracker:
-    """``self.named_modules()``, ``self.parameters()`` ...: unrolled from the live module tree.
+    """``self.named_modules()``, ``self.parameters()`` ...: unrolled from the live module tree, as
+    ``nn.Module._named_members`` / ``named_modules`` walk it (``remove_duplicate=False`` keeps a module or member
+    reached twice).
 
     Each visited module's registry keys are guarded, so adding or removing a
     submodule or parameter recompiles.
@@ -131,10 +148,17 @@ def module_iterator(var: NNModuleVariable, method: str, tx: Any, args: list, kwa
             raise InternalError(f"{method}() after a traced write that may change {type(m).__name__}'s registries")
         return removed
 
-    options = {k: known.const_value(tx, v) for k, v in kwargs.items()}
-    positional = ("prefix", "recurse") if method.startswith("named_") else ("recurse",)
-    options.update(zip(positional, (known.const_value(tx, a) for a in args)))
+    try:  # as the method's own signature takes them (named_modules(memo=None, prefix='', remove_duplicate=True))
+        bound = inspect.signature(getattr(torch.nn.Module, method)).bind(
+            None, *(known.const_value(tx, a) for a in args), **{k: known.const_value(tx, v) for k, v in kwargs.items()})
+    except TypeError:
+        tx.unsupported("unsupported_call", f"{method}() with arguments it does not take", ("it runs for real",))
+    bound.apply_defaults()
+    options = bound.arguments
+    if options.get("memo") is not None:
+        tx.unsupported("unsupported_call", "named_modules() with a memo set (it fills the set)", ("it runs for real",))
     recurse = options.get("recurse", True)
+    remove_duplicate = options.get("remove_duplicate", True)
     walk: list = []  # (qualified name, VT of module)
 
     def visit(mod_var: NNModuleVariable, prefix: str, depth: int) -> None:
@@ -164,29 +188,68 @@ def module_iterator(var: NNModuleVariable, method: str, tx: Any, args: list, kwa
         items = walk
     else:
         visit(var, options.get("prefix", ""), 0)
+        # remove_duplicate=False (named_modules, named_parameters, named_buffers): a module or member reached
+        # twice is yielded each time, under each name
         if method in ("modules", "named_modules"):
             seen, items = set(), []
             for qual, mv in walk:
-                if id(mv.module) not in seen:
+                if id(mv.module) not in seen or not remove_duplicate:
                     seen.add(id(mv.module))
                     items.append((qual, mv))
         else:
             registry = "_parameters" if "parameters" in method else "_buffers"
             modules = walk if recurse else walk[:1]
-            seen, items = set(), []
+            seen, visited, items = set(), set(), []
             for qual, mv in modules:
+                if id(mv.module) in visited and remove_duplicate:  # (its members are all seen already)
+                    continue
+                visited.add(id(mv.module))
                 regs = getattr(mv.module, registry)
                 if mv.source is not None:
                     tx.add_guard(Guard(AttrSource(mv.source, registry), "KEYS", tuple(regs)))
                 removed = _removed(tx, mv.module)
                 for pname, value in regs.items():
-                    if value is None or pname in removed or id(value) in seen:
+                    if value is None or pname in removed or (id(value) in seen and remove_duplicate):
                         continue
                     seen.add(id(value))
                     items.append((f"{qual}.{pname}" if qual else pname, module_attr(tx, mv, pname)))
     if method.startswith("named_"):
         return tx.new_iterator(tuple(TupleVariable((ConstantVariable(q), v)) for q, v in items))
     return tx.new_iterator(tuple(v for _, v in items))
+
+
+#: The dicts ``nn.Module`` keeps its members in, in the order ``nn.Module.__getattr__`` searches them.
+REGISTRIES = ("_parameters", "_buffers", "_modules")
+
+
+def traced_registry(tx: Any, m: torch.nn.Module, registry: str) -> DictVariable | None:
+    """``m.<registry>`` as the trace holds it: the heap dict made when traced code read it (``self._modules`` in
+    ``add_module``, ``ModuleList.insert`` ...; one heap dict per live dict, by identity), else ``None``."""
+    members = m.__dict__.get(registry)
+    hit = tx.state.memo.get(("id", id(members))) if members is not None else None
+    return hit if isinstance(hit, DictVariable) else None
+
+
+def registries_written(tx: Any, m: torch.nn.Module) -> bool:
+    """Whether traced code stored into one of ``m``'s registry dicts (``self._modules[name] = module`` in
+    ``add_module``, ``ModuleList.append``, ``register_parameter`` ...), a write not yet replayed on the live dict
+    that every rule reading the live registries (``len(m)``, ``m[i]``, ``iter(m)``, ``m.named_children()``) would
+    miss."""
+    if not tx.state.side_effects:
+        return False
+    return any((dv := traced_registry(tx, m, r)) is not None and ("dict", dv.oid) in tx.state.side_effects
+               for r in REGISTRIES)
+
+
+def guard_registry_read(tx: Any, var: NNModuleVariable, what: str) -> None:
+    """Break the graph where ``what`` reads ``var``'s registries from the live module while a traced write may
+    have changed them: a store into a registry dict (:func:`registries_written`), or a pending attribute write on
+    the module (``nn.Module.__setattr__`` / ``__delattr__`` register, clear or remove members; any such write,
+    see :func:`removed_members`). The read runs for real after the writes are replayed."""
+    m = var.module
+    if registries_written(tx, m) or removed_members(tx, m) != frozenset():
+        tx.unsupported("side_effect", f"{what} of a {type(m).__name__} after a traced write that may change its "
+                       "parameters, buffers or submodules", ("it runs for real after the writes",))
 
 
 def removed_members(tx: Any, m: torch.nn.Module) -> frozenset | None:
@@ -216,8 +279,9 @@ def removed_members(tx: Any, m: torch.nn.Module) -> frozenset | None:
 
 def _guard_registry_writes(tx: Any, var: NNModuleVariable, name: str) -> None:
     """Break the graph at ``var.<name>`` (an iterator method) when a pending attribute write on ``var``'s module
-    tree is one :func:`removed_members` does not model: the method is read, and called, for real after the
-    writes are replayed (the attribute load, not the call: the rebuilt iterator is no live method)."""
+    tree is one :func:`removed_members` does not model, or traced code stored into a registry dict of the tree
+    (:func:`registries_written`): the method is read, and called, for real after the writes are replayed (the
+    attribute load, not the call: the rebuilt iterator is no live method)."""
     stack, seen = [var.module], set()
     while stack:
         m = stack.pop()
@@ -225,8 +289,8 @@ def _guard_registry_writes(tx: Any, var: NNModuleVariable, name: str) -> None:
             continue
         seen.add(id(m))
         removed = removed_members(tx, m)
-        if removed is None:
-            tx.unsupported("side_effect", f"{type(var.module).__name__}.{name} after a traced attribute write on a "
+        if removed is None or registries_written(tx, m):
+            tx.unsupported("side_effect", f"{type(var.module).__name__}.{name} after a traced write on a "
                            f"{type(m).__name__} that may change its parameters, buffers or submodules",
                            ("it runs for real after the writes",))
         stack.extend(c for k, c in m._modules.items() if c is not None and k not in removed)
@@ -237,11 +301,23 @@ def module_attr(tx: Any, var: NNModuleVariable, name: str) -> VariableTracker:
     src = AttrSource(var.source, name) if var.source is not None else None
     found = _static_lookup(m, name)
     if found is MISSING:  # as Python: nn.Module.__getattr__ (its registries) only when ordinary lookup fails
-        for registry in ("_parameters", "_buffers", "_modules"):
+        for registry in REGISTRIES:
+            traced = traced_registry(tx, m, registry)
+            if traced is not None:  # read (and maybe written: add_module) by traced code: the trace's view of it
+                member = tx.dict_lookup(traced, name, MISSING)
+                if member is not MISSING:
+                    return member
+                continue
             members = m.__dict__.get(registry, {})
             if name in members:
                 member_src = ModuleMemberSource(var.source, name, registry) if var.source is not None else None
                 return wrap(tx, members[name], member_src)
+    if name in REGISTRIES and found is not MISSING and found[0] == "instance" and \
+            removed_members(tx, m) != frozenset():
+        # the trace models an attribute write that (un)registers a member apart from this dict (probe nn
+        # A5: ModuleList.__delitem__'s delattr, then its read of self._modules): the read runs after the write
+        tx.unsupported("side_effect", f"reading {type(m).__name__}.{name} after a traced attribute write that may "
+                       "change it", ("it runs for real after the write",))
     if name in MODULE_ITERATORS and found == ("class", getattr(torch.nn.Module, name)):
         _guard_registry_writes(tx, var, name)
         return PythonObjectVariable(functools.partial(module_iterator, var, name))

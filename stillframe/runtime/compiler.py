@@ -51,7 +51,7 @@ from ..trace import ops  # noqa: F401  (registers the opcode handlers)
 from ..trace.interpreter import Tracer
 from . import live
 from .function_apply import with_checked_function_apply
-from .graph_parts import Part, independent_parts, run_parts
+from .graph_parts import Part, independent_parts, run_parts, run_prefix, saving_free_prefix
 from .input_grads import eager_input_grads
 from .executors import EXECUTORS
 from .optimizer_step import optimizer_outcome
@@ -340,14 +340,25 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         else:  # higher-order ops: a ShapeEnv, as torch.compile gives (AOTAutograd's fake while_loop needs one)
             hops = passes.higher_order_ops(gm)
             context = compat.static_backend_context(examples) if hops else contextlib.nullcontext()
-        # on a backend making one autograd node of a graph: a node per part that shares no op with the others
-        parts = independent_parts(gm) if compat.makes_one_autograd_node(backend) else None
+        one_node = compat.makes_one_autograd_node(backend)
+        # on a backend making one autograd node of a graph: the differentiable outputs made by ops that save nothing
+        # run as eager ops (a backward may pass them twice), and a node per part that shares no op with the others
+        prefix = saving_free_prefix(gm, frozenset(at for _, at in tracer.saved_for_backward)) \
+            if one_node and tracer.functional_backend and not symbolic else None
+        rest, rest_examples = (gm, examples) if prefix is None else (prefix.rest, examples)
+        parts = independent_parts(rest) if one_node and rest is not None else None
         with context:
+            if prefix is not None and rest is not None:  # (leaves like the other examples: AOTAutograd reads .grad)
+                made = prefix.part.gm(*[examples[i] for i in prefix.part.inputs])[:prefix.handed]
+                rest_examples = prefix.rest_args(examples, [t.detach().requires_grad_(t.requires_grad) for t in made])
             try:
-                if parts is None:
-                    compiled = _call_backend(backend, gm, examples, tracer)
+                if rest is None:
+                    compiled = None
+                elif parts is None:
+                    compiled = _call_backend(backend, rest, rest_examples, tracer)
                 else:
-                    compiled = run_parts(parts, [_compile_part(tracer, backend, part, examples) for part in parts], gm)
+                    compiled = run_parts(parts, [_compile_part(tracer, backend, part, rest_examples)
+                                                 for part in parts], rest)
             except Exception as e:
                 freed = _grads_that_freed_outputs(gm, e)
                 if freed:
@@ -357,8 +368,10 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
                 if not ops:
                     raise
                 raise BackendRejectedOps(ops) from e  # retried with those ops as graph breaks
-        if tracer.functional_backend and parts is None:
-            compiled = eager_input_grads(gm, compiled, lambda node: _root_of(tracer, node), examples)
+        if tracer.functional_backend and parts is None and rest is not None:
+            compiled = eager_input_grads(rest, compiled, lambda node: _root_of(tracer, node), rest_examples)
+        if prefix is not None:
+            compiled = run_prefix(prefix, compiled)
     t2 = time.perf_counter()
     if symbolic:  # after the backend: what it specialized (inductor may) is guarded too
         guards = guards + _shape_guards(tracer)

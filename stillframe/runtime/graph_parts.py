@@ -17,8 +17,10 @@ whose outputs and writes is differentiable joins the first part: it needs no nod
 the graph's symbolic sizes, as the whole graph would.
 
 Where two outputs share an op (``h = x @ w`` read by both), they stay one node, as torch.compile's do; the
-gradients it passes on are still eager's (``runtime/input_grads.py``), but a second backward through it raises
-where eager's nodes that saved nothing (``AddBackward``) would run again.
+gradients it passes on are still eager's (``runtime/input_grads.py``). A second backward through that node raises
+where eager's nodes that saved nothing (``AddBackward``) would run again: so the differentiable outputs made from
+the graph's inputs by ops that save nothing are made apart, as eager ops, before the rest of the graph
+(:func:`saving_free_prefix`); a second backward through an op that saved something raises in eager too.
 """
 
 from __future__ import annotations
@@ -151,5 +153,122 @@ def run_parts(parts: list[Part], compiled: list[Callable], gm: torch.fx.GraphMod
         for i, value in constants:
             results[i] = value
         return results
+
+    return run
+
+
+class Prefix:
+    """The ops of a graph that eager would let a backward pass through any number of times, run apart from the
+    rest (see :func:`saving_free_prefix`): ``part`` computes them from the graph's inputs, as eager ops;
+    ``rest`` is the graph's other ops (``None``: there are none), taking the graph's inputs and the first
+    ``handed`` of ``part``'s outputs it reads (``rest_args``); ``outputs`` says where
+    each of the graph's outputs comes from: ``("prefix", i)``, ``("rest", i)`` or ``("input", i)``."""
+
+    def __init__(self, part: Part, rest: torch.fx.GraphModule | None, outputs: tuple, handed: int,
+                 rest_inputs: tuple) -> None:
+        self.part = part
+        self.rest = rest
+        self.outputs = outputs
+        self.handed = handed  # how many of part's outputs (its first) are handed on to the rest
+        self.rest_inputs = rest_inputs  # positions among (graph inputs, handed values) of the rest's inputs
+
+    def rest_args(self, args: Any, made: Any) -> list:
+        """The rest's arguments, from the graph's ``args`` and what ``part`` ``made``."""
+        combined = [*args, *made[:self.handed]]
+        return [combined[i] for i in self.rest_inputs]
+
+
+def saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset) -> Prefix | None:
+    """The differentiable outputs of ``gm`` made from its inputs by ops that save nothing for backward in eager
+    (none of their instructions, ``node.meta["location"]``, is in ``saving``), with those ops, cut out of the
+    graph: ``None`` where there are none.
+
+    AOTAutograd's one node frees itself on the first backward through it, and a second backward through it raises
+    "Trying to backward through the graph a second time" even where it saved nothing. Eager's ``SubBackward`` or
+    ``ViewBackward`` that saved nothing can be passed again: ``t = w - w`` returned beside a ``(t * t).sum()`` a
+    ``.backward()`` after the graph reads, then a backward through ``t`` (fuzz 48:65, 48:133, 48:163, 43:116;
+    torch.compile raises too). Those ops run as eager ops, a node each, before the rest of the graph, which takes
+    their results as inputs. Only pure ops qualify: no write, no random draw, no submodule or higher-order op,
+    and none at all in a graph that switches grad mode or autocast; typical models' outputs (a loss made by ops
+    that save) have no such ops, so nothing changes for them."""
+    nodes = list(gm.graph.nodes)
+    output = nodes[-1]
+    if output.op != "output" or not isinstance(output.args[0], (tuple, list)):
+        return None
+    body = [node for node in nodes if node.op not in ("placeholder", "output")]
+    if any(node.op not in ("call_function", "call_method") or node.target in _GLOBAL_STATE or
+           isinstance(node.target, compat.HigherOrderOperator) for node in body):
+        return None
+    writers = [node for node in body if node.meta.get("writes") or may_write(node)]
+    written: set = set()  # what a write may reach: the writers' operands and all they are made from (a view's base)
+    stack = [arg for node in writers for arg in node.all_input_nodes]
+    while stack:
+        node = stack.pop()
+        if node not in written:
+            written.add(node)
+            stack.extend(node.all_input_nodes)
+    free: set = set()  # made from unwritten inputs by ops that save nothing, and never written
+    for node in body:
+        if node in writers or node in written or draws_random_numbers(node) or \
+                node.meta.get("location", saving) in saving or not isinstance(node.meta.get("val"), torch.Tensor):
+            continue
+        if all(arg in free or arg.op == "placeholder" and arg not in written for arg in node.all_input_nodes):
+            free.add(node)
+    needed: set = set()
+    stack = [out for out in output.args[0] if isinstance(out, torch.fx.Node) and out in free and
+             getattr(out.meta.get("val"), "requires_grad", False)]
+    while stack:
+        node = stack.pop()
+        if node not in needed:
+            needed.add(node)
+            stack.extend(arg for arg in node.all_input_nodes if arg in free)
+    if not needed:
+        return None
+    placeholders = [node for node in nodes if node.op == "placeholder"]
+    group = [node for node in body if node in needed]
+    rest = [node for node in body if node not in needed]
+    handed = [node for node in group if any(user not in needed and user.op != "output" for user in node.users)]
+    returned = [out for out in output.args[0] if out in needed and out not in handed]
+    carried = handed + list(dict.fromkeys(returned))
+    part = _part(gm, group, placeholders, tuple(carried))
+    where: list = []
+    rest_outputs: list = []
+    for out in output.args[0]:
+        if isinstance(out, torch.fx.Node) and out in needed:
+            where.append(("prefix", carried.index(out)))
+        elif isinstance(out, torch.fx.Node) and out.op == "placeholder":
+            where.append(("input", placeholders.index(out)))
+        else:
+            where.append(("rest", len(rest_outputs)))
+            rest_outputs.append(out)
+    if not rest:
+        return Prefix(part, None, tuple(where), 0, ())
+    read = {arg for node in rest for arg in node.all_input_nodes} | \
+        {out for out in rest_outputs if isinstance(out, torch.fx.Node)}
+    graph = torch.fx.Graph()
+    env: dict = {}
+    taken = []  # the rest's inputs: positions among the graph's inputs, then among the values handed on
+    for i, node in enumerate(placeholders + handed):
+        if node in read:
+            env[node] = graph.node_copy(node) if node.op == "placeholder" else graph.placeholder(f"prefix_{node.name}")
+            env[node].meta["val"] = node.meta.get("val")
+            taken.append(i)
+    for node in rest:
+        env[node] = graph.node_copy(node, env.__getitem__)
+    graph.output(tuple(env[out] if isinstance(out, torch.fx.Node) else out for out in rest_outputs))
+    return Prefix(part, torch.fx.GraphModule(gm, graph), tuple(where), len(handed), tuple(taken))
+
+
+def run_prefix(prefix: Prefix, rest: Callable | None) -> Callable:
+    """The compiled callable of a graph cut by :func:`saving_free_prefix`: ``prefix.part``'s graph run as it is
+    (eager ops), then ``rest`` (the backend's compiled rest of the graph) on the graph's inputs and the values it
+    handed on; the outputs put back in the graph's order."""
+    part_fn, inputs, where = prefix.part.gm, prefix.part.inputs, prefix.outputs
+
+    def run(*args: Any) -> list:
+        made = part_fn(*[args[i] for i in inputs])
+        rest_out = rest(*prefix.rest_args(args, made)) if rest is not None else ()
+        sources = {"prefix": made, "rest": rest_out, "input": args}
+        return [sources[kind][i] for kind, i in where]
 
     return run

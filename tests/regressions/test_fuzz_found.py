@@ -1135,11 +1135,11 @@ def f(x, y, w, k):
 '''), compiler_for("stillframe", backend))
 
 
-@pytest.mark.parametrize("backend", _aot_xfail(SAVED + ": t1 = w.mean(0) and (t1 * t1).sum() share an op, so they "
-                                                       "are one node, and autograd.grad through t1 after the "
-                                                       "backward reaches it a second time (torch.compile too)"))
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_fuzz_aot_input_written_in_place_then_autograd_grad(backend):
-    # fuzz 2026:22, minimized by the fuzzer
+    # fuzz 2026:22, minimized by the fuzzer: t1 = w.mean(0) and (t1 * t1).sum() shared an op, so they were one
+    # AOTAutograd node, and autograd.grad through t1 after the backward reached it a second time (torch.compile
+    # too). mean saves nothing, so t1 is made by an eager op before the rest of the graph (graph_parts.Prefix)
     assert_like_eager(program('''
 def f(x, y, w, k):
     t1 = w.mean(0)
@@ -1277,10 +1277,6 @@ def f(x, y, w, k):
     g.mul_(2)
     return g
 ''', n=4, x_rg=False), compiler_for("stillframe", backend))
-
-
-ONE_NODE = ("AOTAutograd makes one autograd node of a whole graph: a backward from one of its outputs runs the "
-            "backward of every input's history, where eager reaches only what that output is computed from")
 
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
@@ -1426,11 +1422,11 @@ def test_parts_reading_a_written_input_run_in_order(backend):
         torch.testing.assert_close(got, want)
 
 
-@pytest.mark.parametrize("backend", _aot_xfail(ONE_NODE + ": a node that saved nothing in eager (AddBackward) "
-                                                           "may be backpropagated twice (torch.compile too)"))
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_fuzz_aot_two_backwards_through_an_output_another_is_computed_from(backend):
-    # fuzz 43:116, minimized by the fuzzer: t4 = w + x and (t4 * t4).sum() share the op that makes t4, so they
-    # stay one node; the backward after the graph frees it, and the harness's backward through t4 reaches it again
+    # fuzz 43:116, minimized by the fuzzer: t4 = w + x and (t4 * t4).sum() shared the op that makes t4, so they
+    # were one node; the backward after the graph freed it, and the harness's backward through t4 reached it again
+    # (torch.compile too). The add saves nothing: t4 is made by an eager op before the rest (graph_parts.Prefix)
     assert_like_eager(program('''
 def f(x, y, w, k):
     t4 = w + x

@@ -54,6 +54,10 @@ TensorBase: type = torch._C.TensorBase
 DATA_DEPENDENT_ERRORS = (DataDependentOutputException, DynamicOutputShapeException)
 #: ``torch._utils.is_compiling`` where this torch has it (an older spelling of torch.compiler.is_compiling).
 utils_is_compiling: Callable[[], bool] | None = getattr(torch._utils, "is_compiling", None)
+#: An ATen (or ``torch.library``) operator overload and the packet of an operator's overloads (``torch.ops.aten.add``):
+#: their schemas say what an op writes (``tensors/ops.schema_writes``).
+OpOverload: type = torch._ops.OpOverload
+OpOverloadPacket: type = torch._ops.OpOverloadPacket
 #: ``torch.library.custom_op``'s op object, whose call is a call of its ``OpOverload`` (``_opoverload``): ``None``
 #: where this torch has none.
 CustomOpDef: type | None = getattr(getattr(torch._library, "custom_ops", None), "CustomOpDef", None)

@@ -217,7 +217,10 @@ def backend_context(mode: FakeTensorMode) -> Any:
     """What a backend reads the fake mode (and ShapeEnv) of symbolic example inputs from, as under
     torch.compile: a ``TracingContext`` on ``mode``. Scalar outputs are allowed while the backend runs (what
     AOTAutograd derives for a ``while_loop``'s backward reads its trip count), as under torch.compile with
-    ``capture_scalar_outputs=True``: the graph handed over holds no ``.item()`` of the user's."""
+    ``capture_scalar_outputs=True``: the graph handed over holds no ``.item()`` of the user's. Nor an op that
+    reads the value of a 0-dim integer input (``x[i]``): that value (the fake's ``item_memo``) is gone in
+    AOTAutograd's new fake epoch, and allowed scalar outputs would make it an unbacked symbol the op cannot guard
+    on; the trace breaks the graph at such an op instead (``tensors/ops.py::_values_unknown``)."""
     return _scalar_outputs_allowed(mode, tracing(TracingContext(mode)))
 
 

@@ -70,6 +70,21 @@ def refuse_writes_aot_cannot_take(tx: Any, kind: str, target: Any, args: tuple, 
                        RUNS_FOR_REAL)
 
 
+def refuse_out_resizing_input(tx: Any, kwargs: dict, roots: list, views: list, fresh: dict, describe: str) -> None:
+    """Break the graph at an ``out=`` write (``describe``, writing alias ``roots`` and ``views``, whose new fake
+    tensors after the op are ``fresh``, by tid) that changes the shape of a graph input or of a view of one, as
+    eager resizes ``out`` (``torch.add(x, 1, out=torch.empty(0))``): AOTAutograd copies the new value back into
+    the input with ``copy_`` after the graph, which cannot change its shape (BackendCompilerFailed "expand: the
+    requested shape has too few dimensions", found by a probe). The write runs for real instead. An ``out``
+    made inside the graph is resized by the backend as eager resizes it; call only where
+    ``tx.functional_backend``, after the op ran on fake tensors."""
+    if "out" not in kwargs or not any(tid in tx.input_values for tid in roots):
+        return
+    if any(tuple(tx.state.heap[tid].fake.shape) != tuple(fresh[tid].shape) for tid in (*roots, *views)):
+        tx.unsupported("unsupported_call", f"{describe} resizes its out= tensor, a graph input: AOTAutograd's "
+                       "copy of the new value back into the input cannot change its shape", RUNS_FOR_REAL)
+
+
 def refuse_reading_aliases_of_written_inputs(tx: Any, tensors: list) -> None:
     """Break before an op that reads a graph input (one of ``tensors``, TensorVariables) sharing memory with an
     input the graph already wrote, where AOTAutograd would refuse the two as inputs of one graph: a leaf and a

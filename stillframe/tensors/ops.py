@@ -16,10 +16,11 @@ checkpoint taken before the op still sees the tensors as they were.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import operator
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 from .. import compat
@@ -28,8 +29,8 @@ from ..config import config
 from ..errors import InternalError, RetraceSymbolic, Unsupported
 from ..guards.guard import Guard
 from ..guards.source import AttrSource, LiftedSource
-from .aot_writes import (note_input_writes, refuse_overlapping_write, refuse_reading_aliases_of_written_inputs,
-                         refuse_writes_aot_cannot_take)
+from .aot_writes import (note_input_writes, refuse_out_resizing_input, refuse_overlapping_write,
+                         refuse_reading_aliases_of_written_inputs, refuse_writes_aot_cannot_take)
 from .effects import is_pure_query, known_effect, no_rule, query_checker, raises_on_values
 from . import saved
 from .meta import fresh_base, fresh_view
@@ -66,6 +67,8 @@ MUTATING_FUNCTIONS = {
     F.instance_norm: (_BATCH_NORM_STATS, lambda a, k: _arg(a, k, 5, "use_input_stats", True)),
     # max_norm renormalises the looked-up rows of the weight in place (torch.embedding_renorm_, under no_grad)
     F.embedding: (((1, "weight"),), lambda a, k: _arg(a, k, 3, "max_norm", None) is not None),
+    # as F.embedding (embedding_bag(input, weight, offsets, max_norm, ...); found by a probe of nn.EmbeddingBag)
+    F.embedding_bag: (((1, "weight"),), lambda a, k: _arg(a, k, 3, "max_norm", None) is not None),
 }
 
 
@@ -119,7 +122,7 @@ def schema_writes(name: str) -> tuple[tuple[int, str], ...]:
     ``_amp_update_scale_(Tensor(a!) self, Tensor(b!) growth_tracker, ...)``); the union over the overloads, ``out=``
     (keyword-only) aside; ``()`` for a name with no such op."""
     packet = getattr(torch.ops.aten, name, None) if name.isidentifier() else None
-    if not isinstance(packet, torch._ops.OpOverloadPacket):
+    if not isinstance(packet, compat.OpOverloadPacket):
         return ()
     return _written([getattr(packet, overload)._schema for overload in packet.overloads()])
 
@@ -147,7 +150,7 @@ def _by_schema(tx: Any, name: str, target: Any, args: tuple, kwargs: dict) -> li
     """The arguments ``schema_writes(name)`` names, a list's tensors one by one (``torch._foreach_add_``): the
     ops the name rules miss, those whose name starts with ``_`` or that write more than their first argument."""
     out: list = []
-    for index, key in _op_writes(target) if isinstance(target, torch._ops.OpOverload) else schema_writes(name):
+    for index, key in _op_writes(target) if isinstance(target, compat.OpOverload) else schema_writes(name):
         v = kwargs.get(key, args[index] if index < len(args) else None)
         if isinstance(v, ListVariable) and tx is not None:
             out.extend(tx.heap(v.oid).items)
@@ -162,7 +165,7 @@ def _schema_rule(kind: str, target: Any) -> bool:
     """Whether what the call writes comes from the ATen schema (:func:`schema_writes`): a tensor method or a
     ``torch`` builtin that no name rule covers (their names end in ``_`` and do not start with one: those write
     their first argument alone, as ``add_``, or nothing eager's saved tensors check, as ``requires_grad_``)."""
-    if isinstance(target, torch._ops.OpOverload):
+    if isinstance(target, compat.OpOverload):
         return True
     name = target if kind == "call_method" else getattr(target, "__name__", "")
     if not isinstance(name, str) or (name.endswith("_") and not name.startswith("_")):
@@ -341,7 +344,7 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     fn = getattr(fake_args[0], target) if kind == "call_method" else target
     call_args = fake_args[1:] if kind == "call_method" else fake_args
     try:
-        with tx.fake_context(), saved.recording(tx) as saved_now:
+        with tx.fake_context(), saved.recording(tx) as saved_now, _values_unknown(tx, fake_args, fake_kwargs):
             result = fn(*call_args, **fake_kwargs)
             written = [fresh[v.tid] for v in mutated if fresh[v.tid] is not result]  # (norm statistics)
             saved_now[:] = [t for t in saved_now if not any(t is w for w in written)]
@@ -362,6 +365,12 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         if "data-dependent" in str(e) or "DataDependent" in type(e).__name__:
             tx.unsupported("data_dependent", f"{_describe(kind, target)} depends on tensor data")
         tx.user_error(e, traceable=False)  # a fake tensor's error: the real op decides (see UserError)
+    if mutated and tx.functional_backend:
+        try:
+            refuse_out_resizing_input(tx, kwargs, roots, views, fresh, _describe(kind, target))
+        except Unsupported:  # the write runs for real (as refuse_writes_aot_cannot_take's)
+            saved.check_write(tx, roots)
+            raise
     if mutated and _schema_rule(kind, target):  # (the fake kernels of _foreach_mul_ & co. bump no version)
         for t, v in zip(watched, versions):
             if t._version == v and any(t is fresh[m.tid] for m in mutated):
@@ -629,6 +638,41 @@ def _describe(kind: str, target: Any) -> str:
     if kind == "call_method":
         return f"Tensor.{target}"
     return getattr(target, "__qualname__", None) or getattr(target, "__name__", repr(target))
+
+
+@contextlib.contextmanager
+def _values_unknown(tx: Any, fake_args: tuple, fake_kwargs: dict) -> Iterator[None]:
+    """For a backend that retraces the graph (AOTAutograd), hide while an op runs the value torch's fake-tensor
+    converter gives each 0-dim integer tensor argument of a symbolic trace (``item_memo``: a backed symbol standing
+    for ``i.item()``). AOTAutograd starts a new fake epoch, in which that value is gone: an op that reads it
+    (``x[i]``, ``x[:, i]``, ``x[i:]``, ``x[i] = v``, ``torch.select(x, 0, i)``) makes there an unbacked symbol it
+    cannot guard on (``GuardOnDataDependentSymNode``, found by a probe). Hidden, the op depends on tensor data in
+    the trace too, and breaks the graph as it does with static shapes (where torch.compile's backend refuses it
+    and the code runs eagerly)."""
+    hidden = []
+    if tx.functional_backend and tx.fake_mode.shape_env is not None:
+        slices = [x for x in _walk((fake_args, fake_kwargs)) if isinstance(x, slice)]  # (x[i:])
+        for t in _fakes_in((fake_args, fake_kwargs, [(x.start, x.stop, x.step) for x in slices])):
+            if t.dim() == 0 and not t.dtype.is_floating_point and not t.dtype.is_complex and \
+                    t.dtype is not torch.bool and t.item_memo is not None:
+                hidden.append((t, t.item_memo, t._version))
+                t.item_memo = None
+    try:
+        yield
+    finally:
+        for t, memo, version in hidden:
+            if t._version == version:  # (a write invalidates it anyway)
+                t.item_memo = memo
+
+
+def _walk(obj: Any) -> Iterator[Any]:
+    yield obj
+    if isinstance(obj, (tuple, list)):
+        for x in obj:
+            yield from _walk(x)
+    elif isinstance(obj, dict):
+        for x in obj.values():
+            yield from _walk(x)
 
 
 def _fakes_in(obj: Any) -> list:

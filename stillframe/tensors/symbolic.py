@@ -25,7 +25,7 @@ import torch
 
 from .. import compat
 from ..guards.guard import Guard
-from ..guards.source import ScalarOutputSource
+from ..guards.source import CallSource, ScalarOutputSource
 from ..variables.base import ConstantVariable, SymNodeVariable, TensorVariable, TupleVariable, VariableTracker
 
 SYM_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
@@ -46,6 +46,8 @@ def sym_or_constant(tx: Any, value: Any, make_node: Any) -> VariableTracker:
     """``value`` as a VT: a constant when it is not symbolic, else a SymNodeVariable whose node is
     ``make_node()`` (called only then)."""
     if not compat.is_symbolic(value):
+        if isinstance(value, torch.SymFloat):  # (-0.0: see _exact_float)
+            return ConstantVariable(_exact_float(tx, value, plain(value)))
         return ConstantVariable(plain(value))
     return SymNodeVariable(value, make_node())
 
@@ -169,7 +171,34 @@ def specialize(tx: Any, var: SymNodeVariable) -> Any:
         tx.unsupported("data_dependent", "a float produced at run time (read from a tensor by .item() or float(t), "
                        "or returned by a call that ran for real) is used in Python code",
                        ("that step runs for real, so the plan does not depend on the value",))
+    if isinstance(var.value, torch.SymFloat):
+        return _exact_float(tx, var.value, _evaluate(tx, var, plain))
     return truth(tx, var) if isinstance(var.value, torch.SymBool) else _evaluate(tx, var, plain)
+
+
+def _exact_float(tx: Any, value: torch.SymFloat, evaluated: float) -> float:
+    """The value of the SymFloat ``value`` (``evaluated``: what the ShapeEnv made it, guarded) as eager computes
+    it: its hint (the live floats put through the same Python arithmetic), not the ShapeEnv's sympy value, which
+    has no ``-0.0`` (``str(s)`` of a dynamic float ``-0.0`` was ``'0.0'``, found by a probe). ``==`` cannot tell
+    ``-0.0`` from ``0.0``, so a zero also guards the sign of every int and float input it is computed from
+    (``sign(L['s']) == -1.0``), and of every one the ShapeEnv has made a constant 0 (``-s`` after ``s == 0.0``
+    is a constant whose expression names no input)."""
+    hint = value.node.hint
+    if type(hint) is not float or type(evaluated) is not float:
+        return evaluated
+    if hint == 0.0:
+        symbols = getattr(value.node, "_expr", value.node.expr).free_symbols  # (before the ShapeEnv replaced them)
+        for source, sym, _ in tx.entry_fakes:
+            if not isinstance(sym, (torch.SymInt, torch.SymFloat)):
+                continue
+            if getattr(sym.node, "_expr", None) in symbols or (sym.node.hint == 0 and not compat.is_symbolic(sym)):
+                tx.add_guard(Guard(CallSource(source, sign), "EQUALS", sign(sym.node.hint)))
+    return hint
+
+
+def sign(value: float) -> float:
+    """``math.copysign(1.0, value)``: ``-1.0`` for a negative number and for ``-0.0``, else ``1.0``."""
+    return math.copysign(1.0, value)
 
 
 def reads_data(tx: Any, value: Any) -> bool:

@@ -447,6 +447,38 @@ class ListEntry:
     appended: tuple = ()
 
 
+def same_key(stored: Any, key: Any) -> bool:
+    """Whether looking up ``key`` in a dict (or set) finds the key ``stored`` there (both as
+    ``rules.known.hash_key`` gives them), as CPython's lookup decides: ``stored is key``, or equal hashes and
+    ``stored == key``. So ``True`` finds ``1``, ``3`` finds ``3.0`` and ``(3, 2)`` finds ``torch.Size([3, 2])``.
+    Only keys whose ``__hash__`` and ``__eq__`` are C code (builtins, ``torch.Size``, ``torch.dtype``; tuples and
+    frozensets of them) are hashed and compared so; no user ``__hash__`` runs at trace time: other keys match
+    an equal key of their own type only. A tensor key (:class:`TensorKey`) is one tensor identity."""
+    if stored is key:
+        return True
+    cls = type(stored)
+    if cls is type(key) and cls in _PLAIN_KEYS:  # (the common case, quickly: equal values hash alike)
+        return stored == key
+    if cls is TensorKey or type(key) is TensorKey:
+        return stored == key
+    if not (_c_level_key(stored) and _c_level_key(key)):
+        return cls is type(key) and stored == key
+    return hash(stored) == hash(key) and bool(stored == key)
+
+
+_PLAIN_KEYS = frozenset({str, int, float, bool, bytes, complex, type(None)})
+
+
+def _c_level_key(value: Any) -> bool:
+    cls = type(value)
+    if cls not in _PLAIN_KEYS and (isinstance(getattr(cls, "__eq__", None), types.FunctionType) or
+                                   isinstance(getattr(cls, "__hash__", None), types.FunctionType)):
+        return False
+    if isinstance(value, (tuple, frozenset)):
+        return all(_c_level_key(v) for v in value)
+    return True
+
+
 @dataclass(frozen=True, slots=True)
 class DictEntry:
     """Heap record of a dict: ``items`` is a tuple of ``(key, VT)`` pairs in insertion order; keys are Python constants."""
@@ -460,7 +492,7 @@ class DictEntry:
 
     def get(self, key: Any, default: Any = None) -> Any:
         for k, v in self.items:
-            if type(k) is type(key) and k == key:
+            if same_key(k, key):
                 return v
         return default
 
@@ -468,14 +500,20 @@ class DictEntry:
         return DictEntry(self.items, self.source, live)
 
     def set(self, key: Any, value: Any) -> "DictEntry":
+        """The dict after ``d[key] = value``: an equal key already there is kept, with the new value (CPython
+        keeps the first key object: ``d = {1: 'a'}; d[True] = 'b'`` leaves ``{1: 'b'}``)."""
         items = list(self.items)
         for i, (k, _) in enumerate(items):
-            if type(k) is type(key) and k == key:
+            if same_key(k, key):
                 items[i] = (k, value)
                 break
         else:
             items.append((key, value))
         return DictEntry(tuple(items), self.source, self.live)
+
+    def without(self, key: Any) -> "DictEntry":
+        """The dict after ``del d[key]`` (or ``d.pop(key)``) of a key it holds, as :meth:`get` finds it."""
+        return DictEntry(tuple((k, v) for k, v in self.items if not same_key(k, key)), self.source, self.live)
 
 
 @dataclass(frozen=True, slots=True)

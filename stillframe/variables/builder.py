@@ -104,8 +104,19 @@ def is_torch_callable(value: Any) -> bool:
         owner = getattr(value, "__self__", None)
         if owner is not None and not isinstance(owner, types.ModuleType):
             return False  # a method bound to some torch object (a context, a generator): not a graph op
+        if isinstance(value, types.FunctionType) and (value.__qualname__ != value.__name__ or
+                                                      module in _TRACED_MODULES):
+            return False  # traced into as Python code: see _TRACED_MODULES
         return module == "torch" or module.startswith(("torch.", "torch._C"))
     return False
+
+
+# torch's Python functions that are traced into rather than made FX nodes: those a graph's code cannot name as
+# a module attribute (a staticmethod such as ``nn.Transformer.generate_square_subsequent_mask``, whose node
+# named a ``torch.nn.modules.transformer`` attribute that does not exist, so the graph raised), and those of
+# ``torch.nn.utils.rnn``, which take and return ``PackedSequence`` named tuples a fake call gets as plain tuples
+# (``pad_packed_sequence(p)``: "'tuple' object has no attribute 'batch_sizes'"). Both found by probes.
+_TRACED_MODULES = frozenset({"torch.nn.utils.rnn"})
 
 
 def wrap(tx: Any, value: Any, source: Source | None, trusted: bool = False) -> VariableTracker:

@@ -349,7 +349,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         parts = independent_parts(rest) if one_node and rest is not None else None
         with context:
             if prefix is not None and rest is not None:  # (leaves like the other examples: AOTAutograd reads .grad)
-                made = prefix.part.gm(*[examples[i] for i in prefix.part.inputs])[:prefix.handed]
+                made = prefix.part.gm.forward(*[examples[i] for i in prefix.part.inputs])[:prefix.handed]
                 rest_examples = prefix.rest_args(examples, [t.detach().requires_grad_(t.requires_grad) for t in made])
             try:
                 if rest is None:

@@ -263,7 +263,8 @@ def run_prefix(prefix: Prefix, rest: Callable | None) -> Callable:
     """The compiled callable of a graph cut by :func:`saving_free_prefix`: ``prefix.part``'s graph run as it is
     (eager ops), then ``rest`` (the backend's compiled rest of the graph) on the graph's inputs and the values it
     handed on; the outputs put back in the graph's order."""
-    part_fn, inputs, where = prefix.part.gm, prefix.part.inputs, prefix.outputs
+    part_fn, inputs, where = prefix.part.gm.forward, prefix.part.inputs, prefix.outputs  # (no module hooks: a global
+    # forward pre-hook of the user's would see the GraphModule called)
 
     def run(*args: Any) -> list:
         made = part_fn(*[args[i] for i in inputs])

@@ -16,10 +16,12 @@ trace order; the first whose guard function holds runs its plan), and on a miss 
 
 from __future__ import annotations
 
+import collections.abc
 import functools
 import inspect
 import os
 import sys
+import threading
 import time
 import types
 import warnings
@@ -439,27 +441,45 @@ def _where(fn: types.FunctionType) -> str:
 
 
 class CompiledModule(torch.nn.Module):
-    """An ``nn.Module`` whose ``forward`` runs through stillframe, laid out as torch.compile's ``OptimizedModule``.
+    """An ``nn.Module`` whose calls run the original module's forward through stillframe, laid out as torch.compile's
+    ``OptimizedModule``.
+
+    Calling it calls the original module as eager does: its class's ``__call__`` (a subclass's own included) and
+    ``nn.Module._call_impl``, which runs every hook for real, once each, in eager's order and with eager's
+    arguments (forward pre-hooks and forward hooks with or without kwargs, ``always_call`` hooks, full backward
+    hooks and backward pre-hooks, the global ``register_module_*`` hooks, a lazy module's initialization). Only
+    the forward that ``_call_impl`` calls is compiled: the one the module has at that moment (an instance's own
+    ``module.forward = fn``, as accelerate and peft patch it, or its class's). torch.compile's wrapper does the
+    same for a module class of the user's (it compiles ``module.__call__``; hooks run outside its trace).
+    A forward marked by ``torch.compiler.disable`` or ``stillframe.disable`` runs uncompiled, as there.
 
     The original module is its one child, ``_orig_mod``: ``state_dict()``, ``named_parameters()`` and
     ``named_modules()`` name everything under ``_orig_mod.`` exactly as torch.compile's wrapper does, so
     checkpoints move between the two in both directions, and a parent holding a compiled child loads its
     own ``state_dict()``. ``load_state_dict`` also takes the original module's own keys (a checkpoint saved
     before compiling), strict or not; torch.compile's wrapper would report them all missing.
-    ``train()`` / ``eval()`` and attribute reads pass through to the original module. It pickles, deep-copies
-    and ``torch.save`` s as the original module plus the compile arguments; the copy traces afresh.
+    As on torch.compile's wrapper, attribute reads, writes (``compiled.flag = v``) and deletions pass through to
+    the original module, except those of names the wrapper itself has (its class's, ``nn.Module``'s own state);
+    ``training`` is the original module's, and ``len()`` is the original module's (``iter()`` and indexing are
+    not, there either: ``TypeError``). ``bool()`` is the original module's (torch.compile's wrapper of a module
+    without ``__len__`` raises ``TypeError`` there). It pickles, deep-copies and ``torch.save`` s as the
+    original module plus the compile arguments; the copy traces afresh.
 
     >>> import torch, stillframe
     >>> list(stillframe.compile(torch.nn.Linear(2, 2)).state_dict())
     ['_orig_mod.weight', '_orig_mod.bias']
     """
 
+    #: attributes of the wrapper's own that do not exist before its ``__init__`` writes them
+    _WRAPPER_ATTRIBUTES = frozenset({"_orig_mod", "_compiled_forward", "_other_forwards"})
+
     def __init__(self, module: torch.nn.Module, **kwargs: Any):
         super().__init__()
         self._orig_mod = module
-        self.training = module.training
-        forward = type(module).forward
-        self._compiled_forward = CompiledFunction(forward, **kwargs)
+        self._compiled_forward = CompiledFunction(type(module).forward, **kwargs)  # the class's: the usual one
+        # any other forward a call met (an instance's own, a class's replaced one), compiled:
+        # {id(forward): (forward, compiled, whether it is called with the module)}
+        self._other_forwards: dict[int, tuple[Any, Callable, bool]] = {}
         self.register_load_state_dict_pre_hook(_accept_original_keys)  # a plain function: no cycle through self
 
     @property
@@ -469,40 +489,221 @@ class CompiledModule(torch.nn.Module):
     #: compiled code calling this module calls the original module instead (rules/disable.py)
     __stillframe_original__ = original_module
 
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        module = self._orig_mod
-        if module._forward_hooks or module._forward_pre_hooks:
-            return self._call_with_hooks(module, args, kwargs)
-        return self._compiled_forward(module, *args, **kwargs)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """``self.forward(*args, **kwargs)``: the wrapper is no module call of its own, so a global module hook
+        runs once, for the original module, as in eager (torch.compile's wrapper runs it a second time, with the
+        wrapper, and warns). Hooks registered on the wrapper itself make it one: ``nn.Module.__call__``, as there."""
+        if self._forward_pre_hooks or self._forward_hooks or self._backward_pre_hooks or self._backward_hooks \
+                or self._compiled_call_impl is not None:
+            return super().__call__(*args, **kwargs)
+        return self.forward(*args, **kwargs)
 
-    def _call_with_hooks(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> Any:
-        for hook in module._forward_pre_hooks.values():
-            out = hook(module, args)
-            if out is not None:
-                args = out if isinstance(out, tuple) else (out,)
-        result = self._compiled_forward(module, *args, **kwargs)
-        for hook in module._forward_hooks.values():
-            out = hook(module, args, result)
-            if out is not None:
-                result = out
-        return result
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the original module as eager does, the compiled forward standing in for its ``forward``.
+
+        ``nn.Module._call_impl`` reads ``module.forward`` once, first, and calls what it read after the forward
+        pre-hooks: for the duration of the call the module's ``forward`` is a :class:`_ForwardStandIn`, which
+        runs the compiled forward; the module's own ``forward`` is back when the call returns or raises.
+        """
+        module = self._orig_mod
+        if compat.calls_forward_alone(module) and "forward" not in module.__dict__ and \
+                module.__dict__.get("_compiled_call_impl") is None and \
+                type(module).__call__ is torch.nn.Module.__call__ and \
+                _class_forward(module) is self._compiled_forward._fn and not is_disabled(self._compiled_forward._fn):
+            return self._compiled_forward(module, *args, **kwargs)  # what module(...) would call, and nothing else
+        stand_in = _stand_in(module)
+        try:
+            stack = _calls_in_progress()
+            stack.append((stand_in, self._runner(module, stand_in.own)))
+            try:
+                own_call = module.__dict__.get("_compiled_call_impl")
+                if getattr(own_call, "__func__", None) is CompiledModule.forward and own_call.__self__ is self:
+                    # nn.Module.compile() made this its compiled call (stillframe's runner): __call__ would come back
+                    return module._call_impl(*args, **kwargs)
+                return module(*args, **kwargs)
+            finally:
+                stack.pop()
+        finally:
+            _stand_down(module, stand_in)
+
+    def _runner(self, module: torch.nn.Module, own: Any) -> Callable:
+        """What runs ``module``'s forward, compiled: ``own`` (an instance's own forward) or else its class's."""
+        key = _class_forward(module) if own is _NO_FORWARD else own
+        if key is self._compiled_forward._fn and not is_disabled(key):
+            return functools.partial(self._compiled_forward, module)
+        with _STAND_IN_LOCK:
+            held = self._other_forwards.get(id(key))
+            if held is None or held[0] is not key:
+                # a function of the class is called with the module, as the class forward compiled above is
+                bound = own is _NO_FORWARD and isinstance(key, types.FunctionType)
+                forward = key if own is not _NO_FORWARD or bound else _ForwardStandIn.own_forward(module, key)
+                target = forward.__func__ if isinstance(forward, types.MethodType) else forward
+                if is_disabled(forward):  # torch.compile's wrapper does not trace a disabled forward's frame either
+                    compiled = forward
+                else:
+                    compiled = CompiledFunction(forward if isinstance(target, types.FunctionType) else
+                                                _calling(forward), **self._compiled_forward._compile_kwargs)
+                if len(self._other_forwards) >= _OTHER_FORWARDS_KEPT:
+                    del self._other_forwards[next(iter(self._other_forwards))]
+                held = self._other_forwards[id(key)] = (key, compiled, bound)
+        return functools.partial(held[1], module) if held[2] else held[1]
 
     def cache_entries(self) -> list[CacheEntry]:
-        return self._compiled_forward.cache_entries()
+        """The cache entries of the forward a call runs now (see :meth:`CompiledFunction.cache_entries`)."""
+        module = self._orig_mod
+        key = module.__dict__.get("forward", _NO_FORWARD)
+        if key is _NO_FORWARD:
+            key = _class_forward(module)
+            if key is self._compiled_forward._fn:
+                return self._compiled_forward.cache_entries()
+        held = self._other_forwards.get(id(key))
+        compiled = held[1] if held is not None and held[0] is key else None
+        return compiled.cache_entries() if isinstance(compiled, CompiledFunction) else []
+
+    @property
+    def training(self) -> bool:  # type: ignore[override]
+        return self._orig_mod.training
+
+    @training.setter
+    def training(self, value: bool) -> None:
+        module = self.__dict__.get("_modules", {}).get("_orig_mod")
+        if module is not None:  # (nn.Module.__init__ writes the default before the original module is ours)
+            module.training = value
 
     def __getattr__(self, name: str) -> Any:
         try:
             return super().__getattr__(name)
         except AttributeError:
-            return getattr(self._modules["_orig_mod"], name)
+            module = self.__dict__.get("_modules", {}).get("_orig_mod")
+            if module is None or name == "_orig_mod":
+                raise
+            return getattr(module, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self._is_wrapper_attribute(name):
+            super().__setattr__(name, value)
+        else:
+            setattr(self._orig_mod, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if self._is_wrapper_attribute(name):
+            super().__delattr__(name)
+        else:
+            delattr(self._orig_mod, name)
+
+    def _is_wrapper_attribute(self, name: str) -> bool:
+        """Whether ``compiled.name = v`` writes the wrapper: a name its class has (``forward``, ``training``), one of
+        ``nn.Module``'s own state it holds (``_forward_hooks`` ...), or one of its own; any other is the original's.
+        torch.compile's wrapper lists the names it keeps; it sends ``_is_full_backward_hook`` to the original."""
+        return name in CompiledModule._WRAPPER_ATTRIBUTES or name in self.__dict__ or hasattr(type(self), name)
+
+    def __len__(self) -> int:
+        """The original module's ``len()``, as on torch.compile's wrapper; ``TypeError`` where it has none."""
+        module = self._orig_mod
+        if isinstance(module, collections.abc.Sized):
+            return len(module)
+        raise TypeError(f"{type(module).__name__} does not support len()")
+
+    def __bool__(self) -> bool:
+        """The original module's truth: an empty ``nn.Sequential`` is false, any module without ``__len__`` true."""
+        return bool(self._orig_mod)
 
     def __reduce__(self) -> tuple:
         return _compiled_module, (self._orig_mod, self._compiled_forward._compile_kwargs)
 
-    def train(self, mode: bool = True) -> "CompiledModule":
-        self._orig_mod.train(mode)
-        self.training = mode
-        return self
+
+#: how many forwards other than its class's one compiled module keeps compiled (the oldest is dropped first)
+_OTHER_FORWARDS_KEPT = 8
+
+#: ``module.__dict__`` has no ``forward`` of its own
+_NO_FORWARD = object()
+
+_STAND_IN_LOCK = threading.Lock()
+_THREAD = threading.local()
+
+
+class _ForwardStandIn:
+    """``module.forward`` while compiled modules call ``module``: on a thread inside such a call, the compiled forward
+    of the innermost one; read on a thread that is not (another thread's eager call, meanwhile), the module's own.
+
+    ``own`` is what the module's ``__dict__`` had under ``forward`` (``_NO_FORWARD``: nothing; its class's forward
+    runs); ``calls`` counts the calls in progress, on every thread. Any other attribute (``__name__``,
+    ``__self__``, ``__func__``, ``__wrapped__`` and with it ``inspect.signature``) is the module's own forward's.
+    """
+
+    __slots__ = ("module", "own", "calls")
+
+    def __init__(self, module: torch.nn.Module, own: Any):
+        self.module, self.own, self.calls = module, own, 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        for stand_in, runner in reversed(_calls_in_progress()):
+            if stand_in is self:
+                return runner(*args, **kwargs)
+        return self._forward()(*args, **kwargs)
+
+    @property
+    def __wrapped__(self) -> Any:
+        return self._forward()
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _ForwardStandIn.__slots__:  # (not set yet)
+            raise AttributeError(name)
+        return getattr(self._forward(), name)
+
+    def _forward(self) -> Any:
+        """The module's own forward, as ``module.forward`` reads without the stand-in (a bound method)."""
+        if self.own is not _NO_FORWARD:
+            return self.own
+        return _ForwardStandIn.own_forward(self.module, _class_forward(self.module))
+
+    @staticmethod
+    def own_forward(module: torch.nn.Module, forward: Any) -> Any:
+        """``forward`` (as ``module``'s class holds it) as ``module.forward`` reads it: bound by its ``__get__``."""
+        get = getattr(type(forward), "__get__", None)
+        return forward if get is None else get(forward, module, type(module))
+
+
+def _class_forward(module: torch.nn.Module) -> Any:
+    """``forward`` as ``module``'s class holds it (a function; a ``staticmethod`` object), not bound."""
+    for klass in type(module).__mro__:
+        if "forward" in klass.__dict__:
+            return klass.__dict__["forward"]
+    raise InternalError(f"{type(module).__name__} has no forward")  # nn.Module itself has one
+
+
+def _calls_in_progress() -> list:
+    """This thread's compiled module calls in progress, innermost last: ``(stand-in, compiled forward)`` pairs."""
+    stack = getattr(_THREAD, "stack", None)
+    if stack is None:
+        stack = _THREAD.stack = []
+    return stack
+
+
+def _stand_in(module: torch.nn.Module) -> _ForwardStandIn:
+    """Put a :class:`_ForwardStandIn` in ``module.__dict__["forward"]`` (or join the one there) for one more call."""
+    with _STAND_IN_LOCK:
+        current = module.__dict__.get("forward", _NO_FORWARD)
+        if isinstance(current, _ForwardStandIn) and current.module is module and current.calls:
+            stand_in = current
+        else:  # the first call in progress, or the forward was replaced during one: the new one is the module's own
+            stand_in = _ForwardStandIn(module, current)
+            module.__dict__["forward"] = stand_in  # not nn.Module.__setattr__: nothing of the user's sees it
+        stand_in.calls += 1
+    return stand_in
+
+
+def _stand_down(module: torch.nn.Module, stand_in: _ForwardStandIn) -> None:
+    """One call that :func:`_stand_in` joined has ended: after the last, ``module.forward`` is its own again, unless
+    something replaced the stand-in meanwhile (the replacement stays, as it would in eager)."""
+    with _STAND_IN_LOCK:
+        stand_in.calls -= 1
+        if stand_in.calls or module.__dict__.get("forward") is not stand_in:
+            return
+        if stand_in.own is _NO_FORWARD:
+            del module.__dict__["forward"]
+        else:
+            module.__dict__["forward"] = stand_in.own
 
 
 def _accept_original_keys(module: CompiledModule, state_dict: dict, prefix: str, *_: Any) -> None:

@@ -54,6 +54,15 @@ TensorBase: type = torch._C.TensorBase
 DATA_DEPENDENT_ERRORS = (DataDependentOutputException, DynamicOutputShapeException)
 #: ``torch._utils.is_compiling`` where this torch has it (an older spelling of torch.compiler.is_compiling).
 utils_is_compiling: Callable[[], bool] | None = getattr(torch._utils, "is_compiling", None)
+def calls_forward_alone(module: torch.nn.Module) -> bool:
+    """Whether ``module(...)`` would call its forward and nothing else: no hook of its own, no global one, no
+    TorchScript tracing (``nn.Module._call_impl``'s own fast path, checked the same way)."""
+    hooks = torch.nn.modules.module
+    return not (module._backward_hooks or module._backward_pre_hooks or module._forward_hooks or
+                module._forward_pre_hooks or hooks._global_backward_pre_hooks or hooks._global_backward_hooks or
+                hooks._global_forward_hooks or hooks._global_forward_pre_hooks or torch._C._get_tracing_state())
+
+
 #: An ATen (or ``torch.library``) operator overload and the packet of an operator's overloads (``torch.ops.aten.add``):
 #: their schemas say what an op writes (``tensors/ops.schema_writes``).
 OpOverload: type = torch._ops.OpOverload

@@ -344,6 +344,12 @@ _REPLAY_DIFFERS = frozenset({"exc_info", "stack_info", "stacklevel"})
 _PLAIN_HANDLERS = (logging.StreamHandler, logging.FileHandler, logging.NullHandler, logging._StderrHandler)
 
 
+def _plain(cls: type, plain: tuple) -> bool:
+    """Whether a handler or formatter class only writes records out: one of ``plain``, or pytest's capture
+    classes (which pytest puts on the loggers it captures, and which only record)."""
+    return cls in plain or cls.__module__ == "_pytest.logging"
+
+
 def plain_logging(logger: logging.Logger) -> bool:
     """Whether a record ``logger`` handles meets no code of the user's: no filter on the loggers it propagates
     through or on their handlers, and only :data:`_PLAIN_HANDLERS` (``FileHandler`` is one) with
@@ -354,8 +360,8 @@ def plain_logging(logger: logging.Logger) -> bool:
         if current.filters:
             return False
         for handler in current.handlers:
-            if type(handler) not in _PLAIN_HANDLERS or \
-                    handler.filters or type(handler.formatter) not in (logging.Formatter, type(None)):
+            if not _plain(type(handler), _PLAIN_HANDLERS) or handler.filters or \
+                    not _plain(type(handler.formatter), (logging.Formatter, type(None))):
                 return False
         current = current.parent if current.propagate else None
     return True

@@ -593,8 +593,11 @@ def _container_iterator(cg: StateCodegen, var: IteratorVariable, entry: Any) -> 
     rest = tx.iterator_rest(var)
     keys = f"[{', '.join(cg._key(k) for k in entry.keys[entry.index:])}]" if entry.view in ("values", "items") \
         else None
+    # the keys it began over, as the trace knows them: the live dict may not hold yet a key the trace wrote into it
+    # before the loop (the write is replayed after this), which would then pass for one added during the loop
+    known = f"{{{', '.join(cg._key(k) for k in entry.keys)}}}" if entry.keys and entry.view != "set" else None
     return f"{cg.gen.const(standins.ResumableIterator)}([{cg._items(rest)}], 0, None, {cg.expr(container)}, " \
-           f"{entry.size}, {keys}, {entry.view!r})"
+           f"{entry.size}, {keys}, {entry.view!r}, {known})"
 
 
 @REBUILD.rule(LiveIteratorVariable)

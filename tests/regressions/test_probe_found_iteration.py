@@ -502,3 +502,47 @@ def test_methodcaller_raises_eagers_attribute_error(backend):
             return x + 1, str(e)
 
     assert_parity(fn, _args, backend=backend, calls=3)
+
+
+def _loop_over_a_dict_written_before_it(d, x):
+    d["b"] = 2
+    out = []
+    for k, v in d.items():
+        print("key", k, file=_SINK)  # a graph break inside the loop
+        out.append(k)
+        x = x + v
+    return out, x
+
+
+_SINK = __import__("io").StringIO()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dict_iterator_resumed_after_a_key_written_before_the_loop(backend):
+    # at the break the iterator was rebuilt over the live dict before the trace's d["b"] = 2 was replayed, so "b"
+    # passed for a key added during the loop, and next() raised "dictionary keys changed during iteration" (the
+    # GradScaler's found_inf_per_device after unscale_, found by a probe). The keys it began over come from the trace
+    assert_parity(_loop_over_a_dict_written_before_it, lambda i=0: ({"a": 1}, torch.ones(2) + i), backend=backend,
+                  calls=2)
+
+
+class _ScalerStep(torch.nn.Module):
+    """GradScaler.step without an explicit unscale_: step unscales, then sums found_inf_per_device's values."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(3, 2)
+        self.opt = torch.optim.SGD(self.fc.parameters(), lr=0.1)
+        self.scaler = torch.amp.GradScaler("cpu", init_scale=16.0)
+
+    def forward(self, x):
+        self.opt.zero_grad()
+        self.scaler.scale(self.fc(x).pow(2).mean()).backward()
+        self.scaler.step(self.opt)
+        self.scaler.update()
+        return self.scaler.get_scale(), self.fc.weight * 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_grad_scaler_step_without_unscale(backend):
+    assert_parity(_ScalerStep(), lambda i=0: (torch.randn(4, 3) + i,), backend=backend, calls=3)

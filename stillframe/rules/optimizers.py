@@ -113,8 +113,12 @@ def _tensors_refusal(tensors: list) -> str | None:
 
 def _sgd_update(lists: tuple, group: dict, foreach: bool, lr: Any, form: str) -> None:
     params, grads, buffers = lists
-    if isinstance(lr, torch.Tensor):  # torch's foreach path multiplies the grads by a tensor lr under torch.compile
-        foreach = True  # (its single-tensor path passes it as alpha=-lr: a number, read with .item())
+    if isinstance(lr, torch.Tensor) and not foreach:  # torch's foreach path multiplies the grads by a tensor lr
+        foreach = True  # under torch.compile (its single-tensor path passes it as alpha=-lr: a number, .item())
+        if group["nesterov"] and group["momentum"] != 0 and group["weight_decay"] == 0 and not group["maximize"]:
+            # the foreach path adds momentum * buf into the grads themselves, where eager's single-tensor path
+            # (the one the user's foreach=False or the CPU default picks) leaves p.grad as the backward made it
+            grads = [g.clone() for g in grads]
     _functional("sgd", "sgd")(params, grads, buffers if group["momentum"] != 0 else [], has_sparse_grad=False,
                               foreach=foreach, fused=False, grad_scale=None, found_inf=None,
                               weight_decay=group["weight_decay"], momentum=group["momentum"], lr=lr,

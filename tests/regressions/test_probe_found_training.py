@@ -154,3 +154,28 @@ def test_optimizer_step_with_a_closure_inside_a_compiled_step(backend):
     # the step for real: right, but it warned of an eager fallback, where it is one more graph break (silent under
     # torch.compile). Only stillframe.compile(opt.step) itself warns now
     assert_parity(_ClosureStep(), lambda i=0: (torch.randn(4, 3), torch.randn(4, 2) + i), backend=backend, calls=3)
+
+
+class _NesterovStep(torch.nn.Module):
+    """An SGD nesterov step whose lr the caller sets each call (a hand-written schedule)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(3))
+        self.opt = torch.optim.SGD([self.w], lr=0.1, momentum=0.9, nesterov=True)
+
+    def forward(self, x, lr):
+        self.opt.param_groups[0]["lr"] = lr
+        self.opt.zero_grad()
+        (self.w * x).sum().backward()
+        self.opt.step()
+        return self.w.grad.clone(), self.w * 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sgd_nesterov_with_a_changing_lr_leaves_the_grads(backend):
+    # once lr changed, the captured update takes it as a tensor and uses torch's foreach path, whose nesterov step
+    # adds momentum * buf into the grads themselves: p.grad read after opt.step() was grad + 0.9 * buf, where
+    # eager's single-tensor path leaves it as the backward made it (found by a probe). The grads are copied there
+    lrs = [0.1, 0.1, 0.05, 0.02]
+    assert_parity(_NesterovStep(), lambda i: (torch.tensor([1.0, 2.0, 3.0]), lrs[i]), backend=backend, calls=4)

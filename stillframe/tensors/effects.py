@@ -130,6 +130,12 @@ EFFECTS: dict[Any, str] = {
     "register_post_accumulate_grad_hook": "Tensor.register_post_accumulate_grad_hook() installs a hook on the "
                                           "real tensor",
 }
+# Quantizing makes a tensor of a quantized dtype, which fake tensors cannot stand for (FakeTensorMode gives a
+# float32 fake, on which .dequantize() is a no-op and the graph returned the quantized tensor: found by a probe).
+for _name in ("quantize_per_tensor", "quantize_per_channel", "quantize_per_tensor_dynamic"):
+    _fn = getattr(torch, _name, None)
+    if _fn is not None:
+        EFFECTS[_fn] = f"torch.{_name}() makes a quantized tensor, which no fake tensor stands for"
 # Gradient clipping reads and rescales the parameters' .grad, which their fake tensors do not carry (on fakes
 # it sees no gradient, returns a norm of 0 and clips nothing).
 for _name in ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_grads_with_norm_"):

@@ -297,6 +297,9 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         _refuse_grad_through_input_history(tx)
     if kind == "call_method" and target == "type":
         args, kwargs = _legacy_type_names(args, kwargs)
+    if kind == "call_method" and target == "new" and len(args) == 2 and isinstance(args[1], TupleVariable) and \
+            args[1].cls is torch.Size:  # t.new(size): the graph's code would pass a plain tuple, which is data
+        args = (args[0], *args[1].items)
     if kind == "call_function" and "requires_grad" in kwargs:
         lifted = _lift_leaf_factory(tx, target, args, kwargs)
         if lifted is not None:

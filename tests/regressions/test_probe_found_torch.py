@@ -149,3 +149,35 @@ def test_grad_scaler_step(backend):
     # torch._amp_update_scale_ writes its growth tracker too (its schema says so): the trace did not know, the
     # write surfaced as an internal error, and the rest of the step ran instruction by instruction with a warning
     assert_parity(_ScaledStep(), lambda i=0: (torch.randn(4, 3), torch.randn(4, 2) + i), backend=backend, calls=4)
+
+
+def _new_of_a_size(x):
+    return x.new(x.shape).zero_() + x
+
+
+def _exponential_sample(rate):
+    return torch.distributions.Exponential(rate).sample()
+
+
+@pytest.mark.parametrize("fn, make", [
+    (_new_of_a_size, lambda i=0: (torch.randn(2, 3) + i,)),
+    (_exponential_sample, lambda i=0: (torch.ones(4) + i,)),
+])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tensor_new_of_a_size(backend, fn, make):
+    # x.new(x.shape) reached the graph's code as x.new((2, 3)): a tuple is data to the legacy constructor, so it
+    # made the tensor [2., 3.]; Exponential.sample() (rate.new(shape).exponential_()) drew one number for all
+    assert_parity(fn, make, backend=backend, calls=2)
+
+
+def _quantize_round_trip(x):
+    return torch.quantize_per_tensor(x, 0.1, 10, torch.quint8).dequantize()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_quantize_then_dequantize(backend):
+    # the fake of a quantized tensor is float32, on which .dequantize() is a no-op: the graph returned the
+    # quantized tensor. Quantizing runs for real now (the quantized tensor then has no fake: the rest of the call
+    # runs for real, with a warning)
+    assert_parity(_quantize_round_trip, lambda i=0: (torch.randn(4) + i,), backend=backend, calls=2,
+                  expect_fallback=True)

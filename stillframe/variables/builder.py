@@ -107,6 +107,9 @@ def is_torch_callable(value: Any) -> bool:
         if isinstance(value, types.FunctionType) and (value.__qualname__ != value.__name__ or
                                                       module in _TRACED_MODULES):
             return False  # traced into as Python code: see _TRACED_MODULES
+        if not isinstance(value, (types.FunctionType, types.BuiltinFunctionType)) and \
+                module.startswith(_TRACED_OBJECT_MODULES):
+            return False  # an object of torch's Python classes with a __call__ (a distribution's transform)
         return module == "torch" or module.startswith(("torch.", "torch._C"))
     return False
 
@@ -117,6 +120,9 @@ def is_torch_callable(value: Any) -> bool:
 # ``torch.nn.utils.rnn``, which take and return ``PackedSequence`` named tuples a fake call gets as plain tuples
 # (``pad_packed_sequence(p)``: "'tuple' object has no attribute 'batch_sizes'"). Both found by probes.
 _TRACED_MODULES = frozenset({"torch.nn.utils.rnn"})
+# The modules whose callable objects are traced into (their class's ``__call__``): ``AffineTransform(1.0, 2.0)(x)``
+# reached the graph as a call target, and an internal error ("unhashable type"), found by a probe.
+_TRACED_OBJECT_MODULES = ("torch.distributions",)
 
 
 def wrap(tx: Any, value: Any, source: Source | None, trusted: bool = False) -> VariableTracker:

@@ -181,3 +181,19 @@ def test_quantize_then_dequantize(backend):
     # runs for real, with a warning)
     assert_parity(_quantize_round_trip, lambda i=0: (torch.randn(4) + i,), backend=backend, calls=2,
                   expect_fallback=True)
+
+
+_AFFINE = torch.distributions.transforms.AffineTransform(1.0, 2.0)
+
+
+def _distribution_transforms(x):
+    tanh_normal = torch.distributions.TransformedDistribution(torch.distributions.Normal(x, 1.0),
+                                                              [torch.distributions.transforms.TanhTransform()])
+    return _AFFINE(x), torch.distributions.transforms.ExpTransform()(x), tanh_normal.log_prob(torch.zeros_like(x))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_distribution_transforms_are_called_as_python(backend):
+    # a transform object (a callable of torch's) was taken for a graph op: looking it up in a table raised
+    # "unhashable type: 'AffineTransform'", an internal error, and the function ran eagerly with a warning
+    assert_parity(_distribution_transforms, lambda i=0: (torch.randn(3) + i,), backend=backend, calls=2)

@@ -243,5 +243,9 @@ def binary(tx: Tracer, symbol: str, a: VariableTracker, b: VariableTracker) -> V
     fn = _BINARY.get(symbol) or _COMPARE.get(symbol)
     if fn is None:  # in place (``a += 1`` writes the array, and the tensor it shares data with)
         tx.unsupported("numpy", f"the operator {symbol} on an ndarray")
+    if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):  # (found by a probe)
+        tx.unsupported("numpy", f"the operator {symbol} between a tensor and an ndarray: the tensor's operator "
+                       "makes a tensor (or NumPy's raises), where NumPy's arithmetic made an ndarray",
+                       ("it runs for real, then tracing resumes",))
     call = _numpy_call(("op", symbol), fn, fn.__name__)
     return _as_arrays(tx, call_tensor_op(tx, "call_function", call, (_arg(tx, a), _arg(tx, b)), {}), fn.__name__)

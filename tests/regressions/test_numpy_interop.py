@@ -148,3 +148,19 @@ def method_across_a_break(x):
 
 def test_array_methods_across_a_graph_break():
     assert_parity(method_across_a_break, lambda: (torch.randn(3),), calls=2)
+
+
+def _tensor_with_an_array(x):
+    a = x + np.ones(3)
+    try:
+        b = np.ones(3) + x
+    except TypeError as e:
+        b = str(e)
+    return a, b
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_operator_between_a_tensor_and_an_array(backend):
+    # x + ndarray went to NumPy's arithmetic and made an ndarray, where the tensor's operator makes a float64
+    # tensor (and ndarray + tensor raises TypeError: found by a probe). Mixed, the operator runs for real
+    assert_parity(_tensor_with_an_array, lambda i=0: (torch.ones(3) + i,), backend=backend, calls=2)

@@ -29,7 +29,7 @@ import os
 import types
 from typing import Any, Callable
 
-from .trampoline import trampoline
+from .trampoline import relink, trampoline
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -41,10 +41,7 @@ def user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None
         if not tb.tb_frame.f_code.co_filename.startswith(_PACKAGE):
             entries.append(tb)
         tb = tb.tb_next
-    result = None
-    for entry in reversed(entries):
-        result = types.TracebackType(result, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
-    return result
+    return relink(entries)
 
 
 class _Unwinding(BaseException):

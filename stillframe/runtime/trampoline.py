@@ -62,8 +62,13 @@ def _without(tb: types.TracebackType | None, codes: list) -> types.TracebackType
         else:
             kept.append(tb)
         tb = tb.tb_next
+    return relink(kept)
+
+
+def relink(entries: list) -> types.TracebackType | None:
+    """A traceback made of ``entries`` (traceback entries, outermost first) linked anew, in that order."""
     result = None
-    for entry in reversed(kept):
+    for entry in reversed(entries):
         result = types.TracebackType(result, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
     return result
 

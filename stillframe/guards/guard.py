@@ -375,9 +375,11 @@ def _literal(gen: GuardCodegen, value: Any) -> str:
 
 def _equals(gen: GuardCodegen, v: str, value: Any) -> str:
     """``v == value``, where a NaN float equals a NaN (as torch.compile guards a specialized NaN: the plan traced
-    for it serves the next NaN, which ``==`` never would)."""
+    for it serves the next NaN, which ``==`` never would), and a zero float equals a zero of its sign only."""
     if type(value) is float and math.isnan(value):
         return f"math.isnan({v})"
+    if type(value) is float and value == 0.0:  # -0.0 == 0.0, but str(), copysign and 1 / x tell them apart
+        return f"({v} == 0.0 and math.copysign(1.0, {v}) == {math.copysign(1.0, value)!r})"
     return f"{v} == {_literal(gen, value)}"
 
 

@@ -143,6 +143,8 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         return _break(tx, cls, "setup_context with keyword or default arguments")
     if kwargs and not compat.autograd_function_apply_takes_kwargs():
         tx.user_error(TypeError("apply() takes no keyword arguments"))  # torch 2.11's C apply, as eager raises
+    if kwargs and forward.__code__.co_kwonlyargcount:  # apply binds keywords to positions, which these have none
+        return _break(tx, cls, "keywords passed to a forward with keyword-only parameters (eager's apply decides)")
     setup_var = wrap(tx, setup, None) if setup is not None else ConstantVariable(None)
     args = [wrap(tx, a.value, a.source) if isinstance(a, LazyArgument) else a for a in args]
     grad = tx.state.grad_enabled

@@ -30,6 +30,7 @@ from ..variables.base import (
     SliceVariable,
     TensorVariable,
     TupleVariable,
+    same_key,
 )
 from ..variables.builder import is_lazy_scalar, wrap
 from ..variables.objects import ObjectVariable, SuperVariable
@@ -203,6 +204,6 @@ def delete_subscript(tx, container, key) -> None:
         if entry.get(k, _ABSENT) is _ABSENT:
             tx.user_error(KeyError(k))
         tx.set_dict_entry(container, DictEntry(tuple((a, b) for a, b in entry.items
-                                                     if not (type(a) is type(k) and a == k)), entry.source))
+                                                     if not (same_key(a, k))), entry.source))
     elif builtin_calls.call_dunder(tx, container, "__delitem__", [key]) is None:
         tx.unsupported("unsupported_subscript", f"deleting from a {container.python_type().__name__} value")

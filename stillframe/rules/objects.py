@@ -42,6 +42,7 @@ from ..variables.base import (
     TupleVariable,
     UserFunctionVariable,
     VariableTracker,
+    same_key,
 )
 from ..variables.builder import is_constant, wrap
 from ..tensors.ops import call_tensor_op
@@ -292,7 +293,7 @@ def _reorder(tx: Any, obj: DictVariable, entry: DictEntry, name: str, args: list
         tx.set_dict_entry(obj, DictEntry(tuple(items), entry.source))
         return TupleVariable((known.key_variable(key), value))
     key = known.hash_key(tx, args[0], obj)
-    index = next((i for i, (k, _) in enumerate(items) if type(k) is type(key) and k == key), None)
+    index = next((i for i, (k, _) in enumerate(items) if same_key(k, key)), None)
     if index is None:
         tx.user_error(KeyError(key))
     item = items.pop(index)
@@ -395,7 +396,7 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
                     return args[1]
                 tx.user_error(KeyError(key))
             tx.set_dict_entry(obj, DictEntry(tuple((k, v) for k, v in entry.items if not (
-                type(k) is type(key) and k == key)), entry.source))
+                same_key(k, key))), entry.source))
             return found
         if name in ("update", "__init__"):  # dict.__init__(self, pairs, **kw) adds as update does
             for k, v in (update_pairs(tx, args[0]) if args else ()):
@@ -513,7 +514,7 @@ def _dict_dunder(tx: Any, obj: DictVariable, entry: DictEntry, name: str, args: 
         return ConstantVariable(None)
     if entry.get(key, MISSING) is MISSING:  # __delitem__
         tx.user_error(KeyError(key))
-    tx.set_dict_entry(obj, DictEntry(tuple((k, v) for k, v in entry.items if not (type(k) is type(key) and k == key)),
+    tx.set_dict_entry(obj, DictEntry(tuple((k, v) for k, v in entry.items if not (same_key(k, key))),
                                      entry.source, entry.live))
     return ConstantVariable(None)
 

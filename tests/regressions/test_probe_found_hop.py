@@ -176,3 +176,27 @@ def test_custom_ops(backend):
     # its `out` was not known to write it: an internal error each, and the function ran eagerly with a warning.
     # The op object is its OpOverload now, whose schema says what it writes
     assert_parity(_custom_ops, lambda i=0: (torch.ones(3) + i, torch.zeros(3)), backend=backend, calls=2)
+
+
+class _KeywordOnly(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, *, k=2.0):
+        return x * k
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def _apply_with_a_keyword_only_argument(x):
+    try:
+        return _KeywordOnly.apply(x, k=3.0)
+    except TypeError as e:
+        return x - 1, str(e)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_function_apply_with_a_keyword_only_argument(backend):
+    # eager's apply binds keywords to forward's positions, and a keyword-only parameter has none: TypeError. The
+    # trace called forward with the keyword and returned x * 3 (found by a probe). Such a call runs for real now
+    assert_parity(_apply_with_a_keyword_only_argument, lambda i=0: (torch.ones(2) + i,), backend=backend, calls=2)

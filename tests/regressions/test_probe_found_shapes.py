@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import collections
 import math
 
 import pytest
@@ -177,3 +178,34 @@ def test_torch_python_functions_a_graph_cannot_call_are_traced_into(fn, make, ba
     # nn.Transformer.generate_square_subsequent_mask named a module attribute that does not exist (the graph
     # raised). Functions of torch.nn.utils.rnn, and those a graph cannot name (defined in a class), are traced into
     assert_parity(fn, make, backend=backend, calls=2)
+
+
+def _equal_keys_everywhere(x):
+    d = {1: "a", True: "b", 1.0: "c"}
+    e = {"a": 1, "a": 2}  # noqa: F601 (a repeated key, as eager merges it)
+    g = {1: "x", 2: "y"}
+    popped = g.pop(True)
+    h = {1: "x"}
+    del h[1.0]
+    o = collections.OrderedDict([(1, "a"), (2, "b")])
+    o.move_to_end(True)
+    return x + len(d), d, e, popped, g, h, list(o.items())
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_equal_keys_in_literals_and_removals(backend):
+    # a constant-key literal kept repeated keys ({1: "a", True: "b"} had two entries), and pop / del / move_to_end
+    # matched keys by type (g.pop(True) returned 1's value but left the entry)
+    assert_parity(_equal_keys_everywhere, lambda i=0: (torch.ones(1) + i,), backend=backend, calls=2)
+
+
+def _sign_of_a_zero(x, s):
+    return x * s, str(s), math.copysign(1.0, s)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_static_float_guard_tells_the_sign_of_zero(backend):
+    # a float specialized as -0.0 was guarded with `s == -0.0`, which 0.0 passes: the plan traced for -0.0 served
+    # 0.0 (str(s) == "-0.0"). A zero is guarded with its sign now
+    zeros = [-0.0, 0.0, -0.0]
+    assert_parity(_sign_of_a_zero, lambda i: (torch.ones(2), zeros[i]), backend=backend, calls=3)

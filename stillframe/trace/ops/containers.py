@@ -56,7 +56,10 @@ def BUILD_MAP(tx, inst):
 def BUILD_CONST_KEY_MAP(tx, inst):
     keys = const_value(tx, tx.pop())
     values = tx.popn(inst.arg)
-    tx.push(tx.new_dict(tuple(zip(keys, values))))
+    entry = DictEntry(())
+    for k, v in zip(keys, values):  # equal keys are one ({1: "a", True: "b"} is {1: "b"}), as BUILD_MAP's
+        entry = entry.set(k, v)
+    tx.push(tx.new_dict(entry.items))
 
 
 @handler("BUILD_SLICE")

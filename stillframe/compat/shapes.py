@@ -105,7 +105,25 @@ def fake_symbolic(mode: FakeTensorMode, value: torch.Tensor, dynamic: tuple, nam
             DimDynamic.DYNAMIC if d else DimDynamic.STATIC for d in (base_dynamic or (False,) * value._base.dim())])
     context = StatelessSymbolicContext(dynamic_sizes=dims, constraint_sizes=constraints,
                                        view_base_context=base_context)
-    return mode.from_tensor(value, symbolic_context=context, source=_NamedSource(name))
+    return _without_value(mode.from_tensor(value, symbolic_context=context, source=_NamedSource(name)))
+
+
+def fake_static(mode: FakeTensorMode, value: torch.Tensor) -> Any:
+    """The fake of ``value`` under ``mode`` (static shapes), knowing no tensor data (see :func:`_without_value`)."""
+    return _without_value(mode.from_tensor(value))
+
+
+def _without_value(fake: Any) -> Any:
+    """``fake`` without the value torch's fake-tensor converter gives the fake of a 0-dim input (``item_memo``):
+    with a ShapeEnv a backed symbol for ``.item()`` (all torch versions), without one the plain number (torch >=
+    2.14). The trace guards no tensor's data, and neither is guarded: with it, ``x[i]`` / ``x[i:]`` / ``int(i)``
+    traced with the first call's ``i`` (a branch on ``x[i:].shape[0]`` went unguarded), and AOTAutograd's retrace
+    (a new fake epoch, where the symbol is gone) made ``x[i]`` an unbacked symbol it could not guard on. Without
+    it, an op that reads the value depends on tensor data and breaks the graph, on every torch version and with
+    static and dynamic shapes alike (found by probes)."""
+    if fake.dim() == 0 and fake.item_memo is not None:
+        fake.item_memo = None
+    return fake
 
 
 def symbolic_int(mode: FakeTensorMode, value: int, name: str) -> Any:
@@ -220,7 +238,7 @@ def backend_context(mode: FakeTensorMode) -> Any:
     ``capture_scalar_outputs=True``: the graph handed over holds no ``.item()`` of the user's. Nor an op that
     reads the value of a 0-dim integer input (``x[i]``): that value (the fake's ``item_memo``) is gone in
     AOTAutograd's new fake epoch, and allowed scalar outputs would make it an unbacked symbol the op cannot guard
-    on; the trace breaks the graph at such an op instead (``tensors/ops.py::_values_unknown``)."""
+    on; the trace breaks the graph at such an op instead (``_without_value``)."""
     return _scalar_outputs_allowed(mode, tracing(TracingContext(mode)))
 
 

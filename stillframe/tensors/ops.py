@@ -16,11 +16,10 @@ checkpoint taken before the op still sees the tensors as they were.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import operator
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from .. import compat
@@ -347,7 +346,7 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     fn = getattr(fake_args[0], target) if kind == "call_method" else target
     call_args = fake_args[1:] if kind == "call_method" else fake_args
     try:
-        with tx.fake_context(), saved.recording(tx) as saved_now, _values_unknown(tx, fake_args, fake_kwargs):
+        with tx.fake_context(), saved.recording(tx) as saved_now:
             result = fn(*call_args, **fake_kwargs)
             written = [fresh[v.tid] for v in mutated if fresh[v.tid] is not result]  # (norm statistics)
             saved_now[:] = [t for t in saved_now if not any(t is w for w in written)]
@@ -641,41 +640,6 @@ def _describe(kind: str, target: Any) -> str:
     if kind == "call_method":
         return f"Tensor.{target}"
     return getattr(target, "__qualname__", None) or getattr(target, "__name__", repr(target))
-
-
-@contextlib.contextmanager
-def _values_unknown(tx: Any, fake_args: tuple, fake_kwargs: dict) -> Iterator[None]:
-    """For a backend that retraces the graph (AOTAutograd), hide while an op runs the value torch's fake-tensor
-    converter gives each 0-dim integer tensor argument of a symbolic trace (``item_memo``: a backed symbol standing
-    for ``i.item()``). AOTAutograd starts a new fake epoch, in which that value is gone: an op that reads it
-    (``x[i]``, ``x[:, i]``, ``x[i:]``, ``x[i] = v``, ``torch.select(x, 0, i)``) makes there an unbacked symbol it
-    cannot guard on (``GuardOnDataDependentSymNode``, found by a probe). Hidden, the op depends on tensor data in
-    the trace too, and breaks the graph as it does with static shapes (where torch.compile's backend refuses it
-    and the code runs eagerly)."""
-    hidden = []
-    if tx.functional_backend and tx.fake_mode.shape_env is not None:
-        slices = [x for x in _walk((fake_args, fake_kwargs)) if isinstance(x, slice)]  # (x[i:])
-        for t in _fakes_in((fake_args, fake_kwargs, [(x.start, x.stop, x.step) for x in slices])):
-            if t.dim() == 0 and not t.dtype.is_floating_point and not t.dtype.is_complex and \
-                    t.dtype is not torch.bool and t.item_memo is not None:
-                hidden.append((t, t.item_memo, t._version))
-                t.item_memo = None
-    try:
-        yield
-    finally:
-        for t, memo, version in hidden:
-            if t._version == version:  # (a write invalidates it anyway)
-                t.item_memo = memo
-
-
-def _walk(obj: Any) -> Iterator[Any]:
-    yield obj
-    if isinstance(obj, (tuple, list)):
-        for x in obj:
-            yield from _walk(x)
-    elif isinstance(obj, dict):
-        for x in obj.values():
-            yield from _walk(x)
 
 
 def _fakes_in(obj: Any) -> list:

@@ -544,7 +544,7 @@ def _fake_input(tx: Any, value: torch.Tensor, source: Source, stand_in: torch.Te
         if any(dynamic):
             raise RetraceSymbolic(f"{source.name} has dynamic dimensions {[i for i, d in enumerate(dynamic) if d]}")
         _guard(tx, source, "TENSOR", tensor_signature(value))
-        return tx.fake_mode.from_tensor(value if stand_in is None else stand_in)
+        return compat.fake_static(tx.fake_mode, value if stand_in is None else stand_in)
     fakeified = value if stand_in is None else stand_in
     base_dynamic = None
     if fakeified._base is not None and tx.shapes is not None:  # a view's base: the policy decides for it too

@@ -20,13 +20,14 @@ import math
 import operator
 import sys
 import types
+import weakref
 from typing import Any, Callable
 
 import torch
 from .. import compat
 from ..errors import InternalError
 from ..guards.guard import Guard
-from ..guards.source import AttrSource, GetItemSource
+from ..guards.source import AttrSource, CallSource, GetItemSource
 from ..variables.base import (
     AutocastExitVariable,
     AutocastVariable,
@@ -504,6 +505,10 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
     if getattr(value, "__name__", None) == "__subclasses__" and isinstance(getattr(value, "__self__", None), type) \
             and not args and not kwargs:
         return tx.push(_subclasses(tx, value.__self__))
+    if type(value) is weakref.ref and var.source is not None and not args and not kwargs:
+        # a weak reference followed (nn.RNNBase checks its _flat_weight_refs): the referent, or None, read afresh
+        # from the reference on each call and guarded as any value read from it is; following one has no effect
+        return tx.push(wrap(tx, value(), CallSource(var.source, operator.call)))
     if isinstance(value, type) and issubclass(value, torch.nn.Module):
         tx.unsupported("unsupported_call", f"constructing the module {value.__qualname__} inside the trace",
                        ("construct the module outside the compiled function and call it inside",))

@@ -236,3 +236,61 @@ def test_len_of_unbacked_size(backend, monkeypatch):
         return u * 2, len(u)
 
     assert_parity(fn, lambda i: (torch.tensor([1.0, 2.0, 2.0, 3.0 + i]),), backend=backend, calls=2)
+
+
+# ---------------------------------------------------------------- following a weak reference (nn.RNNBase)
+# Calling a weakref.ref broke the graph: an LSTM's forward checks every ``_flat_weight_refs[i]() is not weight``,
+# 15 breaks per call, in a loop over a zip that then ran for real. A followed reference is now its referent, read
+# afresh from the reference on every call and guarded like any value read from it.
+
+def _lstm(m, x):
+    out, (h, c) = m(x)
+    return out.sum() + h.sum() * c.mean()
+
+
+def _lstm_args(replace_weight):
+    def make_args(i=0):
+        torch.manual_seed(0)
+        m = nn.LSTM(3, 4, num_layers=2, batch_first=True)
+        if replace_weight and i:  # the module's ref to it is dead: _update_flat_weights runs
+            m.weight_hh_l0 = nn.Parameter(torch.randn(16, 4))
+        return m, torch.randn(2, 5 + i, 3, requires_grad=True)
+
+    return make_args
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("replace_weight", [False, True])
+def test_lstm_follows_its_weight_refs_in_one_graph(backend, replace_weight):
+    assert_parity(_lstm, _lstm_args(replace_weight), backend=backend, calls=3)
+    if not replace_weight:
+        m, x = _lstm_args(False)()
+        stillframe.compile(_lstm, backend=backend, fullgraph=True)(m, x)  # no graph break
+
+
+class _Box:
+    scale = 3.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_followed_weak_reference_is_read_on_every_call(backend):
+    import gc
+    import weakref
+
+    box, w = _Box(), torch.ones(3)
+    box_ref, w_ref = weakref.ref(box), weakref.ref(w)
+
+    def f(x):
+        o, t = box_ref(), w_ref()
+        y = x * 2 if o is None else x + o.scale
+        return y if t is None else y * t
+
+    compiled = stillframe.compile(f, backend=backend)
+    x = torch.randn(3)
+    torch.testing.assert_close(compiled(x), f(x), rtol=0, atol=0)
+    w.mul_(2)  # the referent's new value
+    torch.testing.assert_close(compiled(x), f(x), rtol=0, atol=0)
+    del box, w
+    gc.collect()
+    assert box_ref() is None and w_ref() is None
+    torch.testing.assert_close(compiled(x), f(x), rtol=0, atol=0)

@@ -251,9 +251,11 @@ def aliasing_pattern(tensors: tuple) -> tuple:
 
 
 def hook_ids(m: torch.nn.Module) -> tuple:
-    """Identity of a module's forward pre-hooks and forward hooks, in call order (the HOOKS guard)."""
+    """Identity of a module's forward pre-hooks and forward hooks, in call order, and whether it has backward
+    hooks (the HOOKS guard: a module call traced without them runs for real once one is registered)."""
     return (tuple((id(h), k in m._forward_pre_hooks_with_kwargs) for k, h in m._forward_pre_hooks.items()),
-            tuple((id(h), k in m._forward_hooks_with_kwargs) for k, h in m._forward_hooks.items()))
+            tuple((id(h), k in m._forward_hooks_with_kwargs) for k, h in m._forward_hooks.items()),
+            bool(m._backward_hooks or m._backward_pre_hooks))
 
 
 #: Globals dicts that are no module's ``__dict__`` in ``sys.modules`` (code run by ``exec`` or ``runpy``, a
@@ -470,8 +472,9 @@ GUARD_KINDS: dict[str, GuardKind] = {
                                               "leaf (made before its base took history)"),
     # (sources, an expression over ___t0, ___t1 ...): one of the ShapeEnv's guards on the inputs' symbolic sizes
     "SHAPE": GuardKind(_shape_check, _shape_text),
-    "NO_HOOKS": GuardKind(lambda gen, v, exp: f"not ({v}._forward_hooks or {v}._forward_pre_hooks)",
-                          lambda name, exp: f"{name} has no forward hooks"),
+    "NO_HOOKS": GuardKind(lambda gen, v, exp: f"not ({v}._forward_hooks or {v}._forward_pre_hooks or "
+                                              f"{v}._backward_hooks or {v}._backward_pre_hooks)",
+                          lambda name, exp: f"{name} has no forward or backward hooks"),
     "HOOKS": GuardKind(lambda gen, v, exp: f"___hook_ids({v}) == {exp!r}",
                        lambda name, exp: f"{name} has the same forward hooks"),
     "SAME": GuardKind(lambda gen, v, exp: f"{v} is {gen.ref(exp)}", lambda name, exp: f"{name} is {exp.name}"),

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 
 def module_hooks_guard(tx: Any, mod: NNModuleVariable) -> None:
-    """Guard that ``mod`` still has exactly the forward hooks it has now (and that no global hooks exist)."""
+    """Guard that ``mod`` still has exactly the forward hooks it has now, still no backward hooks, and that no
+    global hooks exist."""
     m = mod.module
     if mod.source is not None:
         if m._forward_hooks or m._forward_pre_hooks:
@@ -51,12 +52,7 @@ def global_module_hooks() -> bool:
 def call_module(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> None:
     """``module(*args)`` as ``nn.Module.__call__`` does it: forward pre-hooks, ``forward``, forward hooks."""
     module = mod.module
-    if global_module_hooks():
-        tx.unsupported("module_hooks", f"calling {type(module).__name__} while global module hooks are registered "
-                       "(torch.nn.modules.module.register_module_*_hook)", ("the module call runs for real",))
-    if module._backward_hooks or module._backward_pre_hooks or getattr(module, "_forward_hooks_always_called", None):
-        tx.unsupported("module_hooks", f"calling {type(module).__name__} that has backward hooks",
-                       ("forward hooks and forward pre-hooks are supported",))
+    _refuse_unsupported_hooks(tx, module)
     call_override = type(module).__call__
     if is_disabled(call_override) or is_disabled(module.__dict__.get("forward")):  # torch.compiler.disable(mod)
         tx.unsupported("disabled", f"{type(module).__name__} is marked never to be compiled",
@@ -68,6 +64,18 @@ def call_module(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> 
     call_module_impl(tx, mod, args, kwargs)
 
 
+def _refuse_unsupported_hooks(tx: Tracer, module: torch.nn.Module) -> None:
+    """Break before a call of ``module`` that runs hooks the trace does not inline: global module hooks, backward
+    hooks, forward hooks that run even when forward raises. The module call runs for real (the guards of
+    :func:`module_hooks_guard` send a call traced without them there once one is registered)."""
+    if global_module_hooks():
+        tx.unsupported("module_hooks", f"calling {type(module).__name__} while global module hooks are registered "
+                       "(torch.nn.modules.module.register_module_*_hook)", ("the module call runs for real",))
+    if module._backward_hooks or module._backward_pre_hooks or getattr(module, "_forward_hooks_always_called", None):
+        tx.unsupported("module_hooks", f"calling {type(module).__name__} that has backward hooks",
+                       ("forward hooks and forward pre-hooks are supported",))
+
+
 #: ``nn.Module.__call__`` and the functions behind it: a subclass's ``__call__`` reaches them through
 #: ``super().__call__(...)`` (transformers' GradientCheckpointingLayer); they run as :func:`call_module_impl`.
 MODULE_CALL_IMPLS = (torch.nn.Module.__call__, torch.nn.Module._wrapped_call_impl, torch.nn.Module._call_impl)
@@ -76,6 +84,7 @@ MODULE_CALL_IMPLS = (torch.nn.Module.__call__, torch.nn.Module._wrapped_call_imp
 def call_module_impl(tx: Tracer, mod: NNModuleVariable, args: list, kwargs: dict) -> None:
     """What ``nn.Module.__call__`` itself does for ``mod``: forward pre-hooks, ``forward``, forward hooks."""
     module = mod.module
+    _refuse_unsupported_hooks(tx, module)  # (again: super().__call__(...) in a subclass's __call__ comes here)
     module_hooks_guard(tx, mod)
     replaced = "forward" in module.__dict__  # module.forward = fn: Module.__call__ finds the instance's
     if mod.source is not None:

@@ -32,7 +32,7 @@ import torch
 
 from . import compat
 from .config import config
-from .errors import InternalError, StillframeWarning, Unsupported, UserError
+from .errors import GraphBreak, GraphBreakKind, InternalError, StillframeWarning, Unsupported, UserError
 from .guards.guard import identity_checked, user_names
 from .runtime import live, tracebacks
 from .rules.disable import ORIGINAL, disable, is_disabled  # noqa: F401  (public: stillframe.disable)
@@ -161,6 +161,9 @@ class CompiledFunction:
             # calling it only makes the generator (or coroutine) object: its body runs as the caller iterates,
             # outside this call, as under torch.compile, which does not compile such a frame either
             return fn(*args, **kwargs)
+        observer = compat.user_interposer()
+        if observer is not None:
+            return self._run_observed(fn, args, kwargs, observer)
         L = self._bind(*args, **kwargs)
         G = fn.__globals__
         entries = self._cache.get(fn.__code__)
@@ -177,6 +180,17 @@ class CompiledFunction:
         if isinstance(result, RunForReal):  # the graph raised and did nothing else: eager's effects, then its error
             return self._run_for_real_after(result.error, fn, args, kwargs)
         return self._finish(result, G)
+
+    def _run_observed(self, fn: types.FunctionType, args: tuple, kwargs: dict, observer: str) -> Any:
+        """The call, run for real while the user's saved-tensor hooks or torch modes are active (``observer``
+        says which): they see every torch call of eager's and no other (not the guards' and the runtime's), and
+        every tensor eager's autograd saves (not what an AOTAutograd graph saves). Under ``fullgraph=True``,
+        :class:`Unsupported`."""
+        if self._fullgraph:
+            raise Unsupported(GraphBreak(GraphBreakKind.GLOBAL_STATE, f"{fn.__qualname__} was called while {observer}",
+                                         ("a compiled call runs for real while they are active",)))
+        log.event("breaks", "%s runs for real: %s", fn.__qualname__, observer)
+        return fn(*args, **kwargs)
 
     def _run_for_real_after(self, error: BaseException, fn: types.FunctionType, args: tuple, kwargs: dict) -> Any:
         """The call, run for real after its graph raised ``error`` (``CacheEntry.rerun_on_raise``). The real run
@@ -314,6 +328,11 @@ class CompiledFunction:
         if cont.handling is not None:  # inside an `except` block of the user's: on for real until POP_EXCEPT
             cont.concrete = True      # (as runtime/live.py runs a handler a real step's exception reached)
             return cont
+        if compat.user_interposer() is not None:  # a real step entered the user's saved-tensor hooks or torch mode:
+            cont.concrete = cont.observed = True  # on for real (no guard or graph may run) until one leaves it
+            return cont
+        if cont.observed:  # and this one left it: plans again from here
+            cont.concrete = cont.observed = False
         key = cont.key()
         entries = self._cache.get(key)
         if entries is None:

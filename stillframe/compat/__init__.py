@@ -7,7 +7,9 @@ torch.compile's ``backend=`` argument (``torch._TorchCompileWrapper``,
 switch a graph records (``torch._C._set_grad_enabled``), the C++ base of ``torch.Tensor``, fake
 tensors' data-dependence errors, ``torch._utils.is_compiling``, torch.fx's tracing flag,
 ``torch._ops.HigherOrderOperator``, ``torch._C._FunctionBase.apply``, the Python dispatcher
-(``torch._dispatch.python``) and ``torch._higher_order_ops.while_loop``. A test
+(``torch._dispatch.python``), ``torch._higher_order_ops.while_loop``, and the saved-tensor hooks and torch mode
+stacks (``torch._C._autograd._top_saved_tensors_default_hooks``, ``torch._C._len_torch_function_stack``,
+``torch._C._len_torch_dispatch_stack``: see :func:`user_interposer`). A test
 (``tests/architecture/test_layers.py``) checks no other module names a private torch API.
 """
 
@@ -158,6 +160,35 @@ def user_saved_tensors_hooks_shadowed() -> Any:
     if torch._C._autograd._top_saved_tensors_default_hooks(False) is None:
         return contextlib.nullcontext()
     return torch.autograd.graph.saved_tensors_hooks(_same, _same)
+
+
+_top_saved_tensors_hooks = torch._C._autograd._top_saved_tensors_default_hooks
+_function_modes = torch._C._len_torch_function_stack
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+
+
+def user_interposer() -> str | None:
+    """What of the user's, active now, sees the torch calls a call makes, or ``None``: saved-tensor hooks
+    (``torch.autograd.graph.saved_tensors_hooks``), a ``TorchFunctionMode`` or a ``TorchDispatchMode``.
+
+    A compiled call made meanwhile runs for real. A plan does not make eager's calls: its guards and runtime
+    make torch calls of their own, which a mode would log; an AOTAutograd graph saves other tensors than eager's
+    ops, which hooks would pack (and the ``eager`` backend's captured checkpoint too). ``torch.device(...)`` as a
+    context (``torch.set_default_device``) is a function mode of torch's that only fills in a factory call's
+    device, which the trace follows: it is not counted.
+    """
+    if _top_saved_tensors_hooks(False) is not None:
+        return "saved-tensor hooks (torch.autograd.graph.saved_tensors_hooks) are active"
+    if _dispatch_modes():
+        return f"a TorchDispatchMode ({', '.join(active_dispatch_modes())}) is active"
+    if _function_modes():
+        from torch.overrides import _get_current_function_mode_stack
+        from torch.utils._device import DeviceContext
+
+        modes = [type(m).__name__ for m in _get_current_function_mode_stack() if not isinstance(m, DeviceContext)]
+        if modes:
+            return f"a TorchFunctionMode ({', '.join(modes)}) is active"
+    return None
 
 
 def forget_fx_name(graph: torch.fx.Graph, node: torch.fx.Node) -> None:

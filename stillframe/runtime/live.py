@@ -53,6 +53,8 @@ class Continuation:
     reason: Any = None
     returned: Any = field(default=None)
     concrete: bool = False  # running instruction by instruction (no plan for where the stack stands)
+    observed: bool = False  # concrete because the user's saved-tensor hooks or torch mode are active (traced anew
+                            # once a real step leaves them)
     handling: Any = None  # the exception an `except` block of the user's code is handling, if any
     # what was symbolic at the break, by the source name the resumed trace reads it from: the dimensions of a
     # tensor (a tuple of bools), or "int" (so the code after a break stays dynamic where the code before was)

@@ -1,12 +1,16 @@
 """Regressions found by parity probes of what the user hooks into autograd and torch's dispatch (session 32):
-module hooks registered after the first call. Each scenario runs eagerly and compiled on both backends; what it
-observes (values, gradients, the hooks' logs) must be the same."""
+saved-tensor hooks, module hooks registered after the first call, torch function and dispatch modes. Each
+scenario runs eagerly and compiled on both backends; what it observes (values, gradients, the hooks' and modes'
+logs) must be the same."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+import torch.utils.checkpoint
 from torch import nn
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import stillframe
 
@@ -34,6 +38,82 @@ def _parity(scenario, backend, **compile_kwargs):
     torch.manual_seed(0)
     compiled = scenario(lambda fn: stillframe.compile(fn, backend=backend, **compile_kwargs))
     _same(eager, compiled)
+
+
+def _inputs(i):
+    torch.manual_seed(i)
+    return torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+
+
+# ---------------------------------------------------------------- saved-tensor hooks
+# An AOTAutograd graph is one autograd node that saves what its partitioner chose, not the tensors eager's ops
+# save: hooks active while it ran packed 2 tensors where eager packs 3, and an unpack hook that changes the value
+# gave other gradients. On the eager backend a captured checkpoint saved differently too. A compiled call made
+# while such hooks are active runs for real now, and so does the code between entering and leaving them.
+
+def _recording_hooks(log):
+    def pack(t):
+        log.append(("pack", tuple(t.shape)))
+        return t
+
+    def unpack(t):
+        log.append("unpack")
+        return t * 2
+
+    return pack, unpack
+
+
+def _saved_hooks_scenario(body, where, backward_inside=False):
+    def scenario(compile):
+        log = []
+        pack, unpack = _recording_hooks(log)
+
+        def inner(x, w):
+            if where == "inside":
+                with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+                    y = body(x, w)
+            else:
+                y = body(x, w)
+            if backward_inside:
+                y.sum().backward()
+                return y.detach() + 1
+            return y
+
+        fn = compile(inner)
+        observed = []
+        for i in range(3):
+            x, w = _inputs(i)
+            if where == "around":
+                with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+                    y = fn(x, w)
+            else:
+                y = fn(x, w)
+            if not backward_inside:
+                y.sum().backward()
+            observed.append([y, x.grad, w.grad])
+        return observed, log
+
+    return scenario
+
+
+def _mul_sin(x, w):
+    return (x * w).sin()
+
+
+def _checkpointed(x, w):
+    return torch.utils.checkpoint.checkpoint(lambda a: (a * w).sin().cos(), x, use_reentrant=False)
+
+
+@pytest.mark.parametrize("where", ["inside", "around"])
+@pytest.mark.parametrize("body", [_mul_sin, _checkpointed])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_saved_tensor_hooks(backend, body, where):
+    _parity(_saved_hooks_scenario(body, where), backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_saved_tensor_hooks_with_backward_inside(backend):
+    _parity(_saved_hooks_scenario(_mul_sin, "inside", backward_inside=True), backend)
 
 
 # ---------------------------------------------------------------- module hooks registered after the first call
@@ -96,3 +176,92 @@ def _module_hook_scenario(kind, style, target):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_module_backward_hook_registered_after_the_first_call(backend, kind, style, target):
     _parity(_module_hook_scenario(kind, style, target), backend)
+
+
+# ---------------------------------------------------------------- torch function and dispatch modes
+# A mode active around a compiled call saw stillframe's own torch calls (the guards' reads of sizes and strides,
+# the fetch of inputs, AOTAutograd's ops), and a mode entered inside the compiled function saw the guards of the
+# code after it. A compiled call made while a mode is active runs for real now, and so does the code while one
+# entered inside is active.
+
+class _FunctionLog(TorchFunctionMode):
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.log.append(getattr(func, "__name__", str(func)))
+        return func(*args, **(kwargs or {}))
+
+
+class _DispatchLog(TorchDispatchMode):
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.log.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def _mode_scenario(mode, where):
+    def scenario(compile):
+        log = []
+
+        def inner(x, w):
+            y = x * 2
+            if where == "inside":
+                with mode(log):
+                    y = (y * w).sin()
+            else:
+                y = (y * w).sin()
+            return y.cos().sum() + 1
+
+        fn = compile(inner)
+        observed = []
+        for i in range(3):
+            x, w = _inputs(i)
+            if where == "around":
+                with mode(log):
+                    y = fn(x, w)
+            else:
+                y = fn(x, w)
+            y.backward()
+            observed.append([y, x.grad, w.grad])
+        return observed, log
+
+    return scenario
+
+
+@pytest.mark.parametrize("where", ["inside", "around"])
+@pytest.mark.parametrize("mode", [_FunctionLog, _DispatchLog])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_torch_modes_see_only_eager_calls(backend, mode, where):
+    _parity(_mode_scenario(mode, where), backend)
+
+
+def test_code_after_a_mode_is_left_is_captured_again():
+    # the code after the `with` block runs through a plan again, traced once and then reused
+    log = []
+
+    def inner(x):
+        with _FunctionLog(log):
+            x = x + 1
+        return x * 2
+
+    compiled = stillframe.compile(inner, backend="eager")
+    for _ in range(3):
+        torch.testing.assert_close(compiled(torch.ones(2)), torch.full((2,), 4.0))
+    assert log == ["add"] * 3
+    graphs = [entry.graph_module.code for entries in compiled.all_cache_entries().values() for entry in entries
+              if entry.graph_module is not None]
+    assert any("mul" in code for code in graphs), graphs
+    assert stillframe.counters["traces"] <= 3
+
+
+@pytest.mark.parametrize("mode", [_FunctionLog, _DispatchLog])
+def test_fullgraph_call_under_a_mode_is_unsupported(mode):
+    compiled = stillframe.compile(lambda x: x.sin() + 1, backend="eager", fullgraph=True)
+    with mode([]):
+        with pytest.raises(stillframe.Unsupported, match="is active"):
+            compiled(torch.ones(2))

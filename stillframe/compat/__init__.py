@@ -191,6 +191,21 @@ def user_interposer() -> str | None:
     return None
 
 
+def default_device_context() -> Any:
+    """The device the innermost ``torch.device(...)`` context (``torch.set_default_device``) gives a factory call
+    that names none, or ``None`` outside one. The trace follows it (its fake factory calls see it): a GLOBAL guard
+    pins it."""
+    if not _function_modes():
+        return None
+    from torch.overrides import _get_current_function_mode_stack
+    from torch.utils._device import DeviceContext
+
+    for mode in reversed(_get_current_function_mode_stack()):
+        if isinstance(mode, DeviceContext):
+            return mode.device
+    return None
+
+
 def forget_fx_name(graph: torch.fx.Graph, node: torch.fx.Node) -> None:
     """Give an erased node's name back to the graph's namespace (FX never does), newest node first.
 

@@ -154,7 +154,7 @@ def symbolic_float(mode: FakeTensorMode, value: float, name: str) -> tuple[torch
 def float_tensor(value: float) -> torch.Tensor:
     """What a float graph input is passed as (a ``CallSource`` of it): a float64 0-dim tensor, as torch.compile
     passes an unspecialized float."""
-    return torch.tensor(value, dtype=torch.float64)
+    return torch.tensor(value, dtype=torch.float64, device="cpu")  # (not torch.set_default_device's)
 
 
 #: What the ShapeEnv raises where Python needs the value of an unbacked symbol (``if t.item() > 0`` under

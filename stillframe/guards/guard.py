@@ -357,6 +357,7 @@ class GuardCodegen:
             "___aliasing": aliasing_pattern,
             "___hook_ids": hook_ids,
             "___global_hooks_empty": _global_hooks_empty,
+            "___default_device": compat.default_device_context,
             "___module_globals": _module_globals,
             "torch": torch,
             "math": math,  # the ShapeEnv's guards on a float say math.isnan(...)
@@ -404,6 +405,8 @@ GLOBAL_STATES: dict[str, GuardKind] = {
         lambda gen, v, value: f"(torch.is_autocast_enabled('cpu'), torch.get_autocast_dtype('cpu')) == "
                               f"{gen.const(value)}",
         lambda name, value: f"(torch.is_autocast_enabled('cpu'), torch.get_autocast_dtype('cpu')) == {value}"),
+    "default_device": GuardKind(lambda gen, v, value: f"___default_device() == {gen.const(value)}",
+                                lambda name, value: f"the torch.device context is {value}"),
     "inference_mode": GuardKind(lambda gen, v, value: f"torch.is_inference_mode_enabled() is {value!r}",
                                 lambda name, value: f"torch.is_inference_mode_enabled() == {value}"),
     "global_hooks": GuardKind(lambda gen, v, value: "___global_hooks_empty()",

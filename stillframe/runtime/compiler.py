@@ -154,6 +154,7 @@ def _stack_source(i: int, j: int, value: Any, read_from_tensor: bool) -> LocalSo
 def _global_guards(tracer: Tracer) -> None:
     tracer.add_guard(Guard(None, "GLOBAL", ("grad_enabled", torch.is_grad_enabled())))
     tracer.add_guard(Guard(None, "GLOBAL", ("default_dtype", torch.get_default_dtype())))
+    tracer.add_guard(Guard(None, "GLOBAL", ("default_device", compat.default_device_context())))
     tracer.add_guard(Guard(None, "GLOBAL", ("inference_mode", torch.is_inference_mode_enabled())))
     autocast_cpu = (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"))
     tracer.add_guard(Guard(None, "GLOBAL", ("autocast_cpu", autocast_cpu)))

@@ -341,7 +341,7 @@ def _entry(opt: Any, rule: OptimizerRule, snap: Snapshot, plan: Plan | None, **f
         floats = (live.lrs if lr_dtype is not None else ()) + tuple(live.scalars[g][i] for g, i in inputs)
         held = last[0]  # one read: another thread's call may replace it meanwhile (tensors are never mutated)
         if held[0] != floats:  # a tensor made anew only for a value that changed
-            tensors = [t if i < len(held[0]) and held[0][i] == v else torch.tensor(v, dtype=d)
+            tensors = [t if i < len(held[0]) and held[0][i] == v else torch.tensor(v, dtype=d, device="cpu")
                        for i, (v, d, t) in enumerate(zip(floats, dtypes, held[1] or [None] * len(floats)))]
             held = last[0] = (floats, tensors)
         return live.live + held[1]
@@ -418,7 +418,7 @@ def _trace_once(opt: Any, rule: OptimizerRule, snap: Snapshot, layout: list, for
         lr_inputs = [tensor for tensor, _, _ in made]
         lr_symbols = {compat.symbol_name(sym) for _, _, sym in made}
     elif lr_dtype is not None:
-        lr_inputs = [torch.tensor(lr, dtype=lr_dtype) for lr in snap.lrs]
+        lr_inputs = [torch.tensor(lr, dtype=lr_dtype, device="cpu") for lr in snap.lrs]
     scalar_fakes = [compat.symbolic_float(mode, snap.scalars[g][i], f"param_groups[{g}] float {i}")
                     for g, i in scalar_inputs]
     by_symbol = {compat.symbol_name(sym): where for (_, _, sym), where in zip(scalar_fakes, scalar_inputs)}

@@ -586,7 +586,7 @@ def _probe_overlap(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
                      (e.meta.base == root) and e.meta.dtype == meta.dtype] + [tx.state.heap[root].meta]
             extent = max(m.storage_offset + sum((n - 1) * st for n, st in zip(m.shape, m.stride)) + 1
                          for m in group)
-            storages[root] = torch.zeros(max(extent, 1), dtype=meta.dtype)
+            storages[root] = torch.zeros(max(extent, 1), dtype=meta.dtype, device="cpu")
         return storages[root].as_strided(meta.shape, meta.stride, meta.storage_offset)
 
     try:

@@ -265,3 +265,38 @@ def test_fullgraph_call_under_a_mode_is_unsupported(mode):
     with mode([]):
         with pytest.raises(stillframe.Unsupported, match="is active"):
             compiled(torch.ones(2))
+
+
+# ---------------------------------------------------------------- torch.device as a context
+# torch.device(...) as a context (torch.set_default_device) is a function mode of torch's that the trace follows
+# rather than runs for real. Its device was not guarded: a plan traced inside `with torch.device("meta")` made
+# meta tensors outside it too. And stillframe's own tensors took its device: a float argument that changes
+# (passed as a float64 0-dim tensor) was made on meta, and the aot_eager backend raised a device mismatch.
+
+def _factories(x, n):
+    return torch.arange(n).float().sum() + x.sum().to("cpu"), torch.zeros(2) + 1, torch.empty(1).device.type
+
+
+def _scaled(x, lr):
+    return x * lr + torch.ones(2, device="cpu")
+
+
+@pytest.mark.parametrize("fn", [_factories, _scaled])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_device_context_around_the_call(backend, fn):
+    def scenario(compile):
+        compiled = compile(fn)
+        observed = []
+        for i, (inside, value) in enumerate([(True, 3), (True, 4), (False, 5), (True, 6), (False, 7)]):
+            x = torch.ones(2, device="cpu") * (i + 1)
+            args = (x, value if fn is _factories else value / 8)
+            if inside:
+                with torch.device("meta"):
+                    result = compiled(*args)
+            else:
+                result = compiled(*args)
+            observed.append([(t.device.type, t.shape, t.tolist() if t.device.type != "meta" else None)
+                             if isinstance(t, torch.Tensor) else t for t in result])
+        return observed
+
+    _parity(scenario, backend)

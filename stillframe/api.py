@@ -179,7 +179,13 @@ class CompiledFunction:
         result = entry.run(L, G, fn)
         if isinstance(result, RunForReal):  # the graph raised and did nothing else: eager's effects, then its error
             return self._run_for_real_after(result.error, fn, args, kwargs)
-        return self._finish(result, G)
+        if not isinstance(result, live.Continuation):
+            return result
+        # handed on in a box this frame lets go of: a continuation it kept would keep every value of the call
+        # stack at that break alive to the end of the call (a generator dropped later would close too late)
+        box = [result]
+        del result
+        return self._finish(box, G)
 
     def _run_observed(self, fn: types.FunctionType, args: tuple, kwargs: dict, observer: str) -> Any:
         """The call, run for real while the user's saved-tensor hooks or torch modes are active (``observer``
@@ -307,8 +313,11 @@ class CompiledFunction:
         self._warn_once("fake", message)
         return result
 
-    def _finish(self, result: Any, G: dict) -> Any:
-        """Carry a plan that ended at a graph break on: one real step, then the resumed plan, until return."""
+    def _finish(self, box: list, G: dict) -> Any:
+        """Carry a plan that ended at a graph break on (``box`` holds its continuation, which is taken out): one
+        real step, then the resumed plan, until return. Only the continuation of the current point is kept: the
+        values of an earlier one go when the real code lets go of them (eager's order of finalizers)."""
+        result = box.pop()
         while isinstance(result, live.Continuation):
             result = self._resume(result, G)
         return result

@@ -282,6 +282,17 @@ def _module_globals(key: str) -> dict:
     return namespace if namespace is not None else sys.modules[key].__dict__
 
 
+def has_finalizer(value: Any) -> bool:
+    """Whether collecting ``value`` runs code: its type has ``__del__`` (a class of the user's that defines it, a
+    generator, whose ``close()`` runs its ``finally`` and ``__exit__`` blocks, a file object ...)."""
+    return getattr(type(value), "__del__", None) is not None
+
+
+def finalizer_names(L: dict) -> frozenset:
+    """The names of the live values in ``L`` that run code when collected (:func:`has_finalizer`)."""
+    return frozenset(name for name, value in L.items() if getattr(type(value), "__del__", None) is not None)
+
+
 def _global_hooks_empty() -> bool:
     from torch.nn.modules import module as _m
 
@@ -358,6 +369,7 @@ class GuardCodegen:
             "___hook_ids": hook_ids,
             "___global_hooks_empty": _global_hooks_empty,
             "___default_device": compat.default_device_context,
+            "___finalizer_names": finalizer_names,
             "___module_globals": _module_globals,
             "torch": torch,
             "math": math,  # the ShapeEnv's guards on a float say math.isnan(...)
@@ -415,6 +427,11 @@ GLOBAL_STATES: dict[str, GuardKind] = {
     # arguments, the value it returned)
     "query": GuardKind(lambda gen, v, value: f"{gen.const(value[0])}(*{gen.const(value[1])}) == {gen.const(value[2])}",
                        lambda name, value: f"{getattr(value[0], '__qualname__', value[0])}{value[1]!r} == {value[2]!r}"),
+    # a resumed segment: which live values run code when collected (a generator, an object with __del__): the
+    # trace breaks where it drops the last reference it holds to one of them (Tracer.watch_finalizers)
+    "finalizers": GuardKind(lambda gen, v, value: f"___finalizer_names(L) == {gen.const(value)}",
+                            lambda name, value: f"the live values run code when collected at "
+                                                f"{sorted(_user_local(n) for n in value)}"),
     # a resumed segment: which locals of the call stack are bound (an ``if`` may have bound one only sometimes)
     "live_names": GuardKind(lambda gen, v, value: f"L.keys() == {gen.const(value)}",
                             lambda name, value: f"the live names are {sorted(_user_local(n) for n in value)}"),

@@ -267,6 +267,11 @@ def torch_module_delattr() -> Any:
 
 
 def new_object(tx: Any, cls: type) -> ObjectVariable:
+    if getattr(cls, "__del__", None) is not None:
+        # a traced object is never collected, so its __del__ would never run: made for real, it is collected as
+        # eager's is, and the trace breaks where it drops its last reference (Tracer.watch_finalizers)
+        tx.unsupported("unsupported_call", f"constructing {cls.__qualname__}, whose __del__ runs when it is "
+                       "collected: it is made for real")
     storage = tx.new_dict(()).oid if dict_base(cls) is not None else None
     oid = tx.new_id()
     tx.heap_set(oid, ObjectEntry(cls, DictEntry(()), storage))

@@ -28,7 +28,7 @@ from ..errors import (GraphBreak, GraphBreakKind, InternalError, RetraceRunForRe
                       UserLocation)
 from ..tensors.effects import runs_for_real
 from ..graph import passes
-from ..guards.guard import Guard, GuardCodegen, aliasing_pattern, compile_guards, tensor_examples
+from ..guards.guard import Guard, GuardCodegen, aliasing_pattern, compile_guards, finalizer_names, tensor_examples
 from ..guards.source import (
     AttrSource,
     FunctionSource,
@@ -108,6 +108,10 @@ def start_resume(cont: live.Continuation, L: dict, shapes: ShapePolicy | None = 
     # the rebuild passes every bound local on, read or not: a plan made where a local was bound (by one
     # branch of an ``if``) must not run where it is unbound
     tracer.add_guard(Guard(None, "GLOBAL", ("live_names", frozenset(L))))
+    # live values whose collection runs code: the trace breaks where it drops its last reference to one
+    finalizers = finalizer_names(L)
+    tracer.add_guard(Guard(None, "GLOBAL", ("finalizers", finalizers)))
+    tracer.finalizers = frozenset(id(L[name]) for name in finalizers)
     for i, f in enumerate(cont.frames):
         locals_ = {name: LazyArgument(value, (ScalarOutputSource if name in f.data and type(value) is float
                                               else LocalSource)(f"{i}:{name}")) for name, value in f.locals.items()}

@@ -27,6 +27,7 @@ from typing import Any, Callable
 import torch
 from .. import compat
 from ..bytecode.liveness import live_locals
+from ..variables.reach import reaches
 from ..guards.guard import GuardCodegen
 from ..guards.source import ScalarOutputSource
 from ..tensors.meta import TensorMeta
@@ -321,8 +322,9 @@ class StateCodegen:
             # a dead local is not rebuilt (nor a graph output). A caller's frame is mid-call at ip - 1: what is
             # live before that instruction includes its exception handler's reads, should the callee raise
             live_names = live_locals(frame.code, frame.ip if depth == len(frames) - 1 else frame.ip - 1)
+            # nor one whose value runs code when collected: eager's frame holds it to its end (or to the `del`)
             kept = [(k, v) for k, v in frame.locals.items() if live_names is None or k in live_names or
-                    k not in frame.code.code.co_varnames]
+                    k not in frame.code.code.co_varnames or reaches(v, self.tracer.state.heap, self.tracer.finalizers)]
             locals_ = "{" + ", ".join(f"{k!r}: {self.expr(v)}" for k, v in kept) + "}"
             cells = "{" + ", ".join(f"{k!r}: {self.cell(v)}" for k, v in frame.cells.items()) + "}"
             globals_ = "G" if frame.globals_module is None else f"___module_globals({frame.globals_module!r})"

@@ -53,6 +53,7 @@ from ..variables.base import (
     VariableTracker,
 )
 from ..variables.builder import read_list, wrap
+from ..variables.reach import held
 from ..rules import exceptions
 from ..rules.objects import record_side_effect
 from typing import NoReturn
@@ -130,6 +131,9 @@ class Tracer:
         # ShapeEnv's guards may name their symbols (DESIGN invariant 5: never the fake an in-place op changed)
         self.entry_fakes: list[tuple[Any, Any]] = []
         self.symbol_nodes: dict[Any, Any] = {}  # sympy symbol -> the placeholder passing it in (see SizeSource)
+        # id() of the live values of a resumed frame that run code when collected (guards.has_finalizer): an
+        # instruction that drops the trace's last reference to one runs for real (see watch_finalizers)
+        self.finalizers: frozenset = frozenset()
 
     # ---------------------------------------------------------------- state
     def checkpoint(self) -> Checkpoint:
@@ -522,6 +526,20 @@ class Tracer:
             fn(self, inst)
         except UserError as e:
             self.catch(e, depth, inst.index)
+        if self.finalizers and self.floor == 0:
+            self.watch_finalizers()
+
+    def watch_finalizers(self) -> None:
+        """Break at the instruction just traced if it dropped the trace's last reference to a live value that runs
+        code when collected (a generator suspended in a ``try``/``with``, an object with ``__del__``): eager
+        collects it right there, before whatever comes next (``for ... break``, ``del it``, ``it = None``, a
+        temporary popped), so the instruction runs for real and the real reference goes then. Checked between
+        top-level instructions: a drop inside a call traced inline makes the whole call run for real."""
+        dropped = self.finalizers - held(self.state, self.result, self.finalizers)
+        if dropped:
+            self.unsupported("side_effect", "the last reference to a value that runs code when collected (a "
+                             "generator's finally or __exit__, a __del__) goes here: eager runs that code now, so the "
+                             "step runs for real")
 
     def catch(self, error: UserError, depth: int, index: int) -> None:
         """Send the user's exception, raised by instruction ``index`` of the frame at ``depth - 1``, to the

@@ -154,8 +154,6 @@ def test_a_generator_left_suspended_inside_try_runs_its_finally():
     assert report.warnings == []
 
 
-@pytest.mark.xfail(strict=True, reason="the generator is made for real, but the plan's frame keeps a reference "
-                   "to it after `del` until the segment ends: its finally runs after 'after del', not before")
 def test_a_generator_deleted_mid_way_runs_its_finally_at_the_del():
     assert_parity(dropped_mid_way, lambda: (torch.zeros(2), []), calls=2)
 

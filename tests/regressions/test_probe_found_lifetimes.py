@@ -1,0 +1,199 @@
+"""Regressions found by hand-written parity probes: when objects die. A generator's ``finally`` / ``__exit__`` and a
+``__del__`` run where eager drops the last reference (a ``break`` out of the loop, ``del``, a rebinding, a temporary,
+a callee's return), before what comes next. Each is compared with eager on both backends, side-effect logs
+included (each function returns a copy of ``LOG``)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+
+from stillframe.check.parity import assert_parity
+
+BACKENDS = ["eager", "aot_eager"]
+LOG: list = []
+SINK = io.StringIO()
+
+
+def _args(i=0):
+    return (torch.randn(2, 3) + i,)
+
+
+def _gen(n):
+    try:
+        for i in range(n):
+            yield i
+    finally:
+        LOG.append("closed")
+
+
+class _CM:
+    def __enter__(self):
+        LOG.append("enter")
+        return self
+
+    def __exit__(self, *exc):
+        LOG.append("exit")
+        return False
+
+
+def _gen_with(n):
+    with _CM():
+        for i in range(n):
+            yield i
+
+
+def _gen_breaking(n):
+    try:
+        for i in range(n):
+            print("g", i, file=SINK)  # a graph break inside the generator
+            yield i
+    finally:
+        LOG.append("closed")
+
+
+def break_out(x):
+    LOG.clear()
+    for i in _gen(5):
+        if i == 2:
+            break
+    LOG.append("after")
+    return x + i, list(LOG)
+
+
+def break_out_of_with(x):
+    LOG.clear()
+    for i in _gen_with(5):
+        if i == 1:
+            break
+    LOG.append("after")
+    return x + i, list(LOG)
+
+
+def break_out_breaking_inside(x):
+    LOG.clear()
+    for i in _gen_breaking(5):
+        if i == 2:
+            break
+    LOG.append("after")
+    return x + i, list(LOG)
+
+
+def break_out_after_item(x):
+    LOG.clear()
+    for i in _gen(5):
+        if x.sum().item() > -100 and i == 2:
+            break
+    LOG.append("after")
+    return x + i, list(LOG)
+
+
+def deleted(x):
+    LOG.clear()
+    it = _gen(5)
+    first = next(it)
+    del it
+    LOG.append("after")
+    return x + first, list(LOG)
+
+
+def rebound(x):
+    LOG.clear()
+    it = _gen(5)
+    first = next(it)
+    it = 3
+    LOG.append("after")
+    return x + first + it, list(LOG)
+
+
+def kept_to_return(x):
+    LOG.clear()
+    it = _gen(5)
+    first = next(it)
+    LOG.append("after")
+    return x + first, list(LOG)
+
+
+def _take(g):
+    return next(g)
+
+
+def dropped_by_callee(x):
+    LOG.clear()
+    v = _take(_gen(4))
+    LOG.append("after")
+    return x + v, list(LOG)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [break_out, break_out_of_with, break_out_breaking_inside, break_out_after_item,
+                                deleted, rebound, kept_to_return, dropped_by_callee], ids=lambda f: f.__name__)
+def test_a_generator_left_mid_way_closes_where_eager_drops_it(fn, backend):
+    # the finally (or __exit__) ran after "after": the real generator outlived the trace's last reference to it
+    # (kept by the plan's frame, and by the caller's continuation to the end of the call)
+    assert_parity(fn, _args, backend=backend, calls=3)
+
+
+class _Finalized:
+    def __init__(self, tag="c"):
+        self.tag = tag
+
+    def method(self, x):
+        LOG.append("method")
+        return x * 2
+
+    def __del__(self):
+        LOG.append("del " + self.tag)
+
+
+def del_name(x):
+    LOG.clear()
+    o = _Finalized()
+    del o
+    LOG.append("after")
+    return x + 1, list(LOG)
+
+
+def temporary(x):
+    LOG.clear()
+    y = _Finalized().method(x)
+    LOG.append("after")
+    return y, list(LOG)
+
+
+def rebinding(x):
+    LOG.clear()
+    o = _Finalized("a")
+    o = _Finalized("b")
+    LOG.append("after")
+    return x + len(o.tag), list(LOG)
+
+
+def popped_from_list(x):
+    LOG.clear()
+    items = [_Finalized("a")]
+    items.pop()
+    LOG.append("after")
+    return x + 1, list(LOG)
+
+
+def _make_local(x):
+    o = _Finalized("h")
+    return x + len(o.tag)
+
+
+def local_of_callee(x):
+    LOG.clear()
+    y = _make_local(x)
+    LOG.append("after")
+    return y, list(LOG)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [del_name, temporary, rebinding, popped_from_list, local_of_callee],
+                         ids=lambda f: f.__name__)
+def test_del_of_an_object_made_in_the_function_runs_where_eager_runs_it(fn, backend):
+    # __del__ never ran: the object existed only in the trace
+    assert_parity(fn, _args, backend=backend, calls=3)

@@ -38,6 +38,7 @@ from ..variables.base import (
     CellEntry,
     ConstantVariable,
     DictEntry,
+    DictLayout,
     DictVariable,
     GeneratorEntry,
     IteratorEntry,
@@ -51,6 +52,7 @@ from ..variables.base import (
     TensorVariable,
     TupleVariable,
     VariableTracker,
+    same_key,
 )
 from ..variables.builder import read_list, wrap
 from ..variables.reach import held
@@ -220,8 +222,14 @@ class Tracer:
             keys = self.heap(container.oid).values
             size = len(keys)
         else:
-            keys = tuple(k for k, _ in self.dict_entry(container).items)
+            dict_entry = self.dict_entry(container)
+            keys = tuple(k for k, _ in dict_entry.items)
             size = len(keys)
+            if dict_entry.layout is not None:  # CPython's dictiter: from entry 0, expecting `size` items
+                oid = self.new_id()
+                self.heap_set(oid, IteratorEntry((), 0, kind, container.oid, view, size, keys, start, pos=0,
+                                                 left=size))
+                return IteratorVariable(oid)
         oid = self.new_id()
         self.heap_set(oid, IteratorEntry((), 0, kind, container.oid, view, size, keys, start))  # seen: not yet
         return IteratorVariable(oid)
@@ -253,6 +261,8 @@ class Tracer:
             self.heap_set(oid, dataclasses.replace(entry, size=-1))
             what = "Set" if entry.view == "set" else "dictionary"
             self.user_error(RuntimeError(f"{what} changed size during iteration"))
+        if entry.pos is not None and self.heap(entry.over).layout is not None:
+            return self._dict_next(oid, entry)
         if raw is not entry.seen:  # changed since the last next: same keys (a value overwritten) iterate on
             if not self.same_keys(entry):  # where CPython's iterator stands depends on its hash table
                 self.unsupported("unsupported_iteration", f"the {'set' if entry.view == 'set' else 'dict'} being "
@@ -264,6 +274,33 @@ class Tracer:
         self.heap_set(oid, dataclasses.replace(entry, index=entry.index + 1))
         value = None if entry.view == "set" else raw[entry.index][1]
         return self._view_item(entry.view, entry.keys[entry.index], value)
+
+    def _dict_next(self, oid: int, entry: IteratorEntry) -> VariableTracker | None:
+        """CPython's ``dictiter_iternext*`` over a dict whose table the trace follows (``DictLayout``): the first
+        live entry from ``pos`` on; past the last one, exhausted; one found when it expects no more items raises
+        ``RuntimeError: dictionary keys changed during iteration`` and ends it (a key added since it began is
+        yielded where its entry lies, one deleted is skipped, a table rebuilt moves every entry)."""
+        dict_entry = self.heap(entry.over)
+        slots = dict_entry.layout.slots
+        found = next((j for j, slot in enumerate(slots) if slot >= entry.pos), None)
+        if found is None or entry.left == 0:
+            self.heap_set(oid, IteratorEntry((), 0, entry.kind))  # it drops the dict
+            if found is None:
+                return None
+            self.user_error(RuntimeError("dictionary keys changed during iteration"))
+        self.heap_set(oid, dataclasses.replace(entry, pos=slots[found] + 1, left=entry.left - 1,
+                                               index=entry.index + 1))
+        key, value = dict_entry.items[found]
+        return self._view_item(entry.view, key, value)
+
+    def _dict_rest(self, entry: IteratorEntry) -> tuple | None:
+        """What a dict iterator following the table (:meth:`_dict_next`) yields from here if nothing changes the
+        dict: ``None`` where it would raise instead."""
+        dict_entry = self.heap(entry.over)
+        rest = [(k, v) for slot, (k, v) in zip(dict_entry.layout.slots, dict_entry.items) if slot >= entry.pos]
+        if len(rest) > entry.left:
+            return None
+        return tuple(self._view_item(entry.view, k, v) for k, v in rest)
 
     def same_keys(self, entry: IteratorEntry) -> bool:
         """Whether the dict (set) a container iterator is over has the keys (members) it had when the iterator
@@ -293,6 +330,8 @@ class Tracer:
                              for i, v in enumerate(items))
             return items
         raw = self.heap(entry.over).values if entry.view == "set" else self.dict_entry(DictVariable(entry.over)).items
+        if len(raw) == entry.size and entry.pos is not None and self.heap(entry.over).layout is not None:
+            return self._dict_rest(entry) or ()
         if len(raw) != entry.size or not self.same_keys(entry):
             return ()
         return tuple(self._view_item(entry.view, entry.keys[i], None if entry.view == "set" else raw[i][1])
@@ -309,9 +348,10 @@ class Tracer:
         self.heap_set(var.oid, dataclasses.replace(entry, index=len(entry.items)))
         return entry.rest
 
-    def new_dict(self, items: tuple, source: Any = None) -> DictVariable:
+    def new_dict(self, items: tuple, source: Any = None, layout: Any = None) -> DictVariable:
+        """A fresh dict; ``layout``: its CPython table (a ``DictLayout``) where the way it is made fixes it."""
         oid = self.new_id()
-        self.heap_set(oid, DictEntry(tuple(items), source))
+        self.heap_set(oid, DictEntry(tuple(items), source, layout=layout))
         return DictVariable(oid)
 
     def new_cell(self, contents: VariableTracker | None) -> int:
@@ -353,7 +393,10 @@ class Tracer:
             self.add_guard(Guard(entry.source, "HAS_KEY", (key, found is not missing)))
         return found
 
-    def set_dict_entry(self, var: DictVariable, entry: DictEntry) -> None:
+    def set_dict_entry(self, var: DictVariable, entry: DictEntry, op: str | None = None) -> None:
+        """Bind the dict's new contents. ``op``: ``"clear"`` (CPython gives it the empty table), ``"merge"`` or
+        ``"popitem"`` (calls whose effect on CPython's table is not followed); ``None``: a change made by single
+        insertions and deletions (``d[k] = v``, ``del d[k]``, ``pop``, ``setdefault``)."""
         old = self.dict_entry(var)
         if isinstance(old.live, AttrsView):
             self.unsupported("side_effect", "writing through the __dict__ of an object made in the trace")
@@ -364,7 +407,8 @@ class Tracer:
             self.unsupported("side_effect", "writing through the __dict__ of an object from outside the trace")
         if old.live is not None:  # an outside dict: replayed on it after the graph runs
             record_side_effect(self, ("dict", var.oid), var)
-        self.heap_set(var.oid, DictEntry(entry.items, old.source, old.live))
+        layout = DictLayout() if op == "clear" else None if op is not None else _changed_layout(old, entry.items)
+        self.heap_set(var.oid, DictEntry(entry.items, old.source, old.live, layout=layout))
 
     # -------------------------------------------------------------- tensors
     def tensor(self, var: TensorVariable) -> TensorEntry:
@@ -661,6 +705,23 @@ def _as_break(e: Exception, location: UserLocation) -> GraphBreak:
                       "(if it happens) is eager's own", (), location)
 
 
+
+
+def _changed_layout(old: DictEntry, items: tuple) -> Any:
+    """The ``DictLayout`` of a dict whose items went from ``old``'s to ``items`` by deleting keys and inserting new
+    ones at the end (``None`` where ``old``'s is unknown, or the change is not of that form: a reordering)."""
+    layout = old.layout
+    if layout is None:
+        return None
+    new_keys = [k for k, _ in items]
+    kept = [(i, k) for i, (k, _) in enumerate(old.items) if any(same_key(k, n) for n in new_keys)]
+    if [k for _, k in kept] != new_keys[:len(kept)]:
+        return None
+    for i in reversed([i for i in range(len(old.items)) if i not in {j for j, _ in kept}]):
+        layout = layout.without(i)
+    for key in new_keys[len(kept):]:
+        layout = layout.insert(key)
+    return layout
 
 
 def _caught_in_frame(code: Any, index: int) -> bool:

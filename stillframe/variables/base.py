@@ -489,6 +489,10 @@ class DictEntry:
     # an outside dict whose key set is not guarded yet: lookups guard one key each (Tracer.dict_lookup);
     # anything that sees all keys (Tracer.dict_entry) guards the key set first
     keys_unguarded: bool = False
+    # where CPython's table holds each item (a DictLayout), for a dict made in the trace whose every change the
+    # trace followed; None where unknown (an outside dict, one made or changed by a call whose sizing it does
+    # not follow). Tracer.set_dict_entry keeps it; a dict iterator over it advances as CPython's does
+    layout: Any = None
 
     def get(self, key: Any, default: Any = None) -> Any:
         for k, v in self.items:
@@ -516,6 +520,65 @@ class DictEntry:
         return DictEntry(tuple((k, v) for k, v in self.items if not same_key(k, key)), self.source, self.live)
 
 
+def _log2_keysize(minsize: int) -> int:
+    """CPython's ``calculate_log2_keysize``: the log2 of the table size a dict grows to for ``minsize``."""
+    return (((minsize | 8) - 1) | 7).bit_length()
+
+
+@dataclass(frozen=True, slots=True)
+class DictLayout:
+    """CPython's table of a dict (``PyDictKeysObject``, combined), as far as iteration sees it: ``slots``, the entry
+    index of each item (ascending, in insertion order); ``nentries``, the next free entry; ``usable``, the entries
+    left before the table is rebuilt; ``log2size``; ``unicode``, whether it is a table of exact ``str`` keys only
+    (``None``: the shared empty table). A key deleted leaves its entry dead (``slots`` skips it); a new key takes
+    the next entry, after rebuilding the table (entries compacted, in order) where none is usable: a dict
+    iterator, which walks entry indexes and counts the items it expects (``dictiter_iternextkey``), then skips
+    deleted keys, yields added ones and sees the rebuild. The same in CPython 3.11 to 3.13."""
+
+    slots: tuple = ()
+    nentries: int = 0
+    usable: int = 0
+    log2size: int = 0
+    unicode: bool | None = None
+
+    @staticmethod
+    def built(keys: tuple, n: int) -> "DictLayout":
+        """A dict literal's (``BUILD_MAP``, ``BUILD_CONST_KEY_MAP``: ``_PyDict_FromItems``) of ``n`` items, ``keys``
+        the distinct ones: presized beyond 5 items, else the empty table its items are then inserted into."""
+        if n <= 5:
+            layout = DictLayout()
+            for key in keys:
+                layout = layout.insert(key)
+            return layout
+        log2size = _log2_keysize((n * 3 + 1) // 2)
+        used = len(keys)
+        return DictLayout(tuple(range(used)), used, (2 << log2size) // 3 - used, log2size,
+                          all(type(k) is str for k in keys))
+
+    def insert(self, key: Any) -> "DictLayout":
+        """After ``insertdict`` of a new ``key``."""
+        if self.unicode is None:  # the shared empty table: insert_to_emptydict makes a table of 8
+            return DictLayout((0,), 1, 4, 3, type(key) is str)
+        layout = self
+        if layout.unicode and type(key) is not str:  # a table of str keys is rebuilt general first
+            layout = layout._resized(False)
+        if layout.usable <= 0:
+            layout = layout._resized(layout.unicode)
+        return DictLayout(layout.slots + (layout.nentries,), layout.nentries + 1, layout.usable - 1, layout.log2size,
+                          layout.unicode)
+
+    def _resized(self, unicode: bool) -> "DictLayout":
+        """``insertion_resize``: a table of ``GROWTH_RATE`` (3 per item), the entries compacted in order."""
+        used = len(self.slots)
+        log2size = _log2_keysize(used * 3)
+        return DictLayout(tuple(range(used)), used, (2 << log2size) // 3 - used, log2size, unicode)
+
+    def without(self, index: int) -> "DictLayout":
+        """After deleting the item at ``index`` (its entry stays dead)."""
+        return DictLayout(self.slots[:index] + self.slots[index + 1:], self.nentries, self.usable, self.log2size,
+                          self.unicode)
+
+
 @dataclass(frozen=True, slots=True)
 class IteratorEntry:
     """Heap record of an iterator: its items, the position of the next one, and the builtin that made it
@@ -538,6 +601,10 @@ class IteratorEntry:
     keys: tuple = ()
     start: int = 0
     seen: tuple | None = None  # the container's contents when its keys were last found unchanged
+    # over a dict whose DictLayout was known when made: the entry index it reads next and the items it still
+    # expects (CPython's di_pos and di->len); None: it follows ``keys`` instead
+    pos: int | None = None
+    left: int = 0
 
     @property
     def rest(self) -> tuple:

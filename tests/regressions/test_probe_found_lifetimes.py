@@ -1,6 +1,7 @@
 """Regressions found by hand-written parity probes: when objects die. A generator's ``finally`` / ``__exit__`` and a
 ``__del__`` run where eager drops the last reference (a ``break`` out of the loop, ``del``, a rebinding, a temporary,
-a callee's return), before what comes next. Each is compared with eager on both backends, side-effect logs
+a callee's return), before what comes next; a dict iterated while its keys change (same size) follows CPython's
+table instead of running the function eagerly. Each is compared with eager on both backends, side-effect logs
 included (each function returns a copy of ``LOG``)."""
 
 from __future__ import annotations
@@ -197,3 +198,107 @@ def local_of_callee(x):
 def test_del_of_an_object_made_in_the_function_runs_where_eager_runs_it(fn, backend):
     # __del__ never ran: the object existed only in the trace
     assert_parity(fn, _args, backend=backend, calls=3)
+
+
+def keys_changed_while_iterating(x):
+    d = {"p": x, "q": x + 1}
+    out = []
+    try:
+        for k in d:
+            out.append(k)
+            d[k + "x"] = d.pop(k)
+    except RuntimeError as e:
+        out.append(str(e))
+    return x, out, sorted(d)
+
+
+def reinserted_while_iterating(x):
+    d = {"p": x, "q": x + 1, "r": x}
+    out = []
+    try:
+        for k in d:
+            out.append(k)
+            v = d.pop(k)
+            d[k] = v
+    except RuntimeError as e:
+        out.append(str(e))
+    return x, out, list(d)
+
+
+def items_while_keys_change(x):
+    d = {"p": x, "q": x + 1, "r": x}
+    out = []
+    try:
+        for k, v in d.items():
+            out.append(k)
+            d[k + "x"] = d.pop(k)
+    except RuntimeError as e:
+        out.append(str(e))
+    return x, out, list(d)
+
+
+def iterator_made_before_a_change(x):
+    d = {"a": x, "b": x + 1}
+    it = iter(d)
+    next(it)
+    del d["a"]
+    d["c"] = x
+    try:
+        return x, list(it)
+    except RuntimeError as e:
+        return x, str(e)
+
+
+def table_rebuilt_while_iterating(x):
+    d = {c: x for c in "abc"}  # a comprehension: the empty table, grown
+    out = []
+    try:
+        for k in d:
+            out.append(k)
+            del d[k]
+            d[k * 2] = 1
+            d[1] = 2  # a key that is not a str: the table is rebuilt general
+            del d[1]
+    except RuntimeError as e:
+        out.append(str(e))
+    return x, out, list(d)
+
+
+def broken_before_the_change(x):
+    d = {"p": x, "q": x + 1}
+    out = []
+    try:
+        for k in d:
+            print("at", k, file=SINK)
+            out.append(k)
+            d[k + "x"] = d.pop(k)
+    except RuntimeError as e:
+        out.append(str(e))
+    return x, out, sorted(d)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [keys_changed_while_iterating, reinserted_while_iterating, items_while_keys_change,
+                                iterator_made_before_a_change, table_rebuilt_while_iterating,
+                                broken_before_the_change], ids=lambda f: f.__name__)
+def test_a_dict_whose_keys_change_while_iterated_is_traced(fn, backend):
+    # the function ran eagerly: "the dict being iterated changed its keys (same size)"
+    report = assert_parity(fn, _args, backend=backend, calls=3)
+    assert report.warnings == []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_set_whose_members_change_while_iterated_still_runs_for_real(backend):
+    # where CPython's set iterator stands depends on its hash table: the sound fallback stays
+    def fn(x):
+        s = {1, 2}
+        out = []
+        try:
+            for k in s:
+                out.append(k)
+                s.add(s.pop() + 10)
+        except RuntimeError as e:
+            out.append(str(e))
+        return x, out
+
+    assert_parity(fn, _args, backend=backend, calls=2, expect_fallback=True)

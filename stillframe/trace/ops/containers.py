@@ -13,6 +13,7 @@ from __future__ import annotations
 from ...variables.base import (
     ConstantVariable,
     DictEntry,
+    DictLayout,
     DictVariable,
     GeneratorVariable,
     IteratorVariable,
@@ -49,7 +50,7 @@ def BUILD_MAP(tx, inst):
     entry = DictEntry(())
     for k, v in zip(flat[::2], flat[1::2]):
         entry = entry.set(hash_key(tx, k), v)
-    tx.push(tx.new_dict(entry.items))
+    tx.push(tx.new_dict(entry.items, layout=DictLayout.built(tuple(k for k, _ in entry.items), inst.arg)))
 
 
 @handler("BUILD_CONST_KEY_MAP")
@@ -59,7 +60,7 @@ def BUILD_CONST_KEY_MAP(tx, inst):
     entry = DictEntry(())
     for k, v in zip(keys, values):  # equal keys are one ({1: "a", True: "b"} is {1: "b"}), as BUILD_MAP's
         entry = entry.set(k, v)
-    tx.push(tx.new_dict(entry.items))
+    tx.push(tx.new_dict(entry.items, layout=DictLayout.built(tuple(k for k, _ in entry.items), inst.arg)))
 
 
 @handler("BUILD_SLICE")
@@ -114,7 +115,7 @@ def DICT_MERGE(tx, inst):
             # (the real step words it as CPython does: the called function's qualified name first)
             tx.user_error(TypeError(f"got multiple values for keyword argument '{k}'"), traceable=False)
         entry = entry.set(k, v)
-    tx.set_dict_entry(target, entry)
+    tx.set_dict_entry(target, entry, "merge")
 
 
 @handler("DICT_UPDATE")
@@ -124,7 +125,7 @@ def DICT_UPDATE(tx, inst):
     entry = tx.dict_entry(target)
     for k, v in tx.dict_entry(update).items:
         entry = entry.set(k, v)
-    tx.set_dict_entry(target, entry)
+    tx.set_dict_entry(target, entry, "merge")
 
 
 @handler("MAP_ADD")

@@ -7,9 +7,9 @@ torch.compile's ``backend=`` argument (``torch._TorchCompileWrapper``,
 switch a graph records (``torch._C._set_grad_enabled``), the C++ base of ``torch.Tensor``, fake
 tensors' data-dependence errors, ``torch._utils.is_compiling``, torch.fx's tracing flag,
 ``torch._ops.HigherOrderOperator``, ``torch._C._FunctionBase.apply``, the Python dispatcher
-(``torch._dispatch.python``), ``torch._higher_order_ops.while_loop``, and the saved-tensor hooks and torch mode
-stacks (``torch._C._autograd._top_saved_tensors_default_hooks``, ``torch._C._len_torch_function_stack``,
-``torch._C._len_torch_dispatch_stack``: see :func:`user_interposer`). A test
+(``torch._dispatch.python``), ``torch._higher_order_ops.while_loop``, inductor's ``fallback_random`` flag, and
+the saved-tensor hooks and torch mode stacks (``torch._C._autograd._top_saved_tensors_default_hooks``,
+``torch._C._len_torch_function_stack``, ``torch._C._len_torch_dispatch_stack``: see :func:`user_interposer`). A test
 (``tests/architecture/test_layers.py``) checks no other module names a private torch API.
 """
 
@@ -387,6 +387,15 @@ def backend_compiler_failed(backend: Any, error: Exception) -> Exception:
     exc = importlib.import_module("torch._dynamo.exc")
     name = getattr(backend, "compiler_name", None) or getattr(backend, "__name__", None) or "?"
     return exc.BackendCompilerFailed(types.SimpleNamespace(__name__=name), error, None)
+
+
+def random_ops_kept() -> Any:
+    """While a backend compiles a graph: its random ops draw as eager's do, and none is dropped. Where a
+    ``TracingContext`` is active (a symbolic trace: AOTAutograd), torch.fx's ``Graph.eliminate_dead_code`` takes
+    a random op whose result is unused for dead unless ``torch._inductor.config.fallback_random`` is set, and
+    drops its draw (the generator then gives every later draw other numbers than eager's); the same flag makes
+    inductor call eager's random kernels, not its own generator (other numbers again)."""
+    return importlib.import_module("torch._inductor.config").patch(fallback_random=True)
 
 
 def is_backend_compiler_failed(error: BaseException) -> bool:

@@ -483,7 +483,8 @@ def _call_backend(backend: Callable, gm: torch.fx.GraphModule, example_inputs: l
     if compat.is_eager_backend(backend):  # it runs the graph as is: a Function's saves must be eager's
         gm = with_checked_function_apply(gm)
     try:
-        compiled = backend(gm, example_inputs)
+        with compat.random_ops_kept():  # (an unused draw still moves the generator, as in eager)
+            compiled = backend(gm, example_inputs)
         if callable(compiled):
             return compiled
         error: Exception = TypeError(f"the backend returned {type(compiled).__name__} {compiled!r}, not the "

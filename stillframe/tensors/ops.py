@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import numbers
 import operator
+import warnings
 from typing import Any
 
 import torch
@@ -240,6 +242,92 @@ class _NotPlain(Exception):
     pass
 
 
+# Constructors of a tensor from data: a NumPy scalar in it is not the Python number that the graph's code holds for
+# it (_convert). Without a dtype it gives its own (torch.tensor(np.float64(1.5)) is float64, torch.tensor([np.int32(3)])
+# int32, where 1.5 gives the default dtype and 3 int64); with an integer dtype, a NumPy float other than np.float64
+# (a float subclass) raises TypeError; with a real dtype, a NumPy complex drops its imaginary part with a warning.
+_DATA_CONSTRUCTORS = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
+
+
+def _is_data_constructor(target: Any) -> bool:
+    try:
+        return target in _DATA_CONSTRUCTORS
+    except TypeError:  # (an unhashable callable)
+        return False
+
+
+def _numpy_data(tx: Any, what: str, data: VariableTracker, kwargs: dict, dtype: Any = None) -> dict:
+    """``kwargs`` of a constructor of a tensor from ``data`` (``what``), with the dtype eager infers made explicit
+    where ``data`` holds a NumPy scalar and neither ``kwargs`` nor ``dtype`` (``Tensor.new_tensor``'s own) names
+    one. torch itself says what it makes of the constants, each symbolic number standing in as one of its type:
+    where it raises or warns, or data holding a NumPy scalar is not all numbers (a tensor in a list), the call
+    runs for real."""
+    given = kwargs.get("dtype")
+    if isinstance(given, ConstantVariable) and given.value is None:
+        given = None
+    if given is not None:
+        if not (isinstance(given, ConstantVariable) and isinstance(given.value, torch.dtype)):
+            if _holds_numpy_scalar(tx, data):
+                tx.unsupported("numpy", f"{what} of NumPy scalars with a dtype the trace does not know",
+                               RUNS_FOR_REAL)
+            return kwargs
+        dtype = given.value
+    found: list = []
+
+    def sample(var: VariableTracker) -> Any:
+        if isinstance(var, LazyArgument):
+            var = wrap(tx, var.value, var.source)
+        if isinstance(var, ConstantVariable):
+            if type(var.value).__module__ == "numpy":
+                found.append(var.value)
+            return var.value
+        if isinstance(var, SymNodeVariable):
+            return {torch.SymInt: 0, torch.SymFloat: 0.0, torch.SymBool: False}.get(type(var.value), var.value)
+        if isinstance(var, TupleVariable):
+            return [sample(v) for v in var.items]
+        if isinstance(var, ListVariable):
+            return [sample(v) for v in tx.list_items(var)]
+        raise _NotPlain
+
+    try:
+        plain_data = sample(data)
+    except _NotPlain:
+        if not _holds_numpy_scalar(tx, data):
+            return kwargs
+        tx.unsupported("numpy", f"{what} of data mixing NumPy scalars with values whose dtype the trace cannot "
+                       "infer", RUNS_FOR_REAL)
+    if not found:
+        return kwargs
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # (a NumPy complex made real warns: the real call gives the warning)
+            made = torch.tensor(plain_data, dtype=dtype)  # (a few constants, on the CPU: torch's own inference)
+    except Exception:  # eager raises (or warns): the real call does
+        tx.unsupported("numpy", f"{what} of NumPy scalars raises or warns in eager", RUNS_FOR_REAL)
+    return kwargs if given is not None or dtype is not None else {**kwargs, "dtype": ConstantVariable(made.dtype)}
+
+
+def _refuse_numpy_complex(tx: Any, what: str, args: tuple, kwargs: dict) -> None:
+    """A NumPy complex scalar where torch takes a number (``x * np.complex64(1j)``): torch takes its real part (with
+    a ComplexWarning), not the complex number the graph's code would hold; the call runs for real."""
+    if any(_holds_numpy_scalar(tx, v, complex_only=True) for v in (*args, *kwargs.values())):
+        tx.unsupported("numpy", f"{what} of a NumPy complex scalar, which torch takes as its real part",
+                       RUNS_FOR_REAL)
+
+
+def _holds_numpy_scalar(tx: Any, var: VariableTracker, complex_only: bool = False) -> bool:
+    if isinstance(var, ConstantVariable):
+        return type(var.value).__module__ == "numpy" and (
+            not complex_only or isinstance(var.value, numbers.Complex) and not isinstance(var.value, numbers.Real))
+    if isinstance(var, TupleVariable):
+        return any(_holds_numpy_scalar(tx, v, complex_only) for v in var.items)
+    if isinstance(var, ListVariable):
+        return any(_holds_numpy_scalar(tx, v, complex_only) for v in tx.list_items(var))
+    if isinstance(var, DictVariable):
+        return any(_holds_numpy_scalar(tx, v, complex_only) for _, v in tx.dict_entry(var).items)
+    return False
+
+
 def _plain(tx: Any, var: VariableTracker) -> Any:
     if isinstance(var, ConstantVariable):
         return var.value
@@ -296,6 +384,12 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         _refuse_grad_through_input_history(tx)
     if kind == "call_method" and target == "type":
         args, kwargs = _legacy_type_names(args, kwargs)
+    if kind == "call_function" and args and _is_data_constructor(target):
+        kwargs = _numpy_data(tx, _describe(kind, target), args[0], kwargs)
+    elif kind == "call_method" and target == "new_tensor" and len(args) > 1 and isinstance(args[0], TensorVariable):
+        kwargs = _numpy_data(tx, _describe(kind, target), args[1], kwargs, tx.state.heap[args[0].tid].meta.dtype)
+    else:
+        _refuse_numpy_complex(tx, _describe(kind, target), args, kwargs)
     if kind == "call_method" and target == "new" and len(args) == 2 and isinstance(args[1], TupleVariable) and \
             args[1].cls is torch.Size:  # t.new(size): the graph's code would pass a plain tuple, which is data
         args = (args[0], *args[1].items)

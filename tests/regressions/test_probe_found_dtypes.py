@@ -4,6 +4,9 @@ eager on both backends."""
 
 from __future__ import annotations
 
+import warnings
+
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -13,6 +16,52 @@ from stillframe.check.parity import assert_parity
 
 BACKENDS = ["eager", "aot_eager"]
 DYNAMIC = [None, True]
+
+# NumPy scalars as the traced code finds them: globals (constants of the trace, guarded by type and value)
+F64, F32, F16, I32, I8, C64 = np.float64(1.5), np.float32(1.5), np.float16(2.5), np.int32(3), np.int8(1), \
+    np.complex64(1 + 1j)
+
+
+def _numpy_scalars_as_data(x):
+    made = (torch.tensor(F64), torch.as_tensor(F16), torch.asarray(I32), torch.tensor([I8, I8]),
+            x * torch.tensor(F64), torch.tensor([F16, x.shape[0]]), torch.tensor((F32, 2.5)), x.new_tensor([I8]))
+    # (and where torch takes a NumPy scalar as the number it equals, as the graph's code holds it: both orders)
+    return made, (F64 * x, x * F64, x + F32, I32 * x, x / F64, F64 < x, x == F16, torch.full((2,), F64),
+                  torch.full((2,), F32), x.new_full((2,), I8))
+
+
+def _numpy_complex_as_a_number(x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (torch's ComplexWarning: it takes the real part)
+        return x * C64, C64 * x, torch.full((2,), C64)
+
+
+def _numpy_float_with_an_integer_dtype(x):
+    return x + torch.tensor(F32, dtype=torch.int64)
+
+
+def _float_args(i=0):
+    return (torch.tensor([[1.0, -2.0], [3.0, 4.5]]) + i,)
+
+
+def _half_args(i=0):
+    return (torch.tensor([[1.0, -2.0], [3.0, 4.5]], dtype=torch.float16) + i,)
+
+
+def _int_args(i=0):
+    return (torch.tensor([[1, -2], [3, 4]]) + i,)
+
+
+@pytest.mark.parametrize("make", [_float_args, _half_args, _int_args], ids=["float32", "float16", "int64"])
+@pytest.mark.parametrize("fn", [_numpy_scalars_as_data, _numpy_complex_as_a_number, _numpy_float_with_an_integer_dtype])
+@pytest.mark.parametrize("dynamic", DYNAMIC)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_numpy_scalars_keep_their_meaning(backend, dynamic, fn, make):
+    # the graph's code holds a NumPy scalar as the Python number it equals: torch.tensor(np.float64(1.5)) made a
+    # float32 tensor (eager: float64, the scalar's own dtype; np.int32: int32, not int64), torch.tensor(np.float32(1.5),
+    # dtype=torch.int64) made a tensor where eager raises TypeError, and x * np.complex64(1+1j) a complex product
+    # where torch takes the real part of a NumPy complex
+    assert_parity(fn, make, backend=backend, calls=2, compile_kwargs={"dynamic": dynamic})
 
 
 def _rand_unused(x):

@@ -32,6 +32,7 @@ from ..guards.guard import Guard
 from ..guards.source import AttrSource, LiftedSource
 from .aot_writes import (note_input_writes, refuse_out_resizing_input, refuse_overlapping_write,
                          refuse_reading_aliases_of_written_inputs, refuse_writes_aot_cannot_take)
+from .dtype_checks import alpha_refusal, cast_refusal
 from .effects import is_pure_query, known_effect, no_rule, query_checker, raises_on_values
 from . import saved
 from .meta import fresh_base, fresh_view
@@ -430,6 +431,12 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
             refuse_overlapping_write(tx, _describe(kind, target))
     fake_args = tuple(to_fake(tx, a, fresh) for a in args)
     fake_kwargs = {k: to_fake(tx, v, fresh) for k, v in kwargs.items()}
+    refused = alpha_refusal(kind, target, fake_args, fake_kwargs)
+    if refused is None and mutated and args and isinstance(args[0], TensorVariable) and \
+            any(v.tid == args[0].tid for v in mutated):  # (x.mul_(1.5) on an integer x: the fake kernel takes it)
+        refused = cast_refusal(kind, target, fake_args, fake_kwargs, lambda thunk: _on_fakes(tx, thunk))
+    if refused is not None:
+        tx.user_error(refused, traceable=False)  # runs for real: eager's error reaches the user's except
     if raises_on_values(kind, target, fake_args, fake_kwargs):
         observer = tx.raise_observer()
         if observer is not None:  # run it for real: its error, if any, comes where eager raises it
@@ -734,6 +741,12 @@ def _describe(kind: str, target: Any) -> str:
     if kind == "call_method":
         return f"Tensor.{target}"
     return getattr(target, "__qualname__", None) or getattr(target, "__name__", repr(target))
+
+
+def _on_fakes(tx: Any, thunk: Any) -> Any:
+    """``thunk()`` as an op on the trace's fake tensors runs (fake mode, grad mode, autocast)."""
+    with tx.fake_context():
+        return thunk()
 
 
 def _fakes_in(obj: Any) -> list:

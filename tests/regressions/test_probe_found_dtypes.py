@@ -64,6 +64,82 @@ def test_numpy_scalars_keep_their_meaning(backend, dynamic, fn, make):
     assert_parity(fn, make, backend=backend, calls=2, compile_kwargs={"dynamic": dynamic})
 
 
+def _mul_input(xi, x):
+    xi.mul_(1.5)
+    return xi
+
+
+def _imul_made_inside(xi, x):
+    y = torch.arange(4)
+    y *= 1.5
+    return y
+
+
+def _imul_numpy_scalar(xi, x):
+    y = xi * 1
+    y *= F64
+    return y
+
+
+def _mul_float_tensor_into_bool(xi, x):
+    mask = x > 0
+    mask.mul_(x)
+    return mask
+
+
+def _caught_inside(xi, x):
+    y = xi * 2
+    z = x * 2
+    try:
+        y.mul_(1.5)
+        return y, "wrote"
+    except RuntimeError as e:
+        return z + 1, type(e).__name__
+
+
+def _add_float_alpha(xi, x):
+    y = xi + 1
+    y.add_(xi, alpha=0.5)
+    return y
+
+
+def _add_bool_alpha(xi, x):
+    m = x > 0
+    torch.add(m, m, alpha=0.5)  # (its result unused: AOTAutograd dropped the op, and eager's error with it)
+    return m
+
+
+def _sub_complex_alpha(xi, x):
+    return x.clone().sub_(x, alpha=1j)
+
+
+def _add_complex_into_ints(xi, x):
+    y = xi * 1
+    y.add_(1j)
+    return y
+
+
+def _logit_of_ints(xi, x):
+    return xi.clone().logit_()
+
+
+def _ints_and_floats(i=0):
+    return torch.arange(4) + i, torch.tensor([1.5, -2.0, 0.5, 3.0]) + i
+
+
+@pytest.mark.parametrize("fn", [_mul_input, _imul_made_inside, _imul_numpy_scalar, _mul_float_tensor_into_bool,
+                                _caught_inside, _add_float_alpha, _add_bool_alpha, _sub_complex_alpha,
+                                _add_complex_into_ints, _logit_of_ints])
+@pytest.mark.parametrize("dynamic", DYNAMIC)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_inplace_result_that_cannot_be_cast_raises(backend, dynamic, fn):
+    # the fake kernels of mul_ (add_/sub_ with a complex operand, logit_) do not check that the result's dtype can
+    # be cast to the tensor written, nor do add/sub check alpha: the trace recorded the op, and AOTAutograd's
+    # functional mul + copy_ cast it silently (eager: "result type Float can't be cast to the desired output type
+    # Long"), or handed the backend a float alpha on integers (BackendCompilerFailed)
+    assert_parity(fn, _ints_and_floats, backend=backend, calls=2, compile_kwargs={"dynamic": dynamic})
+
+
 def _rand_unused(x):
     torch.rand(3)
     return x + torch.rand(x.shape[0])

@@ -77,7 +77,8 @@ def cast_refusal(kind: str, target: Any, fake_args: tuple, fake_kwargs: dict,
     """Eager's error for the in-place op ``target`` on ``fake_args`` when its result cannot be cast to the dtype of
     the tensor it writes (its first argument), else ``None``. ``run(thunk)`` calls ``thunk`` on the trace's fake
     tensors (fake mode, grad mode, autocast) and returns its result. The out-of-place form runs on the same fakes,
-    before the in-place op writes them; where it raises, the in-place op's own fake kernel decides."""
+    before the in-place op writes them; where it refuses them, so does eager's in-place op (at worst, the call runs
+    for real for nothing: ``b.pow_(True)`` on a bool ``b``, whose out-of-place form is an int64 power)."""
     if not fake_args or not isinstance(fake_args[0], torch.Tensor) or "out" in fake_kwargs:
         return None
     form = out_of_place(kind, target)
@@ -93,7 +94,11 @@ def cast_refusal(kind: str, target: Any, fake_args: tuple, fake_kwargs: dict,
         with warnings.catch_warnings():  # (its warnings, if any, are the real op's to give)
             warnings.simplefilter("ignore")
             result = run(thunk)
-    except Exception:  # the out-of-place form refuses: the in-place op's fake kernel decides
+    except (RuntimeError, TypeError, ValueError) as e:  # (m.sub_(m) on a bool m: the in-place fake kernel takes it)
+        if "data-dependent" in str(e) or "DataDependent" in type(e).__name__:
+            return None  # (what depends on data: the in-place op's fake kernel decides)
+        return RuntimeError(f"the out-of-place form of the in-place op refuses its arguments: {e}")
+    except Exception:  # the in-place op's fake kernel decides
         return None
     written = fake_args[0].dtype
     if isinstance(result, torch.Tensor) and not torch.can_cast(result.dtype, written):

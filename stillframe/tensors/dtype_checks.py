@@ -9,7 +9,7 @@ op runs for real (``UserError(traceable=False)``), so eager's own error, or its 
 - An in-place op writes its result into its first argument, which must be able to hold the result's dtype: the
   fake kernels of ``mul_`` (and ``__imul__``, ``operator.imul``), of ``add_`` / ``sub_`` with a complex operand,
   of ``logit_`` and ``ldexp_`` do not check (torch 2.13). The result's dtype is the out-of-place op's, on the
-  same fakes.
+  same fakes; where that refuses them (``m.sub_(m)`` on a bool ``m``, whose fake kernel takes it), so does eager.
 - ``add`` / ``sub`` check their ``alpha`` against the result's dtype (ATen's ``alpha_check``); no fake kernel
   does.
 """

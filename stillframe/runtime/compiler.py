@@ -321,6 +321,8 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     _add_aliasing_guard(tracer)
     guards = tracer.guards()
     symbolic = tracer.fake_mode.shape_env is not None
+    if tracer.functional_backend:
+        _keep_raising_ops(tracer, codegen.output_nodes)
     if symbolic:
         _drop_dead_symbolic_nodes(tracer, codegen.output_nodes)
     else:
@@ -501,6 +503,16 @@ def _call_backend(backend: Callable, gm: torch.fx.GraphModule, example_inputs: l
     failed = compat.backend_compiler_failed(backend, error)
     failed.tracer = tracer
     raise failed.with_traceback(error_tb) from None
+
+
+def _keep_raising_ops(tracer: Tracer, outputs: list) -> None:
+    """Make each op that may raise on its index values (``tensors/effects.raises_on_values``: ``x[i]``,
+    ``index_select``) and whose result nothing reads an output of the graph (that the rebuild ignores): a backend
+    that retraces the graph (AOTAutograd) drops an unused op as dead, and with it eager's ``IndexError`` (found by a
+    probe: ``x[i]`` with ``i`` out of range, its result unused, returned where eager raises)."""
+    for node in tracer.graph.graph.nodes:
+        if node.meta.get("raises_on_values") and not node.users and node not in outputs:
+            outputs.append(node)
 
 
 def _stand_in_or(tracer: Tracer, value: Any) -> Any:

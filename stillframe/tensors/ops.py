@@ -437,7 +437,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         refused = cast_refusal(kind, target, fake_args, fake_kwargs, lambda thunk: _on_fakes(tx, thunk))
     if refused is not None:
         tx.user_error(refused, traceable=False)  # runs for real: eager's error reaches the user's except
-    if raises_on_values(kind, target, fake_args, fake_kwargs):
+    may_raise = raises_on_values(kind, target, fake_args, fake_kwargs)
+    if may_raise:
         observer = tx.raise_observer()
         if observer is not None:  # run it for real: its error, if any, comes where eager raises it
             tx.unsupported("data_dependent", f"{_describe(kind, target)} raises if an index is out of range, "
@@ -501,6 +502,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         saved.record_shared_version(tx, result, to_fake(tx, args[0]))
     prologue = _as_prologue(tx, kind, target, args, kwargs)
     node = _emit(tx, kind, target, args, kwargs, result) if prologue is None else prologue
+    if may_raise:
+        node.meta["raises_on_values"] = True  # kept even if unused (runtime/compiler._keep_raising_ops)
     if mutated and prologue is None:
         node.meta["writes"] = frozenset(roots)  # what it writes (runtime/input_grads.py: the roots' later reads)
     if mutated:

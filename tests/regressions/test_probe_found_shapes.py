@@ -238,3 +238,24 @@ def test_static_float_guard_tells_the_sign_of_zero(backend):
     # 0.0 (str(s) == "-0.0"). A zero is guarded with its sign now
     zeros = [-0.0, 0.0, -0.0]
     assert_parity(_sign_of_a_zero, lambda i: (torch.ones(2), zeros[i]), backend=backend, calls=3)
+
+
+def _unused_index(x, i):
+    x[i]
+    return x * 2
+
+
+def _unused_index_select(x, i):
+    torch.index_select(x, 0, i)
+    return x + 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [_unused_index, _unused_index_select], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_an_unused_index_op_still_raises_for_an_index_out_of_range(fn, dynamic, backend):
+    # AOTAutograd dropped the unused op as dead, and eager's IndexError with it: the call returned. Such an op is
+    # kept as an output of the graph now (runtime/compiler._keep_raising_ops)
+    indexes = [[1], [7], [-9], [2]]
+    assert_parity(fn, lambda n: (torch.randn(4 + n, 3), torch.tensor(indexes[n])), backend=backend, calls=4,
+                  compile_kwargs={"dynamic": dynamic})

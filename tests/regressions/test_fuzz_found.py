@@ -1537,3 +1537,21 @@ def test_parts_of_a_graph_keep_their_autocast_and_grad_mode(backend):
         torch.testing.assert_close(value_c, value)
     for got, want in zip(grads_compiled, grads):
         torch.testing.assert_close(got, want)
+
+
+def _transposed_in_place_then_written(x, w):
+    t = x * 0
+    t.t_()
+    torch.autograd.backward([w.sum()], retain_graph=True)  # a break: t is an output of the graph before it
+    t -= 1.5
+    return t
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_shape_changed_in_place_then_written_after_a_break(backend):
+    # fuzz 53:72: AOTAutograd returned t (made by the graph, requiring grad, t_'d) as a view made inside its
+    # autograd Function, and `t -= 1.5` after the break raised "Output 0 of CompiledFunction is a view and is being
+    # modified inplace"; eager's t is no view. The t_ of such a tensor runs for real now
+    assert_parity(_transposed_in_place_then_written,
+                  lambda: (torch.randn(4, 3, requires_grad=True), torch.randn(4, requires_grad=True)),
+                  backend=backend, calls=2)

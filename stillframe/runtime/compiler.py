@@ -369,8 +369,8 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
             except Exception as e:
                 freed = _grads_that_freed_outputs(gm, e)
                 if freed:
-                    raise RetraceRunForReal(freed, "torch.autograd.grad frees the autograd graph of outputs the "
-                                            "graph returns, which AOTAutograd cannot differentiate then") from e
+                    raise RetraceRunForReal(freed, "torch.autograd.grad in a graph whose outputs require grad, "
+                                            "which AOTAutograd cannot differentiate") from e
                 ops = passes.higher_order_ops(gm)
                 if not ops:
                     raise
@@ -400,10 +400,13 @@ def _grads_that_freed_outputs(gm: torch.fx.GraphModule, error: Exception) -> fro
     """Where the graph calls ``torch.autograd.grad``, if the backend failed as AOTAutograd does when an output the
     graph returns requires grad through the history such a call freed (``l = (x * y).sum(); g, = grad(l, [x]);
     return l, g``: "Trying to backward through the graph a second time", found by a probe; torch.compile breaks
-    at every ``autograd.grad``). Those calls then run for real: eager's ``l`` keeps its freed history."""
+    at every ``autograd.grad``), or finds the input differentiated unused in its own trace of the call (``t = w *
+    1; grad(t.sum(), [w], retain_graph=True); return t``: fuzz 53:62). Those calls then run for real: eager's ``l``
+    keeps its freed history."""
     cause = getattr(error, "inner_exception", None) or error
-    if "backward through the graph a second time" not in str(cause):
-        return frozenset()
+    if "backward through the graph a second time" not in str(cause) and \
+            "appears to not have been used in the graph" not in str(cause):  # (``t = w * 1; grad(t.sum(), [w],
+        return frozenset()  # retain_graph=True); return t``: AOTAutograd's trace of the grad, fuzz 53:62)
     return frozenset(node.meta["location"] for node in gm.graph.nodes if node.op == "call_function" and
                      node.target is torch.autograd.grad and "location" in node.meta)
 

@@ -25,7 +25,14 @@ def _manual_sgd_step(w, x):
     return loss.item()
 
 
+def _grad_retained_then_the_output_returned(w):
+    t = w * 2
+    g, = torch.autograd.grad(t.sum(), [w], retain_graph=True)  # (fuzz 53:62: AOTAutograd found w unused)
+    return t, g
+
+
 @pytest.mark.parametrize("fn, make", [
+    (_grad_retained_then_the_output_returned, lambda i=0: (torch.full((3,), 1.0 + i, requires_grad=True),)),
     (_grad_then_loss, lambda i=0: (torch.randn(3, requires_grad=True), torch.randn(3) + i)),
     (_manual_sgd_step, lambda i=0: (torch.randn(3, 2, requires_grad=True), torch.randn(4, 3) + i)),
 ])

@@ -264,6 +264,12 @@ def test_threads_call_one_hooked_module(backend):
     eager, other, _, _ = _twins(setup=lambda m, log: m.register_forward_pre_hook(
         lambda mod, args, kwargs: ((args[0] + 1,), kwargs), with_kwargs=True))
     compiled = stillframe.compile(other, backend=backend)
+    # compiled first, for both shapes, on this thread: AOTAutograd's trace (make_fx) patches nn.Module.__call__ for
+    # the whole process while it runs, so a module the third thread called meanwhile went through that trace's
+    # tracer (a deadlock in the autograd engine, seen on the 3.12 leg; torch.compile is exposed the same way)
+    for n in (1, 2):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(compiled(x), eager(x))
     failures, barrier = [], threading.Barrier(3)
 
     def worker(k):
@@ -275,7 +281,7 @@ def test_threads_call_one_hooked_module(backend):
         except BaseException as e:  # noqa: BLE001  (reported by the main thread)
             failures.append(e)
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(3)]
+    threads = [threading.Thread(target=worker, args=(k,), daemon=True) for k in range(3)]  # (a hang fails, only)
     for t in threads:
         t.start()
     for t in threads:

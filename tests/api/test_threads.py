@@ -52,7 +52,7 @@ def test_four_threads_share_one_compiled_function():
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+        threads = [threading.Thread(target=worker, args=(k,), daemon=True) for k in range(4)]
         for t in threads:
             t.start()
         for t in threads:

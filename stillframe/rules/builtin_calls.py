@@ -49,6 +49,7 @@ from ..variables.base import (
     UserMethodVariable,
     VariableTracker,
 )
+from ..variables.base import is_builtin_class
 from ..variables.builder import wrap
 from ..variables.objects import (ContainerMethodVariable, ObjectVariable, SuperVariable, dict_base, storage_of)
 from ..tensors import symbolic
@@ -122,7 +123,7 @@ def call_dunder(tx: Tracer, obj: VariableTracker, name: str, args: list,
         return _missing(tx, obj, cls, storage, args[0])
     if storage is not None and _defined_by_dict_base(cls, name):  # len(out), out[k], iter(out) of a dict subclass
         return call_container_method(tx, ContainerMethodVariable(storage, name), list(args), kwargs or {})
-    if cls.__module__ == "builtins" or cls.__module__.startswith("torch."):
+    if is_builtin_class(cls) or cls.__module__.startswith("torch."):
         if isinstance(obj, NNModuleVariable) and name in _REGISTRY_DUNDERS:  # (their rules read the live module)
             nn_modules.guard_registry_read(tx, obj, name)
         return None

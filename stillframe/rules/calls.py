@@ -59,6 +59,7 @@ from ..variables.base import (
     UserMethodVariable,
     VariableTracker,
 )
+from ..variables.base import is_builtin_class
 from ..variables.builder import is_constant, wrap
 from ..variables.kinds import INTERNAL
 from ..variables.objects import ContainerMethodVariable, ObjectVariable, SuperVariable
@@ -491,7 +492,7 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
         store_attr(tx, args[0], const_value(tx, args[1]), args[2])
         return tx.push(ConstantVariable(None))
     if isinstance(value, type) and not issubclass(value, torch.nn.Module) and \
-            value.__module__ not in ("builtins",) and not value.__module__.startswith("torch"):
+            not is_builtin_class(value) and not value.__module__.startswith("torch"):
         return tx.push(construct(tx, value, args, kwargs))
     module = getattr(value, "__module__", "") or ""
     if hashable_key(value) in PURE_FUNCTIONS and all(is_const(tx, a) for a in args) and \

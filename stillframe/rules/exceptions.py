@@ -38,6 +38,7 @@ from ..variables.base import (
     UserMethodVariable,
     VariableTracker,
 )
+from ..variables.base import is_builtin_class
 from ..variables.builder import is_constant, wrap
 from ..variables.objects import ContainerMethodVariable, ExceptionEntry, ObjectVariable, TracebackEntry
 from . import attrs, builtin_calls, calls, frames, known, objects
@@ -54,7 +55,7 @@ _UNSET = object()
 def c_base(cls: type) -> type:
     """The builtin exception class whose C layout instances of ``cls`` have (``ValueError`` for a user's
     ``class Bad(ValueError)``)."""
-    return next(k for k in cls.__mro__ if k.__module__ == "builtins" and issubclass(k, BaseException))
+    return next(k for k in cls.__mro__ if is_builtin_class(k) and issubclass(k, BaseException))
 
 
 def c_members(cls: type) -> tuple:
@@ -80,7 +81,7 @@ def _makes_no_python_calls(cls: type) -> bool:
     """Whether a bare instance of ``cls`` can be made and dropped at trace time without running user code (its
     ``__new__`` is C, and no class of the user's defines ``__del__``)."""
     return isinstance(cls.__new__, types.BuiltinFunctionType) and \
-        not any("__del__" in vars(k) for k in cls.__mro__ if k.__module__ != "builtins")
+        not any("__del__" in vars(k) for k in cls.__mro__ if not is_builtin_class(k))
 
 
 def clone_exception(template: BaseException) -> BaseException:
@@ -341,7 +342,7 @@ def _c_descriptor(cls: type, name: str) -> Any:
         if name in vars(klass):
             attr = vars(klass)[name]
             owner = getattr(attr, "__objclass__", None)
-            if klass.__module__ == "builtins" and isinstance(owner, type) and issubclass(owner, BaseException):
+            if is_builtin_class(klass) and isinstance(owner, type) and issubclass(owner, BaseException):
                 return attr
             return None
     return None
@@ -538,7 +539,7 @@ def _method_rules() -> dict:
     while pending:
         klass = pending.pop()
         pending.extend(klass.__subclasses__())
-        if klass.__module__ != "builtins":
+        if not is_builtin_class(klass):
             continue
         for name, make in (("__init__", _init_rule), ("__str__", lambda m: _text_method(str)),
                            ("__repr__", lambda m: _text_method(repr))):

@@ -38,6 +38,7 @@ from ..variables.base import (
     UserFunctionVariable,
     UserMethodVariable,
 )
+from ..variables.base import HEAPTYPE_FLAG
 from ..variables.kinds import CONTEXT_VALUES, INTERNAL
 from ..variables.objects import ContainerMethodVariable, ObjectVariable, SuperVariable
 from . import builtin_calls, known, numpy_interop, type_checks
@@ -109,7 +110,6 @@ def _class_lookup(cls, name):
 
 _SEQUENCE_DUNDERS = ("__add__", "__radd__", "__iadd__", "__mul__", "__rmul__", "__imul__")
 _OPERAND_TYPES = (int, bool, float, complex, type(None), tuple, list, torch.Size)
-_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
 
 
 def _sequence_operator(tx, symbol, a, b):
@@ -183,7 +183,7 @@ def _items(tx, v):
 def _tp_name(cls):
     """CPython's ``tp_name`` of ``cls``, which its operator errors print: the bare name of a class made by a class
     statement or of a builtin, the dotted name of a C type of a module (``torch.Size``)."""
-    if cls.__flags__ & _HEAPTYPE or cls.__module__ == "builtins":
+    if cls.__flags__ & HEAPTYPE_FLAG or cls.__module__ == "builtins":
         return cls.__name__
     return f"{cls.__module__}.{cls.__name__}"
 

@@ -24,6 +24,7 @@ from ..variables.base import (
     TensorVariable,
     TupleVariable,
 )
+from ..variables.base import is_builtin_class
 from ..variables.builder import wrap
 from ..variables.objects import ObjectVariable, SuperVariable
 
@@ -81,7 +82,7 @@ def _object(tx, var):
     if getattr(cls, "__bool__", None) is None and getattr(cls, "__len__", None) is None:
         return True
     if isinstance(var, PythonObjectVariable) and (isinstance(var.value, (type, type(tx)))
-                                                  or cls.__module__ == "builtins"):
+                                                  or is_builtin_class(cls)):
         return bool(var.value)
     tx.unsupported("unsupported_condition", f"truth value of a {cls.__name__} value (its __bool__ or __len__ is "
                    "not Python code stillframe can trace)")

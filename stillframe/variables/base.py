@@ -479,6 +479,16 @@ def _c_level_key(value: Any) -> bool:
     return True
 
 
+HEAPTYPE_FLAG = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or type()), not by C
+
+
+def is_builtin_class(cls: type) -> bool:
+    """Whether ``cls`` is one of CPython's own C classes (``int``, ``dict``, ``ValueError`` ...). Not the same as
+    ``cls.__module__ == "builtins"``: a class statement run by ``exec`` in a namespace without ``__name__`` makes a
+    user class whose ``__module__`` is ``"builtins"`` too (the parity probes of session 33 define classes so)."""
+    return cls.__module__ == "builtins" and not cls.__flags__ & HEAPTYPE_FLAG
+
+
 @dataclass(frozen=True, slots=True)
 class DictEntry:
     """Heap record of a dict: ``items`` is a tuple of ``(key, VT)`` pairs in insertion order; keys are Python constants."""

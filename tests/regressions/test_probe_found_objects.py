@@ -214,3 +214,29 @@ def test_type_three_arguments_sets_module(backend):
         return x * K.scale, getattr(K, "__module__", "MISSING")
 
     assert_parity(fn, _args, backend=backend, calls=3)
+
+
+_EXEC_CLASSES = {}
+exec(compile("""
+class Slotted:
+    __slots__ = ('a', 'b')
+    def __init__(self, a):
+        self.a = a
+""", "<probe>", "exec"), _EXEC_CLASSES)  # a class statement without __name__ in its globals: __module__ 'builtins'
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_user_class_whose_module_is_builtins(backend):
+    # a class statement run by exec in globals without __name__ makes a user class with __module__ "builtins";
+    # the trace took it for a C builtin (`cls.__module__ == "builtins"`), made the instance for real, and
+    # answered hasattr on its unset slot `b` from a bare instance: True where eager says False
+    klass = _EXEC_CLASSES["Slotted"]
+    assert klass.__module__ == "builtins"
+
+    def fn(x):
+        s = klass(x)
+        unset = hasattr(s, "b")
+        s.b = 2
+        return s.a * s.b, unset, hasattr(s, "__dict__")
+
+    assert_parity(fn, _args, backend=backend, calls=3)

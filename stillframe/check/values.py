@@ -10,6 +10,7 @@ side must alias the same input on the other.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import math
 import types
 from typing import Any
@@ -117,8 +118,8 @@ class Walker:
                                     f"{e.__traceback__ is not None}; compiled {c.__suppress_context__}, "
                                     f"{c.__traceback__ is not None}")
             self._attributes(e, c, path)
-        elif type(e).__eq__ is object.__eq__ and hasattr(e, "__dict__"):
-            self._attributes(e, c, path)
+        elif hasattr(e, "__dict__") and (type(e).__eq__ is object.__eq__ or dataclasses.is_dataclass(e)):
+            self._attributes(e, c, path)  # (a dataclass's __eq__ compares its fields as tuples: tensors refuse)
         else:
             try:
                 equal = bool(e == c)

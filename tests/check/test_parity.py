@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import dataclasses
 import warnings
 
 import pytest
@@ -111,6 +112,24 @@ def test_passes_for_nested_results_with_scalars_and_identity():
     assert_parity(g, make_xy, compiled=g)
     report = compare(f, make_xy, compiled=f)
     failing(report, "type differs")
+
+
+@dataclasses.dataclass
+class _Batch:
+    x: torch.Tensor
+    n: int
+
+
+def test_dataclasses_holding_tensors_are_compared_field_by_field():
+    # a dataclass's generated __eq__ compares its fields as tuples, and a tensor field refuses bool(): the
+    # checker said "cannot compare" for equal values
+    def f(x):
+        return _Batch(x * 2, 3)
+
+    assert_parity(f, lambda: (torch.randn(3),), compiled=f)
+    failing(compare(f, lambda: (torch.randn(3),), compiled=lambda x: _Batch(x * 2 + 1e-3, 3)), "result.x",
+            "values differ")
+    failing(compare(f, lambda: (torch.randn(3),), compiled=lambda x: _Batch(x * 2, 4)), "result.n")
 
 
 def test_passes_when_both_raise_the_same_error():

@@ -85,12 +85,12 @@ class CompiledFunction:
         self._routed = routed
         self._self = self_obj
         self._func = fn.__func__ if isinstance(fn, types.MethodType) else fn
-        if isinstance(fn, (types.BuiltinFunctionType, types.MethodDescriptorType)):
-            # torch.sin, Tensor.add: a C function; a function that calls it is traced, so it is one graph op
-            # (torch.compile accepts these)
+        if not isinstance(self._func, types.FunctionType) and callable(fn) and not isinstance(fn, type):
+            # torch.sin, Tensor.add (C functions), a functools.partial, an object with __call__: a function that
+            # calls it is traced (the call is inlined, or one graph op), as torch.compile accepts any callable
             self._func = _calling(fn)
         if not isinstance(self._func, types.FunctionType):
-            raise TypeError(f"stillframe.compile expects a Python function or an nn.Module, got {type(fn).__name__}")
+            raise TypeError(f"stillframe.compile expects a callable or an nn.Module, got {type(fn).__name__}")
         self._backend_arg = backend
         self._compile_kwargs = dict(backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode,
                                     options=options, disable=disable)
@@ -764,8 +764,9 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None 
     ``stillframe.compile(module)``.
 
     Args:
-        model: a Python function, a bound method, or an ``nn.Module`` (then a
-            :class:`CompiledModule` is returned). ``None`` returns a decorator.
+        model: a Python function, a bound method, any other callable (a C function, a
+            ``functools.partial``, an object with ``__call__``: a function calling it is compiled), or an
+            ``nn.Module`` (then a :class:`CompiledModule` is returned). ``None`` returns a decorator.
         fullgraph: raise :class:`stillframe.Unsupported` instead of running
             eagerly when something cannot be captured (torch.compile's ``fullgraph``).
         dynamic: as torch.compile's: ``None`` (automatic dynamic shapes: static first, then symbolic in the
@@ -779,7 +780,7 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None 
     Raises:
         torch._dynamo.exc.InvalidBackend: for an unknown backend name (as torch.compile does).
         RuntimeError: if both ``mode`` and ``options`` are given.
-        TypeError: if ``model`` is not a function or module.
+        TypeError: if ``model`` is not callable, or is a class.
     """
     kwargs = dict(backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode, options=options,
                   disable=disable)

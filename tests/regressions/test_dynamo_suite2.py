@@ -1,5 +1,6 @@
 """More divergences found by running PyTorch's own Dynamo tests through stillframe (issue 16)."""
 
+import functools
 import sys
 import typing
 
@@ -349,6 +350,33 @@ def test_compiling_a_torch_function_itself(fn):
     # stillframe.compile(torch.sin) raised TypeError (torch.compile accepts it and captures one op)
     make_args = (lambda: (torch.randn(3), torch.randn(3))) if fn is torch.Tensor.add else (lambda: (torch.randn(3),))
     assert_parity(fn, make_args, calls=2, compiled=stillframe.compile(fn, backend="eager", fullgraph=True))
+
+
+class _Shift:
+    """A callable object: ``shift(x) = x - k``."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def __call__(self, x):
+        return x - self.k
+
+
+def _scaled(x, k, *, bias=0.0):
+    return x * k + bias
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("kind", ["partial", "callable_object"])
+def test_compiling_a_partial_or_a_callable_object(kind, backend):
+    # stillframe.compile(functools.partial(f, ...)) and stillframe.compile(obj) for an object with __call__
+    # raised TypeError ("expects a Python function"); torch.compile accepts any callable
+    fn = functools.partial(_scaled, k=3, bias=1.0) if kind == "partial" else _Shift(2)
+    compiled = stillframe.compile(fn, backend=backend, fullgraph=True)
+    assert_parity(fn, lambda: (torch.randn(3, requires_grad=True),), calls=2, compiled=compiled)
+    x = torch.randn(3)
+    torch.testing.assert_close(compiled(x), torch.compile(fn, backend=backend)(x))
+    assert compiled.cache_entries()[0].graph_module is not None
 
 
 T = typing.TypeVar("T")

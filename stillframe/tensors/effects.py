@@ -231,13 +231,45 @@ RAISES_ON_VALUES: set = {operator.getitem, operator.setitem, torch.index_select,
                          "index_fill_", "index_fill", "scatter_", "scatter", "scatter_add_", "scatter_add"}
 
 
+# Integer division: ``xi // 0``, ``xi % z``, ``torch.div(xi, z, rounding_mode="floor")`` raise "ZeroDivisionError"
+# where a divisor is 0 and both operands are integers (floats give inf or nan); the fake kernels never raise.
+# Keyed as RAISES_ON_VALUES; the value is the position of the divisor among the arguments.
+INTEGER_DIVISIONS: dict = {
+    operator.floordiv: 1, operator.mod: 1, operator.ifloordiv: 1, operator.imod: 1, torch.floor_divide: 1,
+    torch.remainder: 1, torch.fmod: 1, torch.div: 1, torch.divide: 1,
+    "__floordiv__": 1, "__mod__": 1, "__ifloordiv__": 1, "__imod__": 1, "__rfloordiv__": 0, "__rmod__": 0,
+    "floor_divide": 1, "floor_divide_": 1, "remainder": 1, "remainder_": 1, "fmod": 1, "fmod_": 1, "div": 1,
+    "div_": 1, "divide": 1, "divide_": 1}
+_NEEDS_ROUNDING_MODE = {torch.div, torch.divide, "div", "div_", "divide", "divide_"}  # else true division
+
+
 def raises_on_values(kind: str, target: Any, fake_args: tuple, fake_kwargs: dict) -> bool:
-    """Whether ``target`` (listed in :data:`RAISES_ON_VALUES`) is called with an integer index tensor, so it may
-    raise depending on the index's values (fake arguments; the first, the tensor indexed, is not an index)."""
+    """Whether a call may raise depending on tensor values the fakes do not have: ``target`` (listed in
+    :data:`RAISES_ON_VALUES`) called with an integer index tensor (the first argument, the tensor indexed, is not
+    an index), or an integer division (:data:`INTEGER_DIVISIONS`) whose divisor is not a nonzero constant."""
     key = hashable_key(target)
-    if key is None or (kind == "call_method") != isinstance(key, str) or key not in RAISES_ON_VALUES:
+    if key is None or (kind == "call_method") != isinstance(key, str):
         return False
-    return any(_integer_tensor(a) for a in (*fake_args[1:], *fake_kwargs.values()))
+    if key in RAISES_ON_VALUES:
+        return any(_integer_tensor(a) for a in (*fake_args[1:], *fake_kwargs.values()))
+    if key in INTEGER_DIVISIONS:
+        return _integer_division(key, fake_args, fake_kwargs)
+    return False
+
+
+def _integer_division(key: Any, fake_args: tuple, fake_kwargs: dict) -> bool:
+    if key in _NEEDS_ROUNDING_MODE and fake_kwargs.get("rounding_mode") is None:
+        return False
+    if len(fake_args) < 2:
+        return False
+    divisor = fake_args[INTEGER_DIVISIONS[key]]
+    if not isinstance(divisor, torch.Tensor) and divisor != 0:  # a nonzero Python number (a constant)
+        return False
+    try:
+        dtype = torch.result_type(fake_args[0], fake_args[1])
+    except (TypeError, RuntimeError):
+        return False
+    return not dtype.is_floating_point and not dtype.is_complex
 
 
 def _integer_tensor(value: Any) -> bool:

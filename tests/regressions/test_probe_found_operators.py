@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+import stillframe
 from stillframe.check.parity import assert_parity
 
 BACKENDS = ["eager", "aot_eager"]
@@ -158,3 +159,63 @@ def test_list_repeat_in_place_keeps_the_list(backend):
         return l, m, l is m
 
     assert_parity(fn, _args, backend=backend, calls=3)
+
+
+_INTEGER_DIVISIONS = {
+    "floordiv_by_zero": lambda xi, z: xi // 0,
+    "mod_by_zero_tensor": lambda xi, z: xi % z,
+    "reflected_floordiv": lambda xi, z: 3 // z,
+    "fmod": lambda xi, z: torch.fmod(xi, z),
+    "remainder_in_place": lambda xi, z: xi.clone().remainder_(0),
+    "div_floor": lambda xi, z: torch.div(xi, z, rounding_mode="floor"),
+    "div_trunc_method": lambda xi, z: xi.div(0, rounding_mode="trunc"),
+    "floordiv_in_place": lambda xi, z: xi.clone().__ifloordiv__(z),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", sorted(_INTEGER_DIVISIONS))
+def test_integer_division_by_zero_inside_try(backend, case):
+    # integer tensors divided by 0 raise "ZeroDivisionError" in eager; the fake kernels do not, so the graph raised
+    # after the trace had left the user's try: the call ran again for real with a warning calling it a divergence.
+    # Inside a try such a division now runs for real (tensors/effects.INTEGER_DIVISIONS), as an index out of range
+    op = _INTEGER_DIVISIONS[case]
+
+    def fn(xi, z):
+        out = [xi + 1]
+        try:
+            out.append(op(xi, z))
+        except RuntimeError as e:
+            out.append(str(e))
+        return out
+
+    assert_parity(fn, lambda: (torch.arange(4), torch.zeros(4, dtype=torch.long)), backend=backend, calls=3,
+                  grad=False)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_integer_division_by_zero_outside_try_raises_eagers_error(backend):
+    # no try: the graph raises, the call runs again for real and raises eager's error (no warning); unused, the
+    # division is kept by AOTAutograd backends all the same (runtime/compiler._keep_raising_ops)
+    def fn(xi, z):
+        xi.add_(1)
+        xi // z
+        return xi * 2
+
+    assert_parity(fn, lambda: (torch.arange(4), torch.zeros(4, dtype=torch.long)), backend=backend, calls=3,
+                  grad=False)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_division_that_cannot_raise_stays_in_the_graph(backend):
+    # float division, or an integer one by a nonzero constant, never raises: one graph, no break inside the try
+    def fn(xi, xf):
+        try:
+            return xi // 2 + xi % 3, xf // 0, torch.div(xi, 0)
+        except RuntimeError:
+            return None
+
+    compiled = stillframe.compile(fn, backend=backend)
+    args = (torch.arange(4), torch.randn(4))
+    assert_parity(fn, lambda: args, compiled=compiled, calls=2, grad=False)
+    assert stillframe.explain(fn, backend=backend)(*args).break_count == 0

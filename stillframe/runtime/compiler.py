@@ -26,6 +26,7 @@ from ..bytecode.reader import read, unsteppable
 from ..config import config
 from ..errors import (GraphBreak, GraphBreakKind, InternalError, RetraceRunForReal, RetraceSymbolic, Unsupported,
                       UserLocation)
+from ..tensors.aot_writes import refuse_bases_remade_as_views
 from ..tensors.effects import runs_for_real
 from ..graph import passes
 from ..guards.guard import Guard, GuardCodegen, aliasing_pattern, compile_guards, finalizer_names, tensor_examples
@@ -323,6 +324,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     symbolic = tracer.fake_mode.shape_env is not None
     if tracer.functional_backend:
         _keep_raising_ops(tracer, codegen.output_nodes)
+        refuse_bases_remade_as_views(tracer, codegen.output_nodes)
     if symbolic:
         _drop_dead_symbolic_nodes(tracer, codegen.output_nodes)
     else:

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from .. import compat
+from ..errors import RetraceRunForReal
 from ..variables.base import ListVariable, TensorVariable, TupleVariable
 from .effects import hashable_key
 from .saved import location
@@ -225,3 +226,81 @@ def _writes_aliased_inputs_of_mixed_leafness(tx: Any, roots: list, views: list) 
         return False
     group = set(inputs) | (set(roots) if any(tid in tx.input_values for tid in views) else set())
     return len({tx.state.heap[tid].meta.is_leaf for tid in group}) > 1
+
+
+# View ops whose write-back AOTAutograd's functionalization makes with a scatter (``slice_scatter``,
+# ``select_scatter``...): the base it remakes is a new tensor. Every other view op is undone by a view (``view``'s
+# inverse is ``view``): the base after a write through it is remade as a view of the written view.
+_SCATTERED_VIEWS = frozenset({operator.getitem, "__getitem__", "narrow", torch.narrow, "select", torch.select,
+                              "diagonal", torch.diagonal, "as_strided", torch.as_strided, "split", torch.split,
+                              "chunk", torch.chunk, "unbind", torch.unbind, "tensor_split", torch.tensor_split,
+                              "split_with_sizes", "unfold", "hsplit", "vsplit", "dsplit"})
+
+
+def note_view_writes(tx: Any, mutated: list) -> None:
+    """Record each in-place write (to the TensorVariables ``mutated``) through a view of a tensor the graph made,
+    for :func:`refuse_bases_remade_as_views`; call only where ``tx.functional_backend``."""
+    for var in mutated:
+        entry = tx.state.heap[var.tid]
+        base = entry.meta.base
+        if base is not None and base not in tx.input_values and entry.node is not None:
+            tx.view_writes.append((base, entry.node, location(tx)))
+
+
+def refuse_bases_remade_as_views(tx: Any, outputs: list) -> None:
+    """Trace again with the writes run for real where the graph writes through a ``view``-like view of a tensor
+    it made (``b = a.view(2, 2); b.fill_(7)``) and returns that tensor (a graph output: returned, or live at the
+    break). AOTAutograd's functionalization remakes ``a`` as a view of the written ``b``, and returns it as a view
+    made inside its autograd Function: eager's ``a`` is no view, and a later in-place op on it raised "Output 0
+    of CompiledFunction is a view and is being modified inplace" (found by a probe; torch.compile the same).
+    A write through a slice (``a[0].fill_(7)``) is remade with a scatter and stays in the graph."""
+    if not tx.view_writes:
+        return
+    returned = set(outputs)
+    locations = frozenset(where for base, node, where in tx.view_writes
+                          if _base_node(tx, base) in returned and _remade_as_view(node))
+    if locations:
+        raise RetraceRunForReal(locations, "writes through a view of a tensor the graph made and returns: "
+                                "AOTAutograd would return that tensor as a view")
+
+
+def _base_node(tx: Any, tid: int) -> Any:
+    entry = tx.state.heap.get(tid)
+    return getattr(entry, "node", None)
+
+
+def _remade_as_view(node: Any) -> bool:
+    """Whether the chain of view ops from the written view's ``node`` (an FX node) up to its base begins, at the
+    base, with a view op that functionalization undoes by a view (not in :data:`_SCATTERED_VIEWS`)."""
+    step = None
+    for _ in range(256):  # a bound against a malformed graph
+        node = _before_writes(node)
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor) or not val._is_view() or not node.args or \
+                not isinstance(node.args[0], torch.fx.Node):
+            break
+        step, node = node, node.args[0]
+    if step is None:
+        return False
+    return hashable_key(step.target) not in _SCATTERED_VIEWS
+
+
+_IN_PLACE_OPERATORS = ("iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "iand", "ior", "ixor",
+                       "ilshift", "irshift", "imatmul")
+_WRITES_FIRST_ARGUMENT = frozenset({operator.setitem, "__setitem__", *(getattr(operator, n) for n in _IN_PLACE_OPERATORS),
+                                    *(f"__{n}__" for n in _IN_PLACE_OPERATORS)})
+
+
+def _before_writes(node: Any) -> Any:
+    """The node whose tensor an in-place op's ``node`` wrote (what it aliases), through a chain of them."""
+    while node.op in ("call_method", "call_function"):
+        if isinstance(node.kwargs.get("out"), torch.fx.Node):
+            node = node.kwargs["out"]
+            continue
+        name = _method_name(node.op, node.target)
+        in_place = hashable_key(node.target) in _WRITES_FIRST_ARGUMENT or \
+            name.endswith("_") and not name.startswith("_")
+        if not in_place or not node.args or not isinstance(node.args[0], torch.fx.Node):
+            break
+        node = node.args[0]
+    return node

@@ -30,7 +30,7 @@ from ..config import config
 from ..errors import InternalError, RetraceSymbolic, Unsupported
 from ..guards.guard import Guard
 from ..guards.source import AttrSource, LiftedSource
-from .aot_writes import (note_input_writes, refuse_out_resizing_input, refuse_overlapping_write,
+from .aot_writes import (note_input_writes, note_view_writes, refuse_out_resizing_input, refuse_overlapping_write,
                          refuse_reading_aliases_of_written_inputs, refuse_writes_aot_cannot_take)
 from .dtype_checks import alpha_refusal, cast_refusal
 from .effects import is_pure_query, known_effect, no_rule, query_checker, raises_on_values
@@ -418,6 +418,7 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
                 meta = tx.state.heap[tid].meta
                 fresh[tid] = fresh_view(fresh[meta.base], meta, tid in stale)
     if mutated and tx.functional_backend:
+        note_view_writes(tx, mutated)
         try:
             refuse_writes_aot_cannot_take(tx, kind, target, args, kwargs, roots, views, _describe(kind, target))
         except Unsupported:  # the write runs for real: what the trace saved of it must be saved for real first

@@ -113,6 +113,9 @@ class Tracer:
         # on a functional backend, tid -> where an in-place op of this trace wrote the input: its shape, its data
         self.input_reshapes: dict[int, set] = {}
         self.input_writes: dict[int, set] = {}
+        # on a functional backend, (base tid, node of the view written, where) per in-place write through a view of
+        # a tensor the graph made (tensors/aot_writes.refuse_bases_remade_as_views); not rolled back either
+        self.view_writes: list[tuple[int, Any, tuple]] = []
         self.keepalive: list[Any] = []  # objects whose id() a guard checks stay alive while tracing
         self.stand_ins: dict[int, Any] = {}  # id(live leaf) -> the tensor fakeified in its place (builder._fakeified)
         self.input_nodes: dict[int, Any] = {}  # tid -> placeholder node (for finishing the graph)

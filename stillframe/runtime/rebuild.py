@@ -175,6 +175,13 @@ class StateCodegen:
             # an AOTAutograd output view of an intermediate may come back with no _base (fuzz 35:230): the stale
             # view is made from its base's own output
             return compat.stale_view
+        if meta.view_creation == compat.CreationMeta.NO_GRAD_MODE and tx.entry_grad_enabled and \
+                tx.state.heap[meta.base].meta.requires_grad and \
+                (tx.state.heap[meta.base].node is not None or meta.base in self.input_position):
+            # a view made under no_grad of a base that requires grad: AOTAutograd remakes it outside its Function
+            # in grad mode, with a grad_fn eager's has not (so it is no leaf, and an in-place op on it raised
+            # another error than eager's): made from its base under no_grad, as eager made it (found by a probe)
+            return functools.partial(compat.view_made_as, creation=meta.view_creation)
         if meta.view_creation not in (compat.CreationMeta.DEFAULT, compat.CreationMeta.NO_GRAD_MODE) and \
                 (tx.state.heap[meta.base].node is not None or meta.base in self.input_position):
             # one of split's outputs: AOTAutograd returns it as a plain tensor (or remakes it as a plain view), so

@@ -87,3 +87,34 @@ def test_write_through_a_view_stays_in_the_graph_when_its_base_is_not_returned(b
     assert_parity(fn, lambda: (torch.randn(4, requires_grad=True),), backend=backend, calls=2)
     report = stillframe.explain(fn, backend=backend)(torch.randn(4, requires_grad=True))
     assert (report.graph_count, report.break_count) == (1, 0)
+
+
+def _no_grad_view_returned(x):
+    a = x * 2
+    with torch.no_grad():
+        v = a[1:]
+        w = x[:2]
+    _brk()
+    return v, w, a
+
+
+def _no_grad_view_written_after_a_break(x):
+    a = x * 2
+    with torch.no_grad():
+        v = a[1:]
+    _brk()
+    try:
+        v.mul_(2)
+    except RuntimeError as e:
+        return str(e)
+    return v
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [_no_grad_view_returned, _no_grad_view_written_after_a_break],
+                         ids=lambda f: f.__name__.lstrip("_"))
+def test_view_made_under_no_grad_of_a_tensor_requiring_grad(backend, fn):
+    # AOTAutograd remade such a view outside its Function in grad mode: it had a grad_fn (is_leaf False where
+    # eager's is True) and an in-place op on it raised "Output 0 of Slice is a view of a view..." instead of
+    # eager's "A view was created in no_grad mode..."
+    assert_parity(fn, lambda: (torch.randn(4, requires_grad=True),), backend=backend, calls=3)

@@ -283,15 +283,17 @@ def _dict_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 
 def attempt(tx: Tracer, exc_type: type, step: Callable[[], VariableTracker]) -> VariableTracker | None:
-    """``step()``, or ``None`` when it raises the user's ``exc_type`` (its partial effects rolled back):
-    ``getattr(o, n, default)``, ``hasattr``, ``next(it, default)``."""
+    """``step()``, or ``None`` when it raises the user's ``exc_type``: ``getattr(o, n, default)``, ``hasattr``,
+    ``next(it, default)``. What the step did before it raised stays done, as in eager (a ``__getattr__`` that
+    counts its calls, then raises AttributeError; a generator that appends, then returns): only the frames it
+    left are dropped, and the exception being handled is the caller's again (:meth:`Tracer.leave_frames`)."""
     token = tx.checkpoint()
     try:
         return step()
     except UserError as e:
-        if not isinstance(e.exc, exc_type):
+        if not isinstance(e.exc, exc_type) or not e.traceable:
             raise
-        tx.restore_keeping_guards(token)
+        tx.leave_frames(token)
         return None
 
 
@@ -307,9 +309,20 @@ def _hasattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     obj, name = args[0], const_value(tx, args[1])
     if isinstance(obj, NNModuleVariable) and nn_modules.registries_written(tx, obj.module):
         return ConstantVariable(attempt(tx, AttributeError, lambda: getattr_var(tx, obj, name)) is not None)
-    if isinstance(obj, ObjectVariable):  # hasattr is getattr that catches AttributeError
+    if isinstance(obj, ObjectVariable) or isinstance(obj, PythonObjectVariable) and _looks_up_in_python(obj.value):
+        # hasattr is getattr that catches AttributeError (a live object's __getattr__ runs, as in eager)
         return ConstantVariable(attempt(tx, AttributeError, lambda: getattr_var(tx, obj, name)) is not None)
     return ConstantVariable(has_attr(tx, obj, name))
+
+
+def _looks_up_in_python(value: Any) -> bool:
+    """Whether an attribute lookup on ``value`` may run user code: its class defines ``__getattr__`` or its own
+    ``__getattribute__``."""
+    cls = type(value)
+    if isinstance(value, types.ModuleType):  # (a module's own __getattr__ is looked up statically: attrs.has_attr)
+        return False
+    return getattr(cls, "__getattr__", None) is not None or \
+        getattr(cls, "__getattribute__", object.__getattribute__) is not object.__getattribute__
 
 
 def iterator_of(tx: Tracer, seq: VariableTracker) -> VariableTracker:

@@ -508,6 +508,13 @@ class Tracer:
                 self.state = self.state.replace(guards=self.state.guards.set(guard.key,
                                                                              (len(self.state.guards), guard)))
 
+    def leave_frames(self, token: Checkpoint) -> None:
+        """Back in the frames as they were at ``token`` (the caller's stack, the exception it handles), keeping
+        everything else done since: an exception raised inside a call a rule made was caught by the rule
+        (``hasattr``), and what ran before the raise stays done, as :meth:`catch` keeps it."""
+        self.state = self.state.replace(frames=token.state.frames, handling=token.state.handling)
+        self.result = None
+
     def guards(self) -> list[Guard]:
         return [g for _, g in sorted(self.state.guards.values(), key=lambda pair: pair[0])]
 

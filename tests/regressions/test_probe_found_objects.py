@@ -240,3 +240,65 @@ def test_user_class_whose_module_is_builtins(backend):
         return s.a * s.b, unset, hasattr(s, "__dict__")
 
     assert_parity(fn, _args, backend=backend, calls=3)
+
+
+class _CountingGetattr:
+    """A ``__getattr__`` with an effect before it raises (it counts its calls), and answers names with a 'w'."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __getattr__(self, name):
+        self.calls += 1
+        if name.startswith("w"):
+            return len(name)
+        raise AttributeError(name)
+
+
+def _counting_args(i=0):
+    return torch.randn(2 + i, 3), _CountingGetattr()
+
+
+_LOOKUPS_CAUGHT = {
+    # a made instance: hasattr and getattr with a default rolled the trace back to before the call, and the
+    # count its __getattr__ made before raising was lost (eager 1, compiled 0)
+    "hasattr_then_count": lambda x, g: ((lambda o: (hasattr(o, "zz"), o.calls))(_CountingGetattr())),
+    "getattr_default_then_count": lambda x, g: ((lambda o: (getattr(o, "zz", 5), o.calls))(_CountingGetattr())),
+    # a live argument: hasattr looked the name up statically, without its __getattr__: False where eager's
+    # __getattr__ answers True, and no count
+    "hasattr_answered_by_getattr": lambda x, g: (hasattr(g, "www"), g.calls),
+    "hasattr_on_an_argument": lambda x, g: (hasattr(g, "zz"), g.calls),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", sorted(_LOOKUPS_CAUGHT))
+def test_getattr_hook_runs_and_keeps_its_effects(backend, case):
+    lookup = _LOOKUPS_CAUGHT[case]
+
+    def fn(x, g):
+        found = lookup(x, g)
+        print(end="")  # a graph break: the next one is traced from a resumed frame
+        again = lookup(x, g)
+        return x * 2, found, again, g.calls
+
+    assert_parity(fn, _counting_args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_next_with_default_keeps_what_the_generator_did(backend):
+    # next(gen, default) on a generator that appends and then returns: the append stays done
+    def fn(x):
+        log = []
+
+        def gen():
+            log.append(1)
+            yield x * 2
+            log.append(2)
+
+        g = gen()
+        a = next(g, None)
+        b = next(g, None)
+        return a, b, log
+
+    assert_parity(fn, _args, backend=backend, calls=3)

@@ -26,7 +26,7 @@ from ..bytecode.reader import read, unsteppable
 from ..config import config
 from ..errors import (GraphBreak, GraphBreakKind, InternalError, RetraceRunForReal, RetraceSymbolic, Unsupported,
                       UserLocation)
-from ..tensors.aot_writes import refuse_bases_remade_as_views
+from ..tensors.aot_writes import refuse_bases_remade_as_views, refuse_output_views_of_aliased_written_inputs
 from ..tensors.effects import runs_for_real
 from ..graph import passes
 from ..guards.guard import Guard, GuardCodegen, aliasing_pattern, compile_guards, finalizer_names, tensor_examples
@@ -331,6 +331,8 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         check, guard_source = compile_guards(guards, examples=tensor_examples(guards, L, G, F))
     used_inputs = _drop_unread_placeholders(tracer)
     gm = tracer.graph.finish(tuple(codegen.output_nodes))
+    if tracer.functional_backend:
+        refuse_output_views_of_aliased_written_inputs(tracer, gm)
     fetch, fetch_source = _fetch_function(tracer, passes.hoist_grad_mode(gm, torch.is_grad_enabled()))
     rebuild, rebuild_source = codegen.function(result_expr)
     undoable = _without_effects(tracer, gm)

@@ -131,6 +131,42 @@ def _writes_input_aliased_outside_its_views(tx: Any, roots: list, views: list) -
                if other not in family)
 
 
+def refuse_output_views_of_aliased_written_inputs(tx: Any, gm: torch.fx.GraphModule) -> None:
+    """Trace again with the op run for real that makes an output of ``gm`` that is a view of graph inputs sharing
+    memory, one of which the graph writes (``t1 = w.unsqueeze(0)`` before a break, then ``w.neg_(); return
+    t1.narrow(0, 0, 1)``). AOTAutograd takes such inputs through one synthetic base, and remakes the output
+    after the graph by replaying the output's views, recorded from ``t1``, on that base (``w``): the shapes do
+    not match, and its assertion "incorrect out shape after application of ViewMeta sequence" (or a wrong
+    dimension error) reached the user (fuzz 54:146; torch.compile raises it too). Run for real, the view enters
+    the rest of the graph as an input, which AOTAutograd returns as it is. Call only where
+    ``tx.functional_backend``, on the finished graph (only the inputs it reads count)."""
+    read = {node for node in gm.graph.nodes if node.op == "placeholder"}
+    inputs = [tid for tid in tx.input_values if tx.tensor_node_of_input(tid) in read]
+    output = next((node for node in gm.graph.nodes if node.op == "output"), None)
+    if output is None or not tx.inputs_written:
+        return
+    locations = set()
+    for node in output.args[0] if isinstance(output.args[0], (tuple, list)) else (output.args[0],):
+        if not isinstance(node, torch.fx.Node) or node.op == "placeholder" or "location" not in node.meta:
+            continue
+        val = node.meta.get("val")
+        tid = tx.tid_of_fake(val) if isinstance(val, torch.Tensor) else None
+        if tid is None or tid in tx.input_values or tx.state.heap[tid].meta.base is None:
+            continue
+        group = [t for t in inputs if _root(tx, t) == tx.state.heap[tid].meta.base]
+        if len(group) > 1 and any(t in tx.inputs_written for t in group):
+            locations.add(node.meta["location"])
+    if locations:
+        raise RetraceRunForReal(frozenset(locations), "makes an output view of graph inputs that share memory, one "
+                                "of which the graph writes: AOTAutograd remakes it after the graph from their "
+                                "synthetic base with the views recorded from the other input, a wrong shape")
+
+
+def _root(tx: Any, tid: int) -> int:
+    base = tx.state.heap[tid].meta.base
+    return tid if base is None else base
+
+
 def refuse_overlapping_write(tx: Any, describe: str) -> None:
     """Break before a write into memory that overlaps itself or another argument (one eager allows):
     AOTAutograd functionalizes it, reading every argument before writing, where eager's kernel reads elements

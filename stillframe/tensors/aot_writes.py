@@ -75,6 +75,13 @@ def refuse_writes_aot_cannot_take(tx: Any, kind: str, target: Any, args: tuple, 
         tx.unsupported("unsupported_call", f"{describe} writes into graph inputs that share memory, a leaf and a "
                        "view of it that is not: AOTAutograd refuses to take them as inputs of one graph",
                        RUNS_FOR_REAL)
+    direct = _inputs_written_through(tx, args, kwargs, roots, views)
+    if _writes_two_aliased_inputs(tx, direct | tx.inputs_written_directly):
+        tx.unsupported("unsupported_call", f"{describe} writes a graph input that requires grad and shares memory "
+                       "with another input the graph writes (a tensor and a view of it, two views): AOTAutograd's "
+                       "backward of such a graph fails ('outs_to_grad length (1) != tangents length (2)', fuzz "
+                       "54:142; torch.compile fails too)", RUNS_FOR_REAL)
+    tx.inputs_written_directly |= direct
 
 
 def refuse_out_resizing_input(tx: Any, kwargs: dict, roots: list, views: list, fresh: dict, describe: str) -> None:
@@ -250,6 +257,39 @@ def _writes_input_with_grad_hooks(tx: Any, roots: list, views: list) -> bool:
         if isinstance(live, torch.Tensor) and (live.retains_grad or live._backward_hooks):
             return True
     return False
+
+
+def _inputs_written_through(tx: Any, args: tuple, kwargs: dict, roots: list, views: list) -> set[int]:
+    """The graph inputs an in-place op writes as AOTAutograd counts them mutated: each written argument that is
+    an input, or a view the graph made of one (followed through the first arguments of the ops that made it
+    back to the input). Where that finds none, every input the write touches."""
+    inputs = {tid for tid in (*roots, *views) if tid in tx.input_values}
+    if not inputs:
+        return set()
+    placeholders = {id(tx.tensor_node_of_input(tid)): tid for tid in inputs}
+    written = set()
+    for var in (*args, *kwargs.values()):
+        if not isinstance(var, TensorVariable) or var.tid not in (*roots, *views):
+            continue
+        node = tx.state.heap[var.tid].node
+        while isinstance(node, torch.fx.Node) and node.op != "placeholder":
+            node = node.args[0] if node.args else None
+        if not isinstance(node, torch.fx.Node) or id(node) not in placeholders:
+            return inputs
+        written.add(placeholders[id(node)])
+    return written or inputs
+
+
+def _writes_two_aliased_inputs(tx: Any, written: set[int]) -> bool:
+    """Whether ``written`` holds two graph inputs of one alias group, one of which requires grad (fuzz 54:142:
+    ``t4 = t2.narrow(0, 0, 1)`` before a break, then ``t4[1:] = t4; t2[t2 > 0] = 1.5``)."""
+    groups: dict[int, list[int]] = {}
+    for tid in written:
+        base = tx.state.heap[tid].meta.base
+        groups.setdefault(tid if base is None else base, []).append(tid)
+    return any(len(group) > 1 and any(getattr(tx.input_values[tid], "requires_grad", False) or
+                                       tx.state.heap[tid].meta.requires_grad for tid in group)
+               for group in groups.values())
 
 
 def _writes_aliased_inputs_of_mixed_leafness(tx: Any, roots: list, views: list) -> bool:

@@ -110,6 +110,9 @@ class Tracer:
         # their data, or only their shape (unsqueeze_); see runtime/compiler._without_effects
         self.inputs_written: set[int] = set()
         self.inputs_reshaped: set[int] = set()
+        # on a functional backend, the inputs an in-place op wrote through themselves or a view the graph made of
+        # them, as AOTAutograd counts an input mutated (tensors/aot_writes._writes_two_aliased_inputs)
+        self.inputs_written_directly: set[int] = set()
         # on a functional backend, tid -> where an in-place op of this trace wrote the input: its shape, its data
         self.input_reshapes: dict[int, set] = {}
         self.input_writes: dict[int, set] = {}

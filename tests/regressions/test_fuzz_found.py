@@ -1555,3 +1555,42 @@ def test_fuzz_shape_changed_in_place_then_written_after_a_break(backend):
     assert_parity(_transposed_in_place_then_written,
                   lambda: (torch.randn(4, 3, requires_grad=True), torch.randn(4, requires_grad=True)),
                   backend=backend, calls=2)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_a_tensor_and_its_view_both_written_after_a_break(backend):
+    # fuzz 54:142 (aot_eager): t2 and its view t4 cross a break (Twice.apply, saving t2, runs for real), then the
+    # graph writes both; AOTAutograd's backward of a graph writing two inputs that share memory and require grad
+    # failed ("outs_to_grad length (1) != tangents length (2)": BackendCompilerFailed reached the user). The
+    # second write now runs for real
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    d1 = {'p': w, 'q': w}
+    t2 = sum(d1.values())
+    t4 = t2.narrow(0, 0, 1)
+    if k > 1:
+        raise ValueError(f'k is {k}, OUT has {len(OUT)}')
+    with Recorder('r5'):
+        t6 = Twice.apply(t2)
+        t4[1:] = t4
+    t2[t2 > 0] = 1.5
+''', n=3, ks=(3, 1, 2)), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("body", [
+    "t4[0] = 2.0\n    t2[1] = 1.5",
+    "t4.zero_()\n    t2[t2 > 0] = 1.5",
+    "t2[t2 > 0] = 1.5\n    t4.add_(1)",
+    "t2[2:][0] = 1.5\n    t5[0] = 2.0\n    a = t4 * 1",
+])
+def test_two_aliased_inputs_requiring_grad_written_in_one_graph_on_aot_eager(body):
+    """The same with the base written before or after its view, through a view the graph made of it, and two
+    views of one base: values, gradients and the writes are eager's."""
+    namespace = {"torch": torch}
+    exec("def f(x):\n    t2 = x * 1\n    t4 = t2.narrow(0, 0, 1)\n    t5 = t2.narrow(0, 0, 2)\n"
+         "    torch._dynamo.graph_break()\n    " + body + "\n    return t2\n", namespace)
+
+    def make_args(i):
+        return (torch.randn(4, generator=torch.Generator().manual_seed(i)).requires_grad_(),)
+
+    assert_parity(namespace["f"], make_args, backend="aot_eager", calls=2)

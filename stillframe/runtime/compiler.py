@@ -337,7 +337,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     rebuild, rebuild_source = codegen.function(result_expr)
     undoable = _without_effects(tracer, gm)
     t1 = time.perf_counter()
-    compiled = None
+    compiled = parts = None
     if tracer.graph.num_ops() or codegen.output_nodes:
         example_inputs = fetch(L, G, F)
         # an input whose .grad lost its shape is handed over as its stand-in: AOTAutograd fakeifies examples,
@@ -394,7 +394,10 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
                        graph_module=gm, rebuild_source=rebuild_source + "\n" + fetch_source,
                        graph_break=tracer.graph_break, guards=guards,
                        used_inputs=None if len(used_inputs) == len(tracer.state.inputs) else tuple(used_inputs),
-                       rerun_on_raise=compiled is not None and undoable is not None,
+                       # (parts run one after another: a write into an input with history may come before a
+                       # raise that precedes it in the graph)
+                       rerun_on_raise=compiled is not None and undoable is not None and
+                       not (parts is not None and undoable[3]),
                        reshaped_inputs=undoable[0] if undoable else (), written_inputs=undoable[1] if undoable else (),
                        draws_random=bool(undoable and undoable[2]))
     return TraceOutcome(entry, tracer, t1 - t0, t2 - t1)
@@ -438,23 +441,26 @@ def _without_effects(tracer: Tracer, gm: torch.fx.GraphModule) -> tuple | None:
     again for real is eager's behaviour (``CacheEntry.rerun_on_raise``): it holds no higher-order op (whose
     subgraphs are not looked into) and no switch of global state but grad mode (which ``CacheEntry.run`` restores).
     A tensor it did not make (a graph input, or a view of one) that it writes must require no grad (no autograd
-    history to keep): an input whose shape only an ``unsqueeze_``-like op changed has its geometry put back; an
+    history to keep), or be written only after every op that may raise (:func:`_raises_only_before_writes`): an
+    input whose shape only an ``unsqueeze_``-like op changed has its geometry put back; an
     input whose data it writes has its storage copied before each call and put back (a write before the op that
     raised would be made twice, and eager's ``index_put_`` writes part of its input before it raises). Data writes
     are allowed only in a graph that may raise at run time (:func:`stillframe.graph.passes.may_raise_at_run_time`),
     so a graph that cannot raise pays no copy. So are random draws (eager's stream would move twice): the
     generators' states are saved before each call and put back.
 
-    Returns the positions (among the fetched inputs) of the reshaped inputs and of the written ones, and whether it
-    draws random numbers; ``None`` where the graph has an effect of its own that cannot be undone."""
-    reshaped, written = set(), set()
+    Returns the positions (among the fetched inputs) of the reshaped inputs and of the written ones, whether it
+    draws random numbers, and whether an input it writes requires grad; ``None`` where the graph has an effect of its own that cannot be undone."""
+    reshaped, written, with_history = set(), set(), set()
     for tid in tracer.input_values:
         entry = tracer.state.heap.get(tid)
         if not isinstance(entry, TensorEntry) or entry.meta.version == 0:
             continue
         live = tracer.input_values[tid]
-        if not isinstance(live, torch.Tensor) or live.requires_grad or live.layout != torch.strided:
+        if not isinstance(live, torch.Tensor) or live.layout != torch.strided:
             return None
+        if live.requires_grad:
+            with_history.add(tid if entry.meta.base is None else entry.meta.base)
         if tid not in tracer.inputs_written and tid not in tracer.inputs_reshaped:
             return None
         if tid in tracer.inputs_written:
@@ -479,7 +485,23 @@ def _without_effects(tracer: Tracer, gm: torch.fx.GraphModule) -> tuple | None:
                 return None
     if (written or draws) and not any(passes.may_raise_at_run_time(node) for graph in graphs for node in graph.nodes):
         return None
-    return tuple(sorted(positions[t] for t in reshaped)), tuple(sorted(positions[t] for t in written)), draws
+    if with_history and not _raises_only_before_writes(gm, with_history):
+        return None
+    return tuple(sorted(positions[t] for t in reshaped)), tuple(sorted(positions[t] for t in written)), draws, \
+        bool(with_history)
+
+
+def _raises_only_before_writes(gm: torch.fx.GraphModule, roots: set) -> bool:
+    """Whether no op that may raise at run time comes after the first write (of data or shape) into the tensors of
+    alias groups ``roots`` (inputs that require grad) in graph order: where the graph raises, that write has not
+    been made (or is the op that raised, which changed no autograd history), so the input's history is eager's and
+    putting back its data or geometry undoes the rest (fuzz 53:219: ``OUT.append(...)`` then ``t5[idx] = x``, out
+    of range, on a ``t5`` that requires grad; the append was lost). A write's own history could not be undone."""
+    nodes = list(gm.graph.nodes)
+    first = next((i for i, node in enumerate(nodes) if roots & node.meta.get("writes", frozenset())), None)
+    if first is None:  # (written where the graph does not show it)
+        return False
+    return not any(passes.may_raise_at_run_time(node) for node in nodes[first + 1:])
 
 
 _GLOBAL_STATE_SWITCHES = (torch.amp.autocast_mode._enter_autocast, torch.amp.autocast_mode._exit_autocast)

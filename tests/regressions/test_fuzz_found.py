@@ -1594,3 +1594,51 @@ def test_two_aliased_inputs_requiring_grad_written_in_one_graph_on_aot_eager(bod
         return (torch.randn(4, generator=torch.Generator().manual_seed(i)).requires_grad_(),)
 
     assert_parity(namespace["f"], make_args, backend="aot_eager", calls=2)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_append_before_an_index_write_out_of_range_into_a_tensor_requiring_grad(backend):
+    # fuzz 53:219 (aot_eager): the graph after the generator's draw records OUT.append(...), then t5[idx] = x
+    # raises (index out of range). t5 requires grad, so the graph was not run again for real when it raised (a
+    # write's autograd history cannot be undone), and the append, replayed after the graph, was lost. No op that
+    # may raise follows the write (it raises itself, before making any history): the call now runs for real
+    assert_like_eager(program('''
+def h3(p, k):
+    t4 = p.unsqueeze(0)
+    return t4 * 1.0
+
+
+def f(x, y, w, k):
+    gen1 = torch.Generator().manual_seed(k)
+    t2 = torch.rand(x.shape, generator=gen1)
+    t2.copy_(x)
+    t5 = h3(t2, k)
+    err9 = KeyError('stored ' + str(k))
+    try:
+        raise err9
+    except KeyError as e7:
+        pass
+    OUT.append([o is err9 for o in OUT if isinstance(o, BaseException)])
+    t5[torch.tensor([0, 1])] = x
+    OUT.append(t5.tolist())
+''', n=4, n2=5, ks=(3, 2, 1)), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("written_first", [False, pytest.param(True, marks=pytest.mark.xfail(
+    strict=True, reason="a graph that writes an input requiring grad before an op that may raise is not run again "
+    "for real when it raises (the write's autograd history cannot be undone): the effects replayed after it are "
+    "lost, as torch.compile loses them"))])
+def test_append_then_index_write_out_of_range_after_a_break(backend, written_first):
+    """The same after a break: the append comes before eager's IndexError, whether the tensor written requires grad
+    or not; a write into it before the raising op (``written_first``) still loses the append."""
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t5 = x.unsqueeze(0) * 1.0
+    torch._dynamo.graph_break()
+    if %r:
+        t5.add_(1)
+    OUT.append(k)
+    t5[torch.tensor([0, 1])] = x
+    return t5
+''' % written_first, n=3, ks=(1, 2, 3)), compiler_for("stillframe", backend))

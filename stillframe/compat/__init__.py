@@ -379,6 +379,14 @@ def global_state_kept() -> Iterator[None]:
 BACKEND_FALLBACK_ERRORS = (*DATA_DEPENDENT_ERRORS, UnsupportedOperatorException, UnsupportedFakeTensorException)
 
 
+def lacks_derivative(value: Any) -> bool:
+    """Whether tensor ``value`` (an op's result) requires grad through a node whose backward torch does not
+    implement (``x // 3``: aten::floor_divide's grad_fn is a ``NotImplemented`` node), which raises only when a
+    backward reaches it: AOTAutograd, tracing the backward when it compiles the graph, raises at once."""
+    return isinstance(value, torch.Tensor) and value.grad_fn is not None and \
+        type(value.grad_fn).__name__ == "NotImplemented"
+
+
 def backend_compiler_failed(backend: Any, error: Exception) -> Exception:
     """torch.compile's error for a backend that raised ``error`` (or returned no callable):
     ``torch._dynamo.exc.BackendCompilerFailed`` (a ``RuntimeError``), whose message names the backend as

@@ -470,6 +470,10 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         if "data-dependent" in str(e) or "DataDependent" in type(e).__name__:
             tx.unsupported("data_dependent", f"{_describe(kind, target)} depends on tensor data")
         tx.user_error(e, traceable=False)  # a fake tensor's error: the real op decides (see UserError)
+    if tx.functional_backend and any(compat.lacks_derivative(t) for t in _fakes_in(result)):
+        tx.unsupported("unsupported_call", f"{_describe(kind, target)} has no derivative (its result requires grad "
+                       "through a node that raises at backward): AOTAutograd fails compiling a graph that needs it, "
+                       "where eager raises only if a backward reaches it", RUNS_FOR_REAL)
     if mutated and tx.functional_backend:
         try:
             refuse_out_resizing_input(tx, kwargs, roots, views, fresh, _describe(kind, target))

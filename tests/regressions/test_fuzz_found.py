@@ -1642,3 +1642,23 @@ def f(x, y, w, k):
     t5[torch.tensor([0, 1])] = x
     return t5
 ''' % written_first, n=3, ks=(1, 2, 3)), compiler_for("stillframe", backend))
+
+
+def _floor_divisions(x):
+    a = 3 // x
+    b = torch.floor_divide(x, 2) * x
+    return a, b, x * 2
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_floor_division_of_a_tensor_requiring_grad_on_aot_eager(dynamic):
+    # `3 // x` with dynamic=True on aot_eager: floor_divide has no derivative (its result's grad_fn is a
+    # NotImplemented node, which raises only if a backward reaches it); AOTAutograd traced the backward when it
+    # compiled the graph and raised at once (BackendCompilerFailed "derivative for aten::floor_divide is not
+    # implemented"). Statically, `3 // x` ran in the saving-free prefix and escaped; `(x // 2) * x` did not. Such an
+    # op now runs for real
+    def make_args(i):
+        return (torch.rand(3 + i, generator=torch.Generator().manual_seed(i)).add(1).requires_grad_(),)
+
+    assert_parity(_floor_divisions, make_args, backend="aot_eager", calls=2,
+                  compile_kwargs={"dynamic": dynamic})

@@ -437,20 +437,20 @@ def _root_of(tracer: Tracer, node: torch.fx.Node) -> int | None:
 
 
 def _without_effects(tracer: Tracer, gm: torch.fx.GraphModule) -> tuple | None:
-    """Whether every effect of the graph's own can be undone, so that if it raises, running the code it stands for
-    again for real is eager's behaviour (``CacheEntry.rerun_on_raise``): it holds no higher-order op (whose
-    subgraphs are not looked into) and no switch of global state but grad mode (which ``CacheEntry.run`` restores).
-    A tensor it did not make (a graph input, or a view of one) that it writes must require no grad (no autograd
-    history to keep), or be written only after every op that may raise (:func:`_raises_only_before_writes`): an
-    input whose shape only an ``unsqueeze_``-like op changed has its geometry put back; an
-    input whose data it writes has its storage copied before each call and put back (a write before the op that
-    raised would be made twice, and eager's ``index_put_`` writes part of its input before it raises). Data writes
-    are allowed only in a graph that may raise at run time (:func:`stillframe.graph.passes.may_raise_at_run_time`),
-    so a graph that cannot raise pays no copy. So are random draws (eager's stream would move twice): the
-    generators' states are saved before each call and put back.
+    """Whether every effect of the graph's own can be undone, so that if it raises, running the code it stands for again
+    for real is eager's behaviour (``CacheEntry.rerun_on_raise``): it holds no higher-order op (whose subgraphs are not
+    looked into) and no switch of global state but grad mode (which ``CacheEntry.run`` restores). A tensor it did not
+    make (a graph input, or a view of one) that it writes must require no grad (no autograd history to keep), or be
+    written only after every op that may raise (:func:`_raises_only_before_writes`): an input whose shape only an
+    ``unsqueeze_``-like op changed has its geometry put back; an input whose data it writes has its storage copied
+    before each call and put back (a write before the op that raised would be made twice, and eager's ``index_put_``
+    writes part of its input before it raises). Data writes are allowed only in a graph that may raise at run time
+    (:func:`stillframe.graph.passes.may_raise_at_run_time`), so a graph that cannot raise pays no copy. So are random
+    draws (eager's stream would move twice): the generators' states are saved before each call and put back.
 
     Returns the positions (among the fetched inputs) of the reshaped inputs and of the written ones, whether it
-    draws random numbers, and whether an input it writes requires grad; ``None`` where the graph has an effect of its own that cannot be undone."""
+    draws random numbers, and whether an input it writes requires grad; ``None`` where the graph has an effect of
+    its own that cannot be undone."""
     reshaped, written, with_history = set(), set(), set()
     for tid in tracer.input_values:
         entry = tracer.state.heap.get(tid)

@@ -5,6 +5,11 @@ compiled call of any of them must not trace again (issue 15): the breaks are on 
 (``OrderedDict.values``, ``deque`` operations, logging, ``print``), a profiler context manager, or a float
 that a real call returns (``random.random()``, ``time.time()``), which is data, never guarded by value.
 Used by ``tests/api/test_steady_state.py`` and ``bench/steady_state.py``.
+
+:data:`CUSTOM_OPTIMIZERS` are ``torch.optim.Optimizer`` subclasses written as users write them, whose ``step``
+creates its per-parameter state lazily (``state = self.state[p]; if len(state) == 0: ...``): a compiled
+``opt.step`` must not trace again after warm-up either (``rules/live_dicts.py``). Used by
+``tests/regressions/test_probe_found_training.py`` and ``bench/steady_state.py``.
 """
 
 from __future__ import annotations
@@ -94,3 +99,88 @@ class Jitter(nn.Module):
 #: The programs whose values are reproducible (Python's ``random`` seeded alike on both sides).
 PROGRAMS = [ordered_dict_values, deque_append_pop, record_function, logging_call, print_call, random_scale,
             random_used_twice, random_seeded_inside]
+
+
+class MomentumSGD(torch.optim.Optimizer):
+    """SGD with momentum, its buffer made on the first step (a custom optimizer, not torch's ``SGD``)."""
+
+    def __init__(self, params, lr=0.1, momentum=0.9):
+        super().__init__(params, dict(lr=lr, momentum=momentum))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["momentum_buffer"] = torch.zeros_like(p)
+                buf = state["momentum_buffer"]
+                buf.mul_(group["momentum"]).add_(p.grad)
+                p.add_(buf, alpha=-group["lr"])
+
+
+class AdamIntStep(torch.optim.Optimizer):
+    """Adam whose step count is a Python int in ``state["step"]`` (the bias corrections are Python floats)."""
+
+    def __init__(self, params, lr=1e-2, betas=(0.9, 0.999), eps=1e-8):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = 0
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+                state["step"] += 1
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                exp_avg.mul_(beta1).add_(p.grad, alpha=1 - beta1)
+                exp_avg_sq.mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
+                bias_correction1 = 1 - beta1 ** state["step"]
+                bias_correction2 = 1 - beta2 ** state["step"]
+                denom = (exp_avg_sq / bias_correction2).sqrt().add_(group["eps"])
+                p.addcdiv_(exp_avg, denom, value=-group["lr"] / bias_correction1)
+
+
+class AdamTensorStep(torch.optim.Optimizer):
+    """Adam whose step count is a 0-dim tensor in ``state["step"]`` (the bias corrections are tensor math)."""
+
+    def __init__(self, params, lr=1e-2, betas=(0.9, 0.999), eps=1e-8):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = torch.tensor(0.0)
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+                state["step"] += 1
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                exp_avg.mul_(beta1).add_(p.grad, alpha=1 - beta1)
+                exp_avg_sq.mul_(beta2).addcmul_(p.grad, p.grad, value=1 - beta2)
+                bias_correction1 = 1 - beta1 ** state["step"]
+                bias_correction2 = 1 - beta2 ** state["step"]
+                denom = (exp_avg_sq / bias_correction2).sqrt().add_(group["eps"])
+                p.sub_(exp_avg / bias_correction1 / denom * group["lr"])
+
+
+#: Custom optimizers whose compiled ``opt.step`` must reach a steady state (see the module docstring).
+CUSTOM_OPTIMIZERS = [MomentumSGD, AdamIntStep, AdamTensorStep]
+
+
+def optimizer_model() -> nn.Module:
+    """The small model the custom optimizers train (4 parameters; input ``(N, 4)``, output ``(N, 2)``)."""
+    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))

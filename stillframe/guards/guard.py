@@ -27,6 +27,7 @@ Kinds (:data:`GUARD_KINDS` holds each one's check code and readable text):
 ``LEN``        ``len(v) == expected`` (lists, tuples)
 ``KEYS``       ``list(v.keys()) == expected`` (dicts)
 ``HAS_KEY``    ``(key in v) is present`` (a dict the trace only looked a key up in)
+``HAS_ITEM``   ``(<key source> in v) is present`` (a live dict looked up by a tensor key)
 ``TENSOR``     type, dtype, device, shape, stride, storage offset,
                requires_grad, is_leaf and view-ness as at entry (a ``None``
                size or stride is symbolic: the ``SHAPE`` guard checks it)
@@ -54,7 +55,7 @@ import torch
 
 from .. import compat
 from .source import (AttrSource, BaseItemSource, CallSource, DefaultSource, GetItemSource,
-                     GlobalSource, LiftedSource, ModuleMemberSource, SizeSource, Source)
+                     GlobalSource, KeyedItemSource, LiftedSource, ModuleMemberSource, SizeSource, Source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +75,8 @@ class Guard:
         exp = self.expected
         if self.kind == "SAME":
             exp = exp.name
+        elif self.kind == "HAS_ITEM":
+            exp = (exp[0].name, exp[1])
         elif self.kind in ("TENSOR", "ALIASING", "SHAPE"):
             exp = repr(exp)
         return (src, self.kind, exp if _hashable(exp) else repr(exp))
@@ -300,6 +303,17 @@ def _global_hooks_empty() -> bool:
                 _m._global_backward_pre_hooks)
 
 
+def keyed_item(mapping: dict, key: Any) -> Any:
+    """``mapping[key]`` without a ``defaultdict``'s ``__missing__`` (KeyedItemSource): ``KeyError`` if absent."""
+    value = dict.get(mapping, key, _ABSENT)
+    if value is _ABSENT:
+        raise KeyError(key)
+    return value
+
+
+_ABSENT = object()
+
+
 class GuardCodegen:
     """Renders sources as local variables of a generated function, each evaluated once."""
 
@@ -337,6 +351,8 @@ class GuardCodegen:
             index = "" if source.index is None else f", {source.index!r}"
             method = "copy" if source.index is None else "__getitem__"
             expr = f"{self.const(source.builtin)}.{method}({self.ref(source.base)}{index})"
+        elif isinstance(source, KeyedItemSource):
+            expr = f"{self.const(keyed_item)}({self.ref(source.base)}, {self.ref(source.key)})"
         elif isinstance(source, GlobalSource) and source.module is not None:
             expr = f"{self._module_dict(source.module)}[{source.global_name!r}]"
         elif isinstance(source, DefaultSource):
@@ -485,6 +501,9 @@ GUARD_KINDS: dict[str, GuardKind] = {
     # (key, present): one lookup, for a dict the trace only looked a key up in
     "HAS_KEY": GuardKind(lambda gen, v, exp: f"{_literal(gen, exp[0])} {'in' if exp[1] else 'not in'} {v}",
                          lambda name, exp: f"({exp[0]!r} in {name}) is {exp[1]!r}"),
+    # (key source, present): a live dict looked up by a live key (KeyedItemSource), ``in`` never calls __missing__
+    "HAS_ITEM": GuardKind(lambda gen, v, exp: f"({gen.ref(exp[0])} {'in' if exp[1] else 'not in'} {v})",
+                          lambda name, exp: f"({exp[0].name} in {name}) is {exp[1]!r}"),
     "TENSOR": GuardKind(_tensor_check, _tensor_text),
     # whether a view input is stale (compat.is_stale_view), for a plan whose in-place op depends on it
     "STALE_VIEW": GuardKind(lambda gen, v, exp: f"___is_stale_view({v}) is {exp!r}",

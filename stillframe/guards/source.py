@@ -141,6 +141,20 @@ class BaseItemSource(Source):
 
 
 @dataclass(frozen=True, slots=True)
+class KeyedItemSource(Source):
+    """The value a live ``dict`` (or ``defaultdict``) holds under a key that is itself a live object reached by a
+    source (an optimizer's ``self.state[p]``, keyed by a parameter): named ``base[key]``, fetched without calling
+    a ``defaultdict``'s ``__missing__`` (a ``HAS_ITEM`` guard checks the key is there first)."""
+
+    base: Source
+    key: Source
+
+    @property
+    def name(self) -> str:
+        return f"{self.base.name}[{self.key.name}]"
+
+
+@dataclass(frozen=True, slots=True)
 class DefaultSource(Source):
     """A default argument value: positional (``__defaults__[i]``) or keyword-only (``__kwdefaults__['k']``)."""
 

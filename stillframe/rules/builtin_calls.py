@@ -80,7 +80,7 @@ from .operators import binary_op
 from .truthiness import truthiness
 from ..variables.builder import load_local
 
-from . import calls, exceptions, frames, nn_modules, polyfills, type_checks
+from . import calls, exceptions, frames, live_dicts, nn_modules, polyfills, type_checks
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -161,6 +161,9 @@ def _len(tx: Tracer, var: VariableTracker) -> int:
             isinstance(var.value, types.MappingProxyType):
         return len(var.value)  # inspect.signature(f).parameters
     if isinstance(var, PythonObjectVariable) and isinstance(var.value, (dict, list, tuple, set, frozenset)):
+        if live_dicts.written(tx, var):
+            tx.unsupported("unsupported_call", f"len() of a {type(var.value).__name__} the trace wrote into (it "
+                           "runs for real, after the writes)")
         if var.source is not None:  # a container subclass (OrderedDict ...): its length is guarded, not its items
             tx.add_guard(Guard(var.source, "LEN", len(var.value)))
         return len(var.value)

@@ -34,7 +34,7 @@ from ..variables.base import (
 )
 from ..variables.builder import is_lazy_scalar, wrap
 from ..variables.objects import ObjectVariable, SuperVariable
-from . import attrs, builtin_calls, known, nn_modules
+from . import attrs, builtin_calls, known, live_dicts, nn_modules
 from .protocol import Protocol
 from ..variables.kinds import CALLABLES, CONTEXT_VALUES, INTERNAL
 
@@ -131,6 +131,9 @@ def _annotation(tx, var) -> bool:
 
 @subscript.rule(ObjectVariable, PythonObjectVariable, ConstantVariable)
 def _object(tx, container, key):
+    tensor_key = live_dicts.key_of(tx, container, key)
+    if tensor_key is not None:  # self.state[p] of an optimizer
+        return live_dicts.getitem(tx, container, tensor_key)
     if isinstance(container, PythonObjectVariable) and type(container.value).__module__ == "typing" and \
             _annotation(tx, key):  # typing.List[int], typing.Callable[[T], T]: an annotation, a pure value
         return builtin_calls.fold(tx, operator.getitem, [container, key], {})
@@ -175,6 +178,8 @@ def store_subscript(tx, container, key, value):
         tx.set_list_items(container, tuple(items))
     elif isinstance(container, DictVariable):
         tx.set_dict_entry(container, tx.dict_entry(container).set(known.hash_key(tx, key, container), value))
+    elif (tensor_key := live_dicts.key_of(tx, container, key)) is not None:
+        live_dicts.setitem(tx, container, tensor_key, value)
     elif builtin_calls.call_dunder(tx, container, "__setitem__", [key, value]) is None:
         tx.unsupported("unsupported_subscript", f"assigning into a {container.python_type().__name__} value")
 

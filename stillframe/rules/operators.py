@@ -41,7 +41,7 @@ from ..variables.base import (
 from ..variables.base import HEAPTYPE_FLAG
 from ..variables.kinds import CONTEXT_VALUES, INTERNAL
 from ..variables.objects import ContainerMethodVariable, ObjectVariable, SuperVariable
-from . import builtin_calls, known, numpy_interop, type_checks
+from . import builtin_calls, known, live_dicts, numpy_interop, type_checks
 from .protocol import Protocol
 from .truthiness import truthiness
 
@@ -353,6 +353,9 @@ _ABSENT = object()
 
 def contains(tx, container, item) -> bool:
     """``item in container`` at trace time (Unsupported when it reads tensor data)."""
+    tensor_key = live_dicts.key_of(tx, container, item)
+    if tensor_key is not None:  # p in self.state
+        return live_dicts.contains(tx, container, tensor_key)
     result = builtin_calls.call_dunder(tx, container, "__contains__", [item])
     if result is not None:
         return truthiness(tx, result)

@@ -296,6 +296,9 @@ class StateCodegen:
                 entry = tx.heap(payload.oid)
                 ref = self.gen.ref(entry.source) if entry.source is not None else self.gen.const(entry.live)
                 self.gen.lines.append(f"{ref}.clear(); {ref}.update({self._dict(entry.items)})")
+            elif kind == "live_item":  # d[key] = value into a live dict by a live key (rules/live_dicts.py)
+                mapping, item_key, value = payload
+                self.gen.lines.append(f"{self.expr(mapping)}[{self.expr(item_key)}] = {self.expr(value)}")
             elif kind == "attr":
                 owner, value = payload
                 if value is DELETED:  # net effect of the trace: absent (it may have been set, then deleted)

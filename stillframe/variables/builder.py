@@ -31,7 +31,7 @@ import torch
 from .. import compat
 from ..errors import RetraceSymbolic
 from ..guards.guard import Guard, tensor_signature
-from ..guards.source import (AttrSource, CallSource, GetItemSource, GlobalSource, LocalSource,
+from ..guards.source import (AttrSource, CallSource, GetItemSource, GlobalSource, KeyedItemSource, LocalSource,
                              ScalarOutputSource, SizeSource, Source)
 from ..tensors.meta import TensorEntry
 from . import standins
@@ -485,8 +485,9 @@ def _unspecializable(tx: Any, source: Source) -> bool:
     """Whether an int read from ``source`` may become a symbolic graph input when it changes: one reached from a
     local of the frame (an argument, or a live value where a graph break resumes) through items and attributes
     of objects that are not ``nn.Module``s (``L['n']``, ``L['state'].step``, ``L['cfg']['n']``), as
-    torch.compile unspecializes ints; a global's, a module attribute's or a default's stays specialized."""
-    while isinstance(source, (AttrSource, GetItemSource)):
+    torch.compile unspecializes ints; a global's, a module attribute's or a default's stays specialized. An
+    optimizer's ``state[p]['step']`` (a :class:`KeyedItemSource`) is an item too."""
+    while isinstance(source, (AttrSource, GetItemSource, KeyedItemSource)):
         source = source.base
         if isinstance(tx.state.memo.get(source.name), NNModuleVariable):
             return False

@@ -186,3 +186,137 @@ def test_sgd_nesterov_with_a_changing_lr_leaves_the_grads(backend):
     # eager's single-tensor path leaves it as the backward made it (found by a probe). The grads are copied there
     lrs = [0.1, 0.1, 0.05, 0.02]
     assert_parity(_NesterovStep(), lambda i: (torch.tensor([1.0, 2.0, 3.0]), lrs[i]), backend=backend, calls=4)
+
+
+def _state_equal(eager_state, compiled_state, exact, where):
+    """The per-parameter optimizer state of the two sides agree: same keys in the same order, same values."""
+    assert list(eager_state) == list(compiled_state), where
+    for key, value in eager_state.items():
+        got = compiled_state[key]
+        assert type(got) is type(value), f"{where}: {key!r}"
+        if isinstance(value, torch.Tensor):
+            _tensor_equal(value, got, exact, f"{where}: {key!r}")
+        elif isinstance(value, dict):
+            _state_equal(value, got, exact, f"{where}: {key!r}")
+        else:
+            assert got == value, f"{where}: {key!r}"
+
+
+def _tensor_equal(expected, got, exact, where):
+    assert (expected is None) == (got is None), where
+    if expected is not None:
+        kw = dict(rtol=0, atol=0) if exact else {}
+        torch.testing.assert_close(got, expected, msg=lambda m: f"{where}: {m}", **kw)
+
+
+def _train_custom(optimizer, backend, steps=20, breaks_in_step=False):
+    """20 steps of a custom optimizer, eager and with ``stillframe.compile(opt.step)``, compared after each step:
+    parameters, grads and per-parameter state (created lazily by the first step); then ``opt.state_dict()``.
+    Unless ``breaks_in_step``, no graph break is in the optimizer's own ``step`` (only in torch.optim's wrapper
+    around it: its profiler context and hooks)."""
+    import inspect
+    import warnings
+
+    import stillframe
+    from stillframe.check.steady_programs import optimizer_model
+
+    torch.manual_seed(0)
+    eager_model = optimizer_model()
+    compiled_model = optimizer_model()
+    compiled_model.load_state_dict(eager_model.state_dict())
+    eager_opt, compiled_opt = optimizer(eager_model.parameters()), optimizer(compiled_model.parameters())
+    step = stillframe.compile(compiled_opt.step, backend=backend)
+    exact = backend == "eager"
+    traces = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", stillframe.StillframeWarning)  # no eager fallback, no cache limit
+        for i in range(steps):
+            x, y = torch.randn(16, 4), torch.randn(16, 2)
+            for model, opt, call in ((eager_model, eager_opt, eager_opt.step), (compiled_model, compiled_opt, step)):
+                opt.zero_grad()
+                torch.nn.functional.mse_loss(model(x), y).backward()
+                call()
+            if i == 2:
+                traces = stillframe.counters["traces"]
+            for n, (pe, pc) in enumerate(zip(eager_model.parameters(), compiled_model.parameters())):
+                _tensor_equal(pe, pc, exact, f"step {i}: parameter {n}")
+                _tensor_equal(pe.grad, pc.grad, exact, f"step {i}: grad {n}")
+                assert (pe in eager_opt.state) == (pc in compiled_opt.state), f"step {i}: state of {n}"
+                _state_equal(eager_opt.state[pe], compiled_opt.state[pc], exact, f"step {i}: state of {n}")
+            assert len(eager_opt.state) == len(compiled_opt.state)
+    assert stillframe.counters["traces"] == traces  # a steady state after three steps: no trace again
+    _state_equal(eager_opt.state_dict(), compiled_opt.state_dict(), exact, "state_dict")
+    if not breaks_in_step:
+        here = inspect.getsourcefile(optimizer)
+        breaks = [br.format() for br in stillframe.explain(step).report().breaks
+                  if br.location is not None and br.location.filename == here]
+        assert breaks == []
+
+
+@pytest.mark.parametrize("optimizer", ["MomentumSGD", "AdamIntStep", "AdamTensorStep"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_custom_optimizer_steps_as_eager_and_settles(backend, optimizer):
+    # self.state[p] of a custom optimizer (a defaultdict keyed by the parameters) broke the graph at every lookup,
+    # each parameter got plans of its own after it, and a 4-parameter model hit the cache limit, then ran on
+    # instruction by instruction. The lookup is now traced (rules/live_dicts.py): the state's value read through
+    # a guarded KeyedItemSource, the first step's defaultdict insertion replayed after the graph
+    from stillframe.check import steady_programs
+
+    _train_custom(getattr(steady_programs, optimizer), backend)
+
+
+class _ContainsStateSGD(torch.optim.Optimizer):
+    """Makes its state with ``p not in self.state`` and a store, and counts the entries with ``len`` after."""
+
+    def __init__(self, params):
+        super().__init__(params, dict(lr=0.1))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p not in self.state:
+                    self.state[p] = {"buf": p.grad.clone(), "seen": 0}
+                state = self.state[p]
+                state["seen"] += 1
+                state["buf"].mul_(0.5).add_(p.grad)
+                p.add_(state["buf"], alpha=-group["lr"])
+        self.entries = len(self.state)  # the live dict after the trace's writes: runs for real
+
+
+class _LenBeforeStoreSGD(torch.optim.Optimizer):
+    """Reads ``len(self.state)`` between lazy insertions (each read must see the insertions before it)."""
+
+    def __init__(self, params):
+        super().__init__(params, dict(lr=0.1))
+
+    @torch.no_grad()
+    def step(self):
+        sizes = []
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                sizes.append(len(self.state))
+                if "step" not in state:
+                    state["step"] = 0
+                state["step"] += len(sizes)
+                p.add_(p.grad, alpha=-group["lr"])
+        self.sizes = sizes
+
+
+@pytest.mark.parametrize("optimizer", [_ContainsStateSGD, _LenBeforeStoreSGD])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_custom_optimizer_state_read_as_a_whole_after_a_write(backend, optimizer):
+    # `p in self.state`, self.state[p] = {...}, and len(self.state) after the trace inserted into it: the length
+    # is not folded from the live dict (which the insertions reach only after the graph): it runs for real
+    import stillframe
+
+    _train_custom(optimizer, backend, steps=4, breaks_in_step=True)
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    opt = optimizer(model.parameters())
+    step = stillframe.compile(opt.step, backend=backend)
+    model(torch.randn(2, 3)).sum().backward()
+    step()
+    expected = {"entries": 2} if optimizer is _ContainsStateSGD else {"sizes": [1, 2]}
+    assert {k: getattr(opt, k) for k in expected} == expected

@@ -1,0 +1,134 @@
+"""Live dicts looked up by a live tensor: ``self.state[p]`` of a ``torch.optim.Optimizer`` subclass.
+
+An optimizer keeps its per-parameter state in ``self.state``, a ``defaultdict(dict)`` keyed by the parameters.
+The trace cannot model such a dict whole (its keys are tensors, which a plan names by no constant), so it stays
+an opaque live object (``variables/builder.py``); but one lookup by a tensor the trace knows by source is exact:
+
+* ``d[p]`` of a key ``d`` holds: the value at :class:`~stillframe.guards.source.KeyedItemSource`
+  ``(d, p)`` (``L['self'].state[L['self'].param_groups[0]['params'][0]]``), guarded by a ``HAS_ITEM`` guard
+  that the key is there, and wrapped like any other input (a dict of constant keys is modelled, its tensors are
+  graph inputs);
+* ``d[p]`` of a key ``d`` lacks: a ``defaultdict``'s ``__missing__`` is traced (``default_factory()`` called in
+  the trace, its result inserted), the ``HAS_ITEM`` guard says the key is absent, and the insertion is a side
+  effect replayed on the live dict after the graph (``runtime/rebuild.py``, kind ``"live_item"``), in the order
+  eager makes it; a plain dict's ``KeyError`` (or a ``defaultdict`` without factory) runs for real;
+* ``d[p] = v``: recorded the same way; ``p in d``: the ``HAS_ITEM`` guard (or the trace's own insertion);
+* a later lookup of the same key in the same trace sees what the trace wrote (the value's VT is kept in the
+  trace state's memo, so it rolls back with a checkpoint).
+
+Anything that reads the dict as a whole (``len(d)``, iteration, ``d.items()``) runs for real as before; after
+the trace has written into the dict, ``len(d)``, which is otherwise folded from the live dict with a ``LEN``
+guard, breaks the graph too (the pending writes are replayed before the real step). Only exact ``dict`` and
+``defaultdict`` instances are handled (a subclass may override ``__getitem__`` or ``__missing__``), and only a
+key whose source names the same object on every call (not one a plan makes afresh, such as ``torch.from_numpy``
+of an argument or a lifted leaf).
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+import torch
+
+from ..guards.guard import Guard
+from ..guards.source import CallSource, KeyedItemSource, LiftedSource, Source
+from ..variables.base import ConstantVariable, LazyArgument, PythonObjectVariable, TensorVariable, VariableTracker
+from ..variables.builder import wrap
+from . import attrs, calls, objects
+
+#: The live mappings whose lookups by a tensor key are traced: their ``__getitem__``, ``__setitem__`` and
+#: ``__contains__`` are ``dict``'s (``defaultdict`` adds ``__missing__``).
+LIVE_DICT_TYPES = (dict, collections.defaultdict)
+
+
+def _stable(source: Source) -> bool:
+    """Whether ``source`` names the same object on every evaluation (not a tensor a plan makes afresh)."""
+    while source is not None:
+        if isinstance(source, (LiftedSource, CallSource)):
+            return False
+        source = getattr(source, "base", None)
+    return True
+
+
+def key_of(tx: Any, container: VariableTracker, key: VariableTracker) -> TensorVariable | None:
+    """The tensor key of a lookup these rules take (``None``: not one, the caller's own rule applies)."""
+    if not isinstance(container, PythonObjectVariable) or container.source is None or \
+            type(container.value) not in LIVE_DICT_TYPES:
+        return None
+    if isinstance(key, LazyArgument) and isinstance(key.value, torch.Tensor):
+        key = wrap(tx, key.value, key.source)
+    if not isinstance(key, TensorVariable):
+        return None
+    source = tx.tensor(key).source
+    if source is None or not _stable(source):
+        return None
+    return key
+
+
+def _memo_key(container: PythonObjectVariable, key: TensorVariable) -> tuple:
+    return ("live_item", id(container.value), key.tid)
+
+
+def _written_key(container: PythonObjectVariable) -> tuple:
+    return ("live_dict_written", id(container.value))
+
+
+def _known(tx: Any, container: PythonObjectVariable, key: TensorVariable) -> VariableTracker | None:
+    return tx.state.memo.get(_memo_key(container, key))
+
+
+def _remember(tx: Any, container: PythonObjectVariable, key: TensorVariable, value: VariableTracker) -> None:
+    tx.state = tx.state.replace(memo=tx.state.memo.set(_memo_key(container, key), value))
+
+
+def _present(tx: Any, container: PythonObjectVariable, key: TensorVariable) -> bool:
+    """Whether the live dict holds ``key`` (its entry snapshot), guarded."""
+    key_source = tx.tensor(key).source
+    real = tx.input_values.get(key.tid)
+    if real is None:  # (every tensor with a source is a graph input)
+        tx.unsupported("unsupported_subscript", "a tensor key whose live object the trace does not hold")
+    present = real in container.value
+    tx.add_guard(Guard(container.source, "HAS_ITEM", (key_source, present)))
+    return present
+
+
+def getitem(tx: Any, container: PythonObjectVariable, key: TensorVariable) -> VariableTracker:
+    """``d[key]`` (see the module docstring)."""
+    known = _known(tx, container, key)
+    if known is not None:
+        return known
+    if _present(tx, container, key):
+        real = tx.input_values[key.tid]
+        value = wrap(tx, dict.__getitem__(container.value, real),
+                     KeyedItemSource(container.source, tx.tensor(key).source))
+        _remember(tx, container, key, value)
+        return value
+    if type(container.value) is not collections.defaultdict:
+        tx.unsupported("unsupported_subscript", "a key a live dict lacks (its KeyError runs for real)")
+    factory = attrs.getattr_var(tx, container, "default_factory")
+    if isinstance(factory, ConstantVariable) and factory.value is None:
+        tx.unsupported("unsupported_subscript", "a key a defaultdict without default_factory lacks (its KeyError "
+                       "runs for real)")
+    value = calls.call_sync(tx, factory, [], {})
+    setitem(tx, container, key, value)
+    return value
+
+
+def setitem(tx: Any, container: PythonObjectVariable, key: TensorVariable, value: VariableTracker) -> None:
+    """``d[key] = value``: replayed on the live dict after the graph, in the order of the trace's writes."""
+    objects.record_side_effect(tx, ("live_item", id(container.value), key.tid), (container, key, value))
+    _remember(tx, container, key, value)
+    tx.state = tx.state.replace(memo=tx.state.memo.set(_written_key(container), True))
+
+
+def contains(tx: Any, container: PythonObjectVariable, key: TensorVariable) -> bool:
+    """``key in d``."""
+    if _known(tx, container, key) is not None:
+        return True
+    return _present(tx, container, key)
+
+
+def written(tx: Any, var: VariableTracker) -> bool:
+    """Whether the trace has written into the live dict ``var`` (so its live contents are not its contents)."""
+    return isinstance(var, PythonObjectVariable) and tx.state.memo.get(_written_key(var)) is not None

@@ -320,3 +320,33 @@ def test_a_custom_optimizer_state_read_as_a_whole_after_a_write(backend, optimiz
     step()
     expected = {"entries": 2} if optimizer is _ContainsStateSGD else {"sizes": [1, 2]}
     assert {k: getattr(opt, k) for k in expected} == expected
+
+
+class _CustomOptimizerTrainingStep(torch.nn.Module):
+    """A whole training step (zero_grad, backward, step) with a custom optimizer, compiled as one module."""
+
+    def __init__(self, optimizer):
+        super().__init__()
+        from stillframe.check.steady_programs import optimizer_model
+
+        self.net = optimizer_model()
+        self.opt = optimizer(self.net.parameters())
+
+    def forward(self, x, y):
+        self.opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(self.net(x), y)
+        loss.backward()
+        self.opt.step()
+        return loss.detach()
+
+
+@pytest.mark.parametrize("optimizer", ["MomentumSGD", "AdamIntStep", "AdamTensorStep"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_training_step_with_a_custom_optimizer(backend, optimizer):
+    # the custom optimizer's self.state[p] inside a compiled training step (its opt.step() is inlined, the state
+    # made lazily on the first call): parameters after each call are eager's
+    from stillframe.check import steady_programs
+
+    torch.manual_seed(0)
+    assert_parity(_CustomOptimizerTrainingStep(getattr(steady_programs, optimizer)),
+                  lambda i: (torch.randn(8, 4), torch.randn(8, 2) + i), backend=backend, calls=4)

@@ -81,6 +81,10 @@ def _object(tx, var):
     cls = type_checks.python_type_of(tx, var)
     if getattr(cls, "__bool__", None) is None and getattr(cls, "__len__", None) is None:
         return True
+    if isinstance(var, PythonObjectVariable) and isinstance(var.value, (dict, list, tuple, set, frozenset)):
+        # a live container the trace does not model (a dict keyed by tensors): its length, guarded (bool() was
+        # folded from the live value unguarded, and an empty dict passed later took the non-empty branch)
+        return builtin_calls._len(tx, var) > 0
     if isinstance(var, PythonObjectVariable) and (isinstance(var.value, (type, type(tx)))
                                                   or is_builtin_class(cls)):
         return bool(var.value)

@@ -350,3 +350,16 @@ def test_a_training_step_with_a_custom_optimizer(backend, optimizer):
     torch.manual_seed(0)
     assert_parity(_CustomOptimizerTrainingStep(getattr(steady_programs, optimizer)),
                   lambda i: (torch.randn(8, 4), torch.randn(8, 2) + i), backend=backend, calls=4)
+
+
+def _branch_on_a_tensor_keyed_dict(state, x):
+    return x + 1 if state else x - 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_truth_of_a_live_dict_keyed_by_tensors_is_guarded(backend):
+    # bool() of a live dict the trace keeps opaque (its keys are tensors, as an optimizer's state) was folded from
+    # the live dict with no guard: a call with an empty dict ran the plan of a non-empty one. Its length is guarded
+    w = torch.nn.Parameter(torch.ones(2))
+    assert_parity(_branch_on_a_tensor_keyed_dict, lambda i: ({w: 1} if i != 1 else {}, torch.zeros(2)),
+                  backend=backend, calls=3)

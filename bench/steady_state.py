@@ -6,8 +6,8 @@ and the time per call of eager, stillframe and torch.compile. Then the same for 
 optimizers of :data:`stillframe.check.steady_programs.CUSTOM_OPTIMIZERS` (their lazy ``self.state[p]``; time per
 step, the grads made once before). torch.optim's own classes have their own benchmark, ``bench/optimizer_step.py``.
 
-Run: ``python bench/steady_state.py [--backend eager] [--calls 200] [--only programs|optimizers]``. Both frontends get the same backend
-(``eager`` by default: the numbers are the frontends', not code generation's).
+Run: ``python bench/steady_state.py [--backend eager] [--calls 200] [--only programs|optimizers]``. Both frontends
+get the same backend (``eager`` by default: the numbers are the frontends', not code generation's).
 """
 
 from __future__ import annotations

@@ -363,7 +363,8 @@ def _remade_as_view(node: Any) -> bool:
 
 _IN_PLACE_OPERATORS = ("iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "iand", "ior", "ixor",
                        "ilshift", "irshift", "imatmul")
-_WRITES_FIRST_ARGUMENT = frozenset({operator.setitem, "__setitem__", *(getattr(operator, n) for n in _IN_PLACE_OPERATORS),
+_WRITES_FIRST_ARGUMENT = frozenset({operator.setitem, "__setitem__",
+                                    *(getattr(operator, n) for n in _IN_PLACE_OPERATORS),
                                     *(f"__{n}__" for n in _IN_PLACE_OPERATORS)})
 
 

@@ -307,6 +307,8 @@ sequence_items.rule(IteratorVariable)(lambda tx, var: tx.iterator_drain(var))
 
 @sequence_items.rule(LiveIteratorVariable)
 def _live_iterator_items(tx: Tracer, var: LiveIteratorVariable) -> tuple:
+    if var.real:
+        tx.unsupported("unsupported_iteration", "an iterator stepping CPython's own over a container is read for real")
     tx.add_guard(Guard(var.items_source, "LEN", len(var.values)))
     start = live_iterator_index(tx, var)
     tx.state = tx.state.replace(memo=tx.state.memo.set(("live_iter_index", var.obj_id), len(var.values)))

@@ -40,6 +40,7 @@ from ..variables.base import (
     CellVariable,
     ConstantVariable,
     ContextExitVariable,
+    DictLayout,
     DictVariable,
     NumpyArrayVariable,
     DictViewVariable,
@@ -295,7 +296,12 @@ class StateCodegen:
             elif kind == "dict":
                 entry = tx.heap(payload.oid)
                 ref = self.gen.ref(entry.source) if entry.source is not None else self.gen.const(entry.live)
-                self.gen.lines.append(f"{ref}.clear(); {ref}.update({self._dict(entry.items)})")
+                # the same keys in the same order: only values written, as update writes them (clear would give the
+                # dict a new table, under a loop iterating it for real)
+                # (the values are read, from the dict itself maybe, before it is cleared)
+                keys, values = f"[{', '.join(self._key(k) for k, _ in entry.items)}]", self._dict(entry.items)
+                self.gen.lines.append(f"if not {self.gen.const(standins.has_keys)}({ref}, {keys}): {ref}.clear()")
+                self.gen.lines.append(f"{ref}.update({values})")
             elif kind == "live_item":  # d[key] = value into a live dict by a live key (rules/live_dicts.py)
                 mapping, item_key, value = payload
                 self.gen.lines.append(f"{self.expr(mapping)}[{self.expr(item_key)}] = {self.expr(value)}")
@@ -599,6 +605,10 @@ def _container_iterator(cg: StateCodegen, var: IteratorVariable, entry: Any) -> 
                f"{entry.index}))"
     container = SetVariable(entry.over) if entry.view == "set" else DictVariable(entry.over)
     size = len(tx.heap(entry.over).values if entry.view == "set" else tx.dict_entry(container).items)
+    if entry.view != "set" and size == entry.size:
+        made = _real_dict_iterator(cg, var, entry, container)
+        if made is not None:
+            return made
     if size == entry.size and not tx.same_keys(entry):
         tx.unsupported("unsupported_iteration", "an iterator over a dict or set whose keys changed (same size) "
                        "cannot be rebuilt where CPython's would stand")
@@ -612,12 +622,43 @@ def _container_iterator(cg: StateCodegen, var: IteratorVariable, entry: Any) -> 
            f"{entry.size}, {keys}, {entry.view!r}, {known})"
 
 
+def _real_dict_iterator(cg: StateCodegen, var: IteratorVariable, entry: Any, container: DictVariable) -> str | None:
+    """CPython's own iterator over the rebuilt dict, standing where eager's stands, where the rebuilt dict is eager's
+    (its table too): a dict from outside whose keys the trace left as they were, or one made in the trace whose
+    table (``DictLayout``) is the one its rebuild clones (compact, of 8 slots). Every ``next`` is then CPython's, so
+    a key deleted and added again after the break raises as in eager. ``None``: the trace cannot say so; an
+    iterator stands in for it (:class:`~stillframe.variables.standins.ResumableIterator`)."""
+    tx = cg.tracer
+    dict_entry = tx.dict_entry(container)
+    keys = tuple(k for k, _ in dict_entry.items)
+    if dict_entry.source is not None or dict_entry.live is not None:
+        exact = entry.pos is None and keys == entry.keys and ("dict", container.oid) not in tx.state.side_effects
+        count = entry.index
+    else:
+        layout = dict_entry.layout
+        exact = layout is not None and entry.pos is not None and layout.log2size == 3 and \
+            layout == DictLayout.built(keys, len(keys)) and entry.pos == entry.size - entry.left
+        count = entry.pos
+    if not exact:
+        return None
+    view = "" if entry.view == "keys" else f".{entry.view}()"
+    made = f"{cg.gen.const(standins.real_iterator)}(iter({cg.expr(container)}{view}), {count})"
+    if cg.final:
+        return made
+    rest = tx.iterator_rest(var)
+    return f"{cg.gen.const(standins.ResumableIterator)}([{cg._items(rest)}], 0, None, {cg.expr(container)}, " \
+           f"{entry.size}, real={made})"
+
+
 @REBUILD.rule(LiveIteratorVariable)
 def _rebuild_live_iterator(cg: StateCodegen, var: LiveIteratorVariable) -> str:
     """The live iterator itself, at the position this trace leaves it (it may have drained it), made once: a local
     and the loop's stack slot that held it still share it; it still reads the list, dict or set it is over. Where
     the function returns, one over a list is CPython's ``listiterator`` (or ``enumerate`` over one) and one made by
     ``zip`` or ``enumerate`` otherwise is of that type, over what is left (:func:`standins.as_builtin_at`)."""
+    if var.real:  # the same stand-in, still over CPython's iterator; where the function returns, that iterator
+        base = cg.gen.ref(var.items_source.base)
+        return f"({base}._real or iter(()))" if cg.final else base
     index = live_iterator_index(cg.tracer, var)
     if cg.final:
         create = f"{cg.gen.const(standins.as_builtin_at)}({cg.gen.ref(var.items_source.base)}, {index})"

@@ -231,6 +231,8 @@ class LiveIteratorVariable(VariableTracker):
     index: int = 0
     obj_id: int = 0  # id() of the live iterator: every reference to it is rebuilt as one new iterator
     kind: str | None = None  # the builtin that made it (IteratorEntry.kind)
+    # it steps CPython's own iterator (ResumableIterator._real): only taken for real, one next at a time
+    real: bool = False
 
     def python_type(self) -> type:
         return {"zip": zip, "enumerate": enumerate}.get(self.kind) or type(iter(()))

@@ -6,6 +6,7 @@ A plan rebuilds them at a graph break; the builder recognises them when tracing 
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,10 +45,12 @@ class ResumableIterator:
     which keeping the size does not force.)"""
 
     # underscored: user code duck-types iterators (C OrderedDict.update calls an ``items`` attribute)
-    __slots__ = ("_items", "_index", "_kind", "_over", "_size", "_keys", "_view", "_known", "_left")
+    __slots__ = ("_items", "_index", "_kind", "_over", "_size", "_keys", "_view", "_known", "_left", "_real",
+                 "_release", "__weakref__")
 
     def __init__(self, items: list, index: int = 0, kind: str | None = None, over: Any = None, size: int = 0,
-                 keys: list | None = None, view: str | None = None, known: Any = None, left: int | None = None):
+                 keys: list | None = None, view: str | None = None, known: Any = None, left: int | None = None,
+                 real: Any = None):
         self._items = items
         self._index = index
         self._kind = kind
@@ -56,6 +59,14 @@ class ResumableIterator:
         self._view = view
         self._keys = keys
         self._known = self._left = None
+        # CPython's own iterator over the container, standing where eager's stands (see :func:`real_iterator`):
+        # each next is its next, so CPython itself sees the container change ("deque mutated during iteration")
+        self._real = self._release = None
+        if real is not None:
+            self._real = real
+            _ITERATED[id(over)] = _ITERATED.get(id(over), 0) + 1
+            self._release = weakref.finalize(self, _release, id(over))
+            return
         if isinstance(over, dict) and view in ("keys", "values", "items"):
             self._keys = list(items) if keys is None else list(keys)
             self._known = set(over) if known is None else known
@@ -66,6 +77,15 @@ class ResumableIterator:
         return self
 
     def __next__(self) -> Any:
+        if self._real is not None:
+            try:
+                item = next(self._real)
+            except StopIteration:  # exhausted (after an error, CPython's iterator decides what comes next)
+                self._items, self._index, self._real, self._over = [], 0, None, None
+                self._release()
+                raise
+            self._index += 1
+            return item
         if self._over is not None and len(self._over) != self._size:
             self._size = -1
             raise RuntimeError(("Set" if isinstance(self._over, (set, frozenset)) else "dictionary")
@@ -98,6 +118,39 @@ class ResumableIterator:
     def _next_present(self) -> int | None:
         """The position of the first key from ``index`` on that the dict still has."""
         return next((i for i in range(self._index, len(self._keys)) if self._keys[i] in self._over), None)
+
+
+#: ``id`` of each container a ``ResumableIterator`` iterates with CPython's own iterator (``_real``), and how many do:
+#: a trace changing such a container's keys runs that change for real (:func:`is_iterated`), as eager makes it.
+_ITERATED: dict = {}
+
+
+def _release(key: int) -> None:
+    count = _ITERATED.get(key, 0) - 1
+    if count > 0:
+        _ITERATED[key] = count
+    else:
+        _ITERATED.pop(key, None)
+
+
+def is_iterated(container: Any) -> bool:
+    """Whether a live ``ResumableIterator`` iterates ``container`` with CPython's own iterator (``_real``)."""
+    return id(container) in _ITERATED
+
+
+def has_keys(d: dict, keys: list) -> bool:
+    """Whether the dict ``d`` has exactly ``keys``, in that order (each the same object, or an equal str, int,
+    float, bool or bytes: no user ``__eq__`` runs, no tensor is compared by value)."""
+    return len(d) == len(keys) and all(a is b or (type(a) is type(b) and type(a) in (str, int, float, bool, bytes)
+                                                  and a == b) for a, b in zip(d, keys))
+
+
+def real_iterator(made: Any, count: int) -> Any:
+    """CPython's iterator ``made`` (``iter(d.items())``, ``reversed(od)``, ``iter(q)`` over the rebuilt container)
+    after ``count`` items: where eager's stands when the container is as eager's (its state, a dict's table)."""
+    for _ in range(count):
+        next(made)
+    return made
 
 
 class ListTail:

@@ -51,11 +51,12 @@ from ..variables.base import (
 )
 from ..variables.base import is_builtin_class
 from ..variables.builder import wrap
-from ..variables.objects import (ContainerMethodVariable, ObjectVariable, SuperVariable, dict_base, storage_of)
+from ..variables.objects import (ContainerMethodVariable, ObjectEntry, ObjectVariable, SuperVariable, dict_base,
+                                 storage_of)
 from ..tensors import symbolic
 from ..tensors.ops import call_tensor_op
 # known first: it imports the lower rules modules by name, and they reach it as a module object
-from .known import const_value, hash_key, is_const, sequence_items
+from .known import const_value, hash_key, is_const, key_variable, sequence_items
 from .attrs import (
     _defined_by_dict_base,
     getattr_var,
@@ -333,6 +334,9 @@ def iterator_of(tx: Tracer, seq: VariableTracker) -> VariableTracker:
     lazy, stepped one item per ``next`` as eager steps it); anything else is a heap iterator over its items."""
     if isinstance(seq, (IteratorVariable, GeneratorVariable, LiveIteratorVariable)):
         return seq
+    watched = watched_iterator(tx, seq, "iter")
+    if watched is not None:
+        return watched
     made = call_dunder(tx, seq, "__iter__", [])
     if isinstance(made, (IteratorVariable, GeneratorVariable, LiveIteratorVariable)):
         return made
@@ -343,6 +347,42 @@ def iterator_of(tx: Tracer, seq: VariableTracker) -> VariableTracker:
     if view is not None:  # reads the container at each next, as CPython's listiterator / dictiter / setiter
         return tx.new_container_iterator(seq.mapping if isinstance(seq, DictViewVariable) else seq, view)
     return tx.new_iterator(tuple(sequence_items(tx, seq)))
+
+
+def watched_iterator(tx: Tracer, seq: VariableTracker, fn: str) -> VariableTracker | None:
+    """``iter(seq)`` (``fn == "iter"``) or ``reversed(seq)`` of a container whose CPython iterator sees it change
+    (``deque``'s and ``OrderedDict``'s state, a dict's size, values read afresh) and which the trace does not follow
+    item by item: a deque, an instance of a dict subclass (``OrderedDict``, ``defaultdict``) iterated by its base's
+    ``__iter__``, an ``OrderedDict``'s views, a dict or a dict view reversed. A watched iterator holds its items
+    (``Tracer.new_watched_iterator``); ``None`` for any other ``seq``."""
+    view, container, oid = "", seq, None
+    if isinstance(seq, DequeVariable):
+        oid = seq.oid
+    elif isinstance(seq, ObjectVariable):
+        storage = storage_of(tx, seq)
+        if storage is None or not _defined_by_dict_base(seq.cls, "__reversed__" if fn == "reversed" else "__iter__"):
+            return None
+        oid = storage.oid
+    elif isinstance(seq, DictViewVariable):
+        owner = _storage_owner(tx, seq.mapping.oid)
+        if owner is None and fn == "iter":
+            return None
+        view, container, oid = f".{seq.kind}()", owner or seq.mapping, seq.mapping.oid
+    elif isinstance(seq, DictVariable) and fn == "reversed":
+        oid = seq.oid
+    if oid is None:
+        return None
+    items = tuple(sequence_items(tx, seq)) if not isinstance(seq, ObjectVariable) else \
+        tuple(key_variable(k) for k, _ in tx.dict_entry(DictVariable(oid)).items)
+    return tx.new_watched_iterator(items[::-1] if fn == "reversed" else items, container, oid, view, fn)
+
+
+def _storage_owner(tx: Tracer, oid: int) -> ObjectVariable | None:
+    """The instance of a dict subclass made in the trace whose dict part is ``heap[oid]``, if any."""
+    for owner, entry in tx.state.heap.items():
+        if isinstance(entry, ObjectEntry) and entry.storage == oid:
+            return ObjectVariable(owner, entry.cls)
+    return None
 
 
 def container_view(seq: VariableTracker) -> str | None:

@@ -27,7 +27,7 @@ from ..variables.base import (ConstantVariable, DictVariable, GeneratorVariable,
                               UserFunctionVariable, VariableTracker)
 from . import calls, polyfills
 from .objects import sort_keys
-from .builtin_calls import BUILTIN_RULES, fold
+from .builtin_calls import BUILTIN_RULES, fold, watched_iterator
 from .generators import step as step_generator
 from .known import const_value, sequence_items
 from .truthiness import truthiness
@@ -108,6 +108,9 @@ _lazy_reversed_list = lazily(LIST_REVERSEITERATOR, polyfills.reversed_list)
 def _reversed(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     if isinstance(args[0], ListVariable):  # listreviter reads the list at each next
         return _lazy_reversed_list(tx, args, kwargs)
+    watched = watched_iterator(tx, args[0], "reversed")  # a dict's, an OrderedDict's, a deque's
+    if watched is not None:
+        return watched
     return tx.new_iterator(tuple(reversed(sequence_items(tx, args[0]))))
 
 

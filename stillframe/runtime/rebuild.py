@@ -582,6 +582,8 @@ def _rebuild_iterator(cg: StateCodegen, var: IteratorVariable) -> str:
     entry = cg.tracer.heap(var.oid)
     if entry.over is not None:
         create = _container_iterator(cg, var, entry)
+    elif entry.watch is not None:
+        create = _watched_iterator(cg, entry)
     elif cg.final:
         create = f"{cg.gen.const(standins.as_builtin)}({entry.kind!r}, [{cg._items(entry.rest)}])"
     else:
@@ -620,6 +622,24 @@ def _container_iterator(cg: StateCodegen, var: IteratorVariable, entry: Any) -> 
     known = f"{{{', '.join(cg._key(k) for k in entry.keys)}}}" if entry.keys and entry.view != "set" else None
     return f"{cg.gen.const(standins.ResumableIterator)}([{cg._items(rest)}], 0, None, {cg.expr(container)}, " \
            f"{entry.size}, {keys}, {entry.view!r}, {known})"
+
+
+def _watched_iterator(cg: StateCodegen, entry: Any) -> str:
+    """CPython's own iterator over the rebuilt deque, ``OrderedDict``, dict subclass or reversed dict
+    (``IteratorEntry.watch``), advanced as far as the trace took it: it raises where eager's does when the container
+    changes after the break ("deque mutated during iteration") and reads values afresh. One whose container changed
+    in the trace since it was made cannot be made so: the frame runs for real."""
+    tx = cg.tracer
+    container, _, _, view, fn = entry.watch
+    if tx.watched_changed(entry):
+        tx.unsupported("unsupported_iteration", f"an iterator over a {container.python_type().__name__} that changed "
+                       "while it was iterated cannot be rebuilt where CPython's would stand")
+    base = cg.expr(container)
+    made = f"{cg.gen.const(standins.real_iterator)}({fn}({base}{view}), {entry.index})"
+    if cg.final:
+        return made
+    return f"{cg.gen.const(standins.ResumableIterator)}([{cg._items(entry.rest)}], 0, {entry.kind!r}, {base}, " \
+           f"real={made})"
 
 
 def _real_dict_iterator(cg: StateCodegen, var: IteratorVariable, entry: Any, container: DictVariable) -> str | None:

@@ -219,6 +219,21 @@ class Tracer:
         self.heap_set(oid, IteratorEntry(tuple(items), 0, kind))
         return IteratorVariable(oid)
 
+    def new_watched_iterator(self, items: tuple, container: VariableTracker, oid: int, view: str = "",
+                             fn: str = "iter") -> "IteratorVariable":
+        """A fresh iterator over ``items`` (VTs), the items of ``container`` (whose contents are ``heap[oid]``) as
+        CPython's ``fn(container<view>)`` yields them (``view``: ``""``, ``".keys()"``, ``".values()"`` or
+        ``".items()"``; ``fn``: ``"iter"`` or ``"reversed"``) while nothing changes ``heap[oid]``: see
+        ``IteratorEntry.watch``."""
+        iterator = self.new_iterator(items)
+        entry = self.heap(iterator.oid)
+        self.heap_set(iterator.oid, dataclasses.replace(entry, watch=(container, oid, self.heap(oid), view, fn)))
+        return iterator
+
+    def watched_changed(self, entry: IteratorEntry) -> bool:
+        """Whether the container a watched iterator (``IteratorEntry.watch``) is over changed since it was made."""
+        return entry.watch is not None and self.heap(entry.watch[1]) is not entry.watch[2]
+
     def new_container_iterator(self, container: VariableTracker, view: str, kind: str | None = None,
                                start: int = 0) -> "IteratorVariable":
         """A fresh iterator over the heap list, dict or set ``container`` that reads it at each ``next`` (see
@@ -247,6 +262,9 @@ class Tracer:
         entry = self.heap(var.oid)
         if entry.over is not None:
             return self._container_next(var.oid, entry)
+        if self.watched_changed(entry):
+            self.unsupported("unsupported_iteration", "the container being iterated changed: CPython's iterator over "
+                             "it raises or reads it afresh, the loop runs for real")
         if entry.index >= len(entry.items):
             return None
         self.heap_set(var.oid, dataclasses.replace(entry, index=entry.index + 1))
@@ -352,6 +370,9 @@ class Tracer:
             while (item := self.iterator_next(var)) is not None:
                 items.append(item)
             return tuple(items)
+        if self.watched_changed(entry):
+            self.unsupported("unsupported_iteration", "the container being iterated changed: CPython's iterator over "
+                             "it raises or reads it afresh, the iteration runs for real")
         self.heap_set(var.oid, dataclasses.replace(entry, index=len(entry.items)))
         return entry.rest
 

@@ -231,11 +231,11 @@ class LiveIteratorVariable(VariableTracker):
     index: int = 0
     obj_id: int = 0  # id() of the live iterator: every reference to it is rebuilt as one new iterator
     kind: str | None = None  # the builtin that made it (IteratorEntry.kind)
-    # it steps CPython's own iterator (ResumableIterator._real): only taken for real, one next at a time
-    real: bool = False
+    # the type of CPython's own iterator it steps (ResumableIterator._real, guarded), or None: taken only for real
+    real: type | None = None
 
     def python_type(self) -> type:
-        return {"zip": zip, "enumerate": enumerate}.get(self.kind) or type(iter(()))
+        return self.real or {"zip": zip, "enumerate": enumerate}.get(self.kind) or type(iter(()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -617,6 +617,11 @@ class IteratorEntry:
     # expects (CPython's di_pos and di->len); None: it follows ``keys`` instead
     pos: int | None = None
     left: int = 0
+    # ``(container, oid, entry, view, fn)``: an iterator holding the items of a container whose CPython iterator
+    # sees its changes (a deque, an OrderedDict, a defaultdict, ``reversed`` of a dict): ``heap[oid]`` was ``entry``
+    # when it was made; while it still is, the items held are CPython's, and at a break it is CPython's own
+    # ``fn(container<view>)`` advanced ``index`` items; once it is not, the trace cannot follow it
+    watch: tuple | None = None
 
     @property
     def rest(self) -> tuple:

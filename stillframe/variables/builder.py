@@ -237,7 +237,8 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
         _guard(tx, source, "TYPE", standins.ResumableIterator)
         _guard(tx, AttrSource(source, "_real"), "TYPE", type(value._real))
         if value._real is not None:  # CPython's own iterator: each next is taken for real (FOR_ITER breaks on it)
-            return LiveIteratorVariable(AttrSource(source, "_items"), (), 0, id(value), value._kind, real=True)
+            return LiveIteratorVariable(AttrSource(source, "_items"), (), 0, id(value), value._kind,
+                                        real=type(value._real))
         _guard(tx, AttrSource(source, "_index"), "EQUALS", value._index)
         _guard(tx, AttrSource(source, "_kind"), "EQUALS", value._kind)
         return LiveIteratorVariable(AttrSource(source, "_items"), tuple(value._items), value._index, id(value),

@@ -42,7 +42,12 @@ class ResumableIterator:
     skipped; keys added meanwhile come after all the known ones, in insertion order), its value read now; one
     found after as many entries as the dict had left when the iterator was made raises ``RuntimeError:
     dictionary keys changed during iteration``, which ends it. (Exact while the dict's table is not rebuilt,
-    which keeping the size does not force.)"""
+    which keeping the size does not force.)
+
+    ``real``: CPython's own iterator over ``over`` (a dict, deque or ``OrderedDict`` rebuilt as eager's), standing
+    where eager's stands (:func:`real_iterator`): then each ``next`` is its ``next``, so CPython itself raises when
+    the container changes ("deque mutated during iteration", "dictionary keys changed during iteration"), and
+    ``over`` counts as iterated (:func:`is_iterated`) until it is exhausted."""
 
     # underscored: user code duck-types iterators (C OrderedDict.update calls an ``items`` attribute)
     __slots__ = ("_items", "_index", "_kind", "_over", "_size", "_keys", "_view", "_known", "_left", "_real",
@@ -80,8 +85,8 @@ class ResumableIterator:
         if self._real is not None:
             try:
                 item = next(self._real)
-            except StopIteration:  # exhausted (after an error, CPython's iterator decides what comes next)
-                self._items, self._index, self._real, self._over = [], 0, None, None
+            except StopIteration:  # exhausted: it stays CPython's (which decides what comes next, after an error too)
+                self._items, self._index = [], 0
                 self._release()
                 raise
             self._index += 1

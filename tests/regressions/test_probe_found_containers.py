@@ -167,3 +167,278 @@ def test_dict_key_readded_before_a_break_raises(backend):
         return x - 1, seen, "no error"
 
     assert_parity(fn, _args, backend=backend, calls=3, expect_fallback=True)
+
+
+# ------------------------------------------------------------------ OrderedDict, defaultdict, reversed
+
+
+def _loop_then_change(make, change, view=lambda d: d, rev=False):
+    def fn(x):
+        d = make()
+        seen = []
+        try:
+            for k in (reversed(view(d)) if rev else view(d)):
+                _opaque()
+                change(d, k)
+                seen.append(k)
+        except RuntimeError as e:
+            return x + 1, seen, str(e), list(d)
+        return x - 1, seen, "no error", list(d)
+
+    return fn
+
+
+def _od():
+    return collections.OrderedDict(a=1, b=2, c=3)
+
+
+def _move(d, k):
+    d.move_to_end(k)
+
+
+def _readd(d, k):
+    d[k] = d.pop(k)
+
+
+def _grow(d, k):
+    d[str(k) + "z"] = 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("change", [_move, _readd, _grow], ids=["move_to_end", "readd", "grow"])
+def test_ordered_dict_changed_after_a_break_raises(backend, change):
+    # eager: 'OrderedDict mutated during iteration' ('changed size' for grow); the snapshot iterated on
+    assert_parity(_loop_then_change(_od, change), _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("change", [_move, _grow], ids=["move_to_end", "grow"])
+def test_ordered_dict_reversed_changed_after_a_break_raises(backend, change):
+    assert_parity(_loop_then_change(_od, change, rev=True), _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ordered_dict_items_reversed_changed_after_a_break_raises(backend):
+    assert_parity(_loop_then_change(_od, lambda d, kv: d.move_to_end("a"), view=lambda d: d.items(), rev=True),
+                  _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ordered_dict_values_see_a_value_written_after_a_break(backend):
+    # a value written is no mutation of the order: the values iterator reads it (it yielded the old one)
+    def fn(x):
+        d = collections.OrderedDict(a=1, b=2, c=3)
+        seen = []
+        for v in d.values():
+            _opaque()
+            d["c"] = v * 10
+            seen.append(v)
+        return x + 1, seen, d
+
+    assert_parity(fn, _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ordered_dict_changed_in_the_trace_while_iterated_raises(backend):
+    # no break in the loop: the change is traced, and the iterator over the snapshot yielded on; the frame now
+    # runs for real
+    def fn(x):
+        d = collections.OrderedDict(a=1, b=2)
+        seen = []
+        try:
+            for k in d:
+                d.move_to_end(k)
+                seen.append(k)
+        except RuntimeError as e:
+            return x + 1, seen, str(e)
+        return x - 1, seen, "no error"
+
+    assert_parity(fn, _args, backend=backend, calls=3, expect_fallback=True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("change", [_readd, _grow], ids=["readd", "grow"])
+def test_defaultdict_changed_after_a_break_raises(backend, change):
+    def make():
+        d = collections.defaultdict(int)
+        d["k0"], d["k1"] = 1, 2
+        return d
+
+    assert_parity(_loop_then_change(make, change), _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_defaultdict_missing_key_in_the_trace_while_iterated_raises(backend):
+    # d[k * 2] inserts through __missing__: eager raises 'dictionary changed size during iteration'
+    def fn(x):
+        d = collections.defaultdict(int, a=1)
+        seen = []
+        try:
+            for k in d:
+                d[k * 2]
+                seen.append(k)
+        except RuntimeError as e:
+            return x + 1, seen, str(e)
+        return x - 1, seen, "no error"
+
+    assert_parity(fn, _args, backend=backend, calls=3, expect_fallback=True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("last", [False, True], ids=["first", "last"])
+def test_dict_reversed_grown_after_a_break_raises(backend, last):
+    # eager: 'dictionary changed size during iteration', also when the key is added after the last item
+    def fn(x):
+        d = {"a": 1, "b": 2, "c": 3}
+        seen = []
+        try:
+            for k in reversed(d):
+                _opaque()
+                if k == ("a" if last else "c"):
+                    d["z"] = 0
+                seen.append(k)
+        except RuntimeError as e:
+            return x + 1, seen, str(e)
+        return x - 1, seen, "no error"
+
+    assert_parity(fn, _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dict_items_reversed_see_a_value_written_after_a_break(backend):
+    def fn(x):
+        d = {"a": 1, "b": 2, "c": 3}
+        seen = []
+        for k, v in reversed(d.items()):
+            _opaque()
+            d["a"] = v * 10
+            seen.append((k, v))
+        return x + 1, seen
+
+    assert_parity(fn, _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dict_reversed_grown_in_the_trace_raises(backend):
+    def fn(x):
+        d = {"a": 1, "b": 2}
+        seen = []
+        try:
+            for k in reversed(d):
+                d["z" + k] = 1
+                seen.append(k)
+        except RuntimeError as e:
+            return x + 1, seen, str(e)
+        return x - 1, seen, "no error"
+
+    assert_parity(fn, _args, backend=backend, calls=3, expect_fallback=True)
+
+
+# ------------------------------------------------------------------ deque
+
+
+def _deque_loop(change, rev=False, before=False):
+    def fn(x):
+        q = collections.deque([1, 2, 3])
+        seen = []
+        try:
+            for v in (reversed(q) if rev else q):
+                if not before:
+                    _opaque()
+                change(q, v)
+                if before:
+                    _opaque()
+                seen.append(v)
+        except RuntimeError as e:
+            return x + 1, seen, str(e), list(q)
+        return x - 1, seen, "no error", list(q)
+
+    return fn
+
+
+def _append_at_2(q, v):
+    if v == 2:
+        q.append(4)
+
+
+def _append_at_3(q, v):
+    if v == 3:
+        q.append(4)
+
+
+def _rotate(q, v):
+    q.rotate(1)
+
+
+def _pop_append(q, v):
+    q.append(q.pop())
+
+
+def _set_last(q, v):
+    q[2] = v * 10
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("change", [_append_at_2, _append_at_3, _rotate, _pop_append],
+                         ids=["append", "append_after_last", "rotate", "pop_append"])
+def test_deque_changed_after_a_break_raises(backend, change):
+    # eager: 'deque mutated during iteration' (after the last item too: the state is checked first)
+    assert_parity(_deque_loop(change), _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_deque_reversed_changed_after_a_break_raises(backend):
+    assert_parity(_deque_loop(lambda q, v: q.appendleft(0), rev=True), _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_deque_item_written_after_a_break_is_read(backend):
+    # q[2] = ... is no mutation for the iterator (its state is unchanged), and it reads the item afresh
+    assert_parity(_deque_loop(_set_last), _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_deque_changed_in_the_trace_while_iterated(backend):
+    # the change comes before the break in the same traced iteration: the frame runs for real
+    assert_parity(_deque_loop(_set_last, before=True), _args, backend=backend, calls=3, expect_fallback=True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_deque_appended_to_before_a_break_in_a_later_iteration_raises(backend):
+    # the append comes in a resumed iteration, on the real deque: it runs for real, and CPython's iterator raises
+    assert_parity(_deque_loop(_append_at_2, before=True), _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_deque_iterator_left_by_a_break_is_returned_as_cpythons(backend):
+    def fn(x):
+        q = collections.deque([1, 2, 3])
+        it = iter(q)
+        next(it)
+        _opaque()
+        return x + 1, list(it), type(it).__name__
+
+    assert_parity(fn, _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_containers_iterated_across_a_break_unchanged(backend):
+    # no change: the loops stay traced (no fallback), their items as eager's
+    def fn(x):
+        od = collections.OrderedDict(a=x, b=x + 1)
+        q = collections.deque([x, x * 2])
+        dd = collections.defaultdict(list)
+        dd["k"].append(x - 1)
+        out = []
+        for k, v in od.items():
+            _opaque()
+            out.append(v * 2)
+        for v in q:
+            _opaque()
+            out.append(v + 1)
+        for k in reversed(dd):
+            _opaque()
+            out.append(dd[k][0])
+        return out
+
+    assert_parity(fn, _args, backend=backend, calls=3)

@@ -483,6 +483,16 @@ def _tensor_text(name: str, exp: tuple) -> str:
             f"storage_offset={offset}, requires_grad={rg}, is_leaf={leaf}, is_view={view})")
 
 
+#: ``id`` of each container a graph break's stand-in iterates with CPython's own iterator, and how many do
+#: (``variables.standins.ResumableIterator._real``): a trace changing such a dict's keys runs the change for real.
+ITERATED: dict = {}
+
+
+def is_iterated(container: Any) -> bool:
+    """Whether a live stand-in iterates ``container`` with CPython's own iterator (the ``ITERATED`` guard)."""
+    return id(container) in ITERATED
+
+
 #: Every guard kind: the one place its check code and its readable text are written.
 GUARD_KINDS: dict[str, GuardKind] = {
     "TYPE": GuardKind(lambda gen, v, exp: f"type({v}) is {gen.const(exp)}",
@@ -505,6 +515,9 @@ GUARD_KINDS: dict[str, GuardKind] = {
     "HAS_ITEM": GuardKind(lambda gen, v, exp: f"({gen.ref(exp[0])} {'in' if exp[1] else 'not in'} {v})",
                           lambda name, exp: f"({exp[0].name} in {name}) is {exp[1]!r}"),
     "TENSOR": GuardKind(_tensor_check, _tensor_text),
+    # whether a loop iterates the dict with CPython's own iterator (a plan replaying a change of its keys must not)
+    "ITERATED": GuardKind(lambda gen, v, exp: f"{gen.const(is_iterated)}({v}) is {exp!r}",
+                          lambda name, exp: f"{name} is {'' if exp else 'not '}iterated by a loop across a break"),
     # whether a view input is stale (compat.is_stale_view), for a plan whose in-place op depends on it
     "STALE_VIEW": GuardKind(lambda gen, v, exp: f"___is_stale_view({v}) is {exp!r}",
                             lambda name, exp: f"{name} is {'' if exp else 'not '}a view that autograd treats as a "

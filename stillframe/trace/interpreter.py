@@ -434,10 +434,14 @@ class Tracer:
             # `o.__dict__["z"] = 5` replayed the two in the wrong order, and a KeyError of ours reached the user)
             self.unsupported("side_effect", "writing through the __dict__ of an object from outside the trace")
         if old.live is not None:  # an outside dict: replayed on it after the graph runs
-            if standins.is_iterated(old.live) and [k for k, _ in entry.items] != [k for k, _ in old.items]:
-                # a loop iterates it with CPython's own iterator: the replay (clear, update) would rebuild its table
+            if [k for k, _ in entry.items] != [k for k, _ in old.items]:
+                # a loop iterating it with CPython's own iterator: the replay (clear, update) would rebuild its table
                 # under it, so the change runs for real, as eager makes it (each next then stands where eager's does)
-                self.unsupported("side_effect", "changing the keys of a dict a loop iterates for real")
+                iterated = standins.is_iterated(old.live)
+                if old.source is not None:
+                    self.add_guard(Guard(old.source, "ITERATED", iterated))
+                if iterated:
+                    self.unsupported("side_effect", "changing the keys of a dict a loop iterates for real")
             record_side_effect(self, ("dict", var.oid), var)
         layout = DictLayout() if op == "clear" else None if op is not None else _changed_layout(old, entry.items)
         self.heap_set(var.oid, DictEntry(entry.items, old.source, old.live, layout=layout))

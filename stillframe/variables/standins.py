@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 from .. import compat
+from ..guards.guard import ITERATED, is_iterated  # noqa: F401 (is_iterated: the stand-ins' question)
 
 
 class _Null:
@@ -127,7 +128,7 @@ class ResumableIterator:
 
 #: ``id`` of each container a ``ResumableIterator`` iterates with CPython's own iterator (``_real``), and how many do:
 #: a trace changing such a container's keys runs that change for real (:func:`is_iterated`), as eager makes it.
-_ITERATED: dict = {}
+_ITERATED = ITERATED
 
 
 def _release(key: int) -> None:
@@ -136,11 +137,6 @@ def _release(key: int) -> None:
         _ITERATED[key] = count
     else:
         _ITERATED.pop(key, None)
-
-
-def is_iterated(container: Any) -> bool:
-    """Whether a live ``ResumableIterator`` iterates ``container`` with CPython's own iterator (``_real``)."""
-    return id(container) in _ITERATED
 
 
 def has_keys(d: dict, keys: list) -> bool:

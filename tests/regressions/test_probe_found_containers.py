@@ -501,3 +501,4 @@ def test_set_grown_after_a_break_raises(backend):
         return x - 1, seen, "no error"
 
     assert_parity(fn, _args, backend=backend, calls=3)
+

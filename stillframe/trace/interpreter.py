@@ -226,13 +226,37 @@ class Tracer:
         ``".items()"``; ``fn``: ``"iter"`` or ``"reversed"``) while nothing changes ``heap[oid]``: see
         ``IteratorEntry.watch``."""
         iterator = self.new_iterator(items)
-        entry = self.heap(iterator.oid)
-        self.heap_set(iterator.oid, dataclasses.replace(entry, watch=(container, oid, self.heap(oid), view, fn)))
+        entry, watched = self.heap(iterator.oid), self.heap(oid)
+        keys = ()
+        if isinstance(watched, DictEntry):
+            keys = tuple(k for k, _ in watched.items)[::-1 if fn == "reversed" else 1]
+        self.heap_set(iterator.oid, dataclasses.replace(entry, watch=(container, oid, watched, view, fn), keys=keys))
         return iterator
 
     def watched_changed(self, entry: IteratorEntry) -> bool:
-        """Whether the container a watched iterator (``IteratorEntry.watch``) is over changed since it was made."""
-        return entry.watch is not None and self.heap(entry.watch[1]) is not entry.watch[2]
+        """Whether the container a watched iterator (``IteratorEntry.watch``) is over changed since it was made, as
+        its CPython iterator sees it: any change of a deque; a key deleted, added or moved in a dict (not a value)."""
+        if entry.watch is None:
+            return False
+        now, then = self.heap(entry.watch[1]), entry.watch[2]
+        if now is then:
+            return False
+        if not isinstance(then, DictEntry):
+            return True
+        return now.structure != then.structure or len(now.items) != len(then.items) or \
+            any(k is not j and k != j for (k, _), (j, _) in zip(now.items, then.items))
+
+    def _watched_items(self, entry: IteratorEntry) -> tuple:
+        """A watched iterator's items, a dict's values read now (its keys are those it began with)."""
+        if entry.watch is None or entry.watch[3] not in (".values()", ".items()") or \
+                self.heap(entry.watch[1]) is entry.watch[2]:
+            return entry.items
+        dict_entry = self.heap(entry.watch[1])
+        values = [dict_entry.get(k) for k in entry.keys]
+        if entry.watch[3] == ".values()":
+            return tuple(values)
+        return tuple(TupleVariable((k_var, v)) for (k_var, _), v in
+                     zip((item.items for item in entry.items), values))
 
     def new_container_iterator(self, container: VariableTracker, view: str, kind: str | None = None,
                                start: int = 0) -> "IteratorVariable":
@@ -264,11 +288,11 @@ class Tracer:
             return self._container_next(var.oid, entry)
         if self.watched_changed(entry):
             self.unsupported("unsupported_iteration", "the container being iterated changed: CPython's iterator over "
-                             "it raises or reads it afresh, the loop runs for real")
+                             "it raises, the loop runs for real")
         if entry.index >= len(entry.items):
             return None
         self.heap_set(var.oid, dataclasses.replace(entry, index=entry.index + 1))
-        return entry.items[entry.index]
+        return self._watched_items(entry)[entry.index]
 
     def _container_next(self, oid: int, entry: IteratorEntry) -> VariableTracker | None:
         if entry.view == "list":
@@ -347,7 +371,7 @@ class Tracer:
         changes the container from now on; an iterator that would raise has none)."""
         entry = self.heap(var.oid)
         if entry.over is None:
-            return entry.rest
+            return self._watched_items(entry)[entry.index:]
         if entry.view == "list":
             items = self.list_items(ListVariable(entry.over))[entry.index:]
             if entry.kind == "enumerate":
@@ -372,9 +396,9 @@ class Tracer:
             return tuple(items)
         if self.watched_changed(entry):
             self.unsupported("unsupported_iteration", "the container being iterated changed: CPython's iterator over "
-                             "it raises or reads it afresh, the iteration runs for real")
+                             "it raises, the iteration runs for real")
         self.heap_set(var.oid, dataclasses.replace(entry, index=len(entry.items)))
-        return entry.rest
+        return self._watched_items(entry)[entry.index:]
 
     def new_dict(self, items: tuple, source: Any = None, layout: Any = None) -> DictVariable:
         """A fresh dict; ``layout``: its CPython table (a ``DictLayout``) where the way it is made fixes it."""
@@ -444,7 +468,10 @@ class Tracer:
                     self.unsupported("side_effect", "changing the keys of a dict a loop iterates for real")
             record_side_effect(self, ("dict", var.oid), var)
         layout = DictLayout() if op == "clear" else None if op is not None else _changed_layout(old, entry.items)
-        self.heap_set(var.oid, DictEntry(entry.items, old.source, old.live, layout=layout))
+        reshaped = len(entry.items) != len(old.items) or \
+            any(k is not j for (k, _), (j, _) in zip(entry.items, old.items))
+        self.heap_set(var.oid, DictEntry(entry.items, old.source, old.live, layout=layout,
+                                         structure=old.structure + (reshaped or op == "clear")))
 
     # -------------------------------------------------------------- tensors
     def tensor(self, var: TensorVariable) -> TensorEntry:

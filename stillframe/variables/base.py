@@ -505,6 +505,9 @@ class DictEntry:
     # trace followed; None where unknown (an outside dict, one made or changed by a call whose sizing it does
     # not follow). Tracer.set_dict_entry keeps it; a dict iterator over it advances as CPython's does
     layout: Any = None
+    # how many writes changed its keys or their order (Tracer.set_dict_entry): a value written keeps it, so an
+    # iterator watching the dict (IteratorEntry.watch) tells a value written from a key deleted, added or moved
+    structure: int = 0
 
     def get(self, key: Any, default: Any = None) -> Any:
         for k, v in self.items:
@@ -619,7 +622,8 @@ class IteratorEntry:
     left: int = 0
     # ``(container, oid, entry, view, fn)``: an iterator holding the items of a container whose CPython iterator
     # sees its changes (a deque, an OrderedDict, a defaultdict, ``reversed`` of a dict): ``heap[oid]`` was ``entry``
-    # when it was made; while it still is, the items held are CPython's, and at a break it is CPython's own
+    # when it was made; while it still is (for a dict: while its keys and ``structure`` are), the items held are
+    # CPython's (a dict's values read afresh by key: ``keys``), and at a break it is CPython's own
     # ``fn(container<view>)`` advanced ``index`` items; once it is not, the trace cannot follow it
     watch: tuple | None = None
 

@@ -502,3 +502,45 @@ def test_set_grown_after_a_break_raises(backend):
 
     assert_parity(fn, _args, backend=backend, calls=3)
 
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_values_written_while_iterated_in_the_trace_stay_traced(backend):
+    # a value written is no change for CPython's iterators over an OrderedDict, a defaultdict or a reversed dict:
+    # the loops stay traced (no fallback), and read the values afresh
+    def fn(x):
+        od = collections.OrderedDict(a=x, b=x + 1)
+        for k in od:
+            od[k] = od[k] * 2
+        seen = []
+        for k, v in od.items():
+            od["b"] = v * 10
+            seen.append(v)
+        dd = collections.defaultdict(int, a=1, b=2)
+        for k in dd:
+            dd[k] += 1
+        d = {"a": 1, "b": 2, "c": 3}
+        for k, v in reversed(d.items()):
+            d["a"] = v * 10
+            seen.append(v)
+        return od, seen, dict(dd), d
+
+    assert_parity(fn, _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ordered_dict_last_key_readded_in_the_trace_raises(backend):
+    # the keys keep their order, but the OrderedDict's state changed: eager raises 'OrderedDict mutated during
+    # iteration'; the frame runs for real
+    def fn(x):
+        d = collections.OrderedDict(a=1, b=2)
+        seen = []
+        try:
+            for k in d:
+                d["b"] = d.pop("b")
+                seen.append(k)
+        except RuntimeError as e:
+            return x + 1, seen, str(e)
+        return x - 1, seen, "no error"
+
+    assert_parity(fn, _args, backend=backend, calls=3, expect_fallback=True)

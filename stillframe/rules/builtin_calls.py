@@ -51,8 +51,7 @@ from ..variables.base import (
 )
 from ..variables.base import is_builtin_class
 from ..variables.builder import wrap
-from ..variables.objects import (ContainerMethodVariable, ObjectEntry, ObjectVariable, SuperVariable, dict_base,
-                                 storage_of)
+from ..variables.objects import (ContainerMethodVariable, ObjectVariable, SuperVariable, dict_base, storage_of)
 from ..tensors import symbolic
 from ..tensors.ops import call_tensor_op
 # known first: it imports the lower rules modules by name, and they reach it as a module object
@@ -379,10 +378,8 @@ def watched_iterator(tx: Tracer, seq: VariableTracker, fn: str) -> VariableTrack
 
 def _storage_owner(tx: Tracer, oid: int) -> ObjectVariable | None:
     """The instance of a dict subclass made in the trace whose dict part is ``heap[oid]``, if any."""
-    for owner, entry in tx.state.heap.items():
-        if isinstance(entry, ObjectEntry) and entry.storage == oid:
-            return ObjectVariable(owner, entry.cls)
-    return None
+    owner = tx.state.memo.get(("storage_owner", oid))
+    return None if owner is None else ObjectVariable(*owner)
 
 
 def container_view(seq: VariableTracker) -> str | None:

@@ -275,6 +275,8 @@ def new_object(tx: Any, cls: type) -> ObjectVariable:
     storage = tx.new_dict(()).oid if dict_base(cls) is not None else None
     oid = tx.new_id()
     tx.heap_set(oid, ObjectEntry(cls, DictEntry(()), storage))
+    if storage is not None:  # (its views are iterated as the instance's: builtin_calls.watched_iterator)
+        tx.state = tx.state.replace(memo=tx.state.memo.set(("storage_owner", storage), (oid, cls)))
     return ObjectVariable(oid, cls)
 
 

@@ -118,6 +118,9 @@ class Walker:
                                     f"{e.__traceback__ is not None}; compiled {c.__suppress_context__}, "
                                     f"{c.__traceback__ is not None}")
             self._attributes(e, c, path)
+        elif isinstance(e, collections.abc.Iterator) and type(e).__module__ == "builtins" and \
+                hasattr(type(e), "__reduce__"):  # a C iterator (range_iterator, list_iterator): what it has left
+            self.compare(_iterator_rest(e), _iterator_rest(c), f"{path} (what it has left)")  # not consumed
         elif hasattr(e, "__dict__") and (type(e).__eq__ is object.__eq__ or dataclasses.is_dataclass(e)):
             self._attributes(e, c, path)  # (a dataclass's __eq__ compares its fields as tuples: tensors refuse)
         else:
@@ -336,6 +339,16 @@ def qualname(cls) -> str:
     """``module.QualName`` of a class, without the module for builtins."""
     module = getattr(cls, "__module__", "")
     return cls.__qualname__ if module in ("builtins", "") else f"{module}.{cls.__qualname__}"
+
+
+def _iterator_rest(it: Any) -> Any:
+    """What the C iterator ``it`` (a range's, list's, tuple's) has left, read off its ``__reduce__`` without
+    consuming it: ``seq[index:]`` (a range stays a range); its reduce value itself for any other kind."""
+    reduced = it.__reduce__()
+    if len(reduced) >= 2 and reduced[0] is iter and len(reduced[1]) == 1:
+        seq = reduced[1][0]
+        return seq[reduced[2]:] if len(reduced) > 2 else seq
+    return reduced[1:]
 
 
 def short(value) -> str:

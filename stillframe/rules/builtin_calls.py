@@ -37,6 +37,7 @@ from ..variables.base import (
     ListVariable,
     NNModuleVariable,
     PythonObjectVariable,
+    RangeItems,
     RangeVariable,
     SetVariable,
     TensorKey,
@@ -342,6 +343,8 @@ def iterator_of(tx: Tracer, seq: VariableTracker) -> VariableTracker:
     if made is not None and has_python_next(made):  # an iterator object: stepped by its __next__, one per item
         return calls.call_sync(tx, UserFunctionVariable(polyfills.drive), [made], {})
     seq = seq if made is None else made
+    if isinstance(seq, RangeVariable):  # its items made as they are read: a loop may leave range(10**9) early
+        return tx.new_iterator(RangeItems(seq.value))
     view = container_view(seq)
     if view is not None:  # reads the container at each next, as CPython's listiterator / dictiter / setiter
         return tx.new_container_iterator(seq.mapping if isinstance(seq, DictViewVariable) else seq, view)

@@ -57,7 +57,17 @@ def _tensor(tx, container, key):
     return call_tensor_op(tx, "call_function", operator.getitem, (container, key), {})
 
 
-@subscript.rule(TupleVariable, ListVariable, RangeVariable)
+@subscript.rule(RangeVariable)
+def _range(tx, container, key):
+    """``range(...)[k]``: an int, or a range for a slice, as eager's (its items never made)."""
+    try:
+        picked = container.value[known.const_value(tx, key)]
+    except (IndexError, TypeError) as e:
+        tx.user_error(type(e)(*e.args))
+    return RangeVariable(picked) if isinstance(picked, range) else ConstantVariable(picked)
+
+
+@subscript.rule(TupleVariable, ListVariable)
 def _sequence(tx, container, key):
     items = tuple(known.sequence_items(tx, container))
     k = known.const_value(tx, key)
@@ -66,8 +76,7 @@ def _sequence(tx, container, key):
     except (IndexError, TypeError) as e:
         # eager's message is the base type's: "list index out of range", "range object index out of range", and
         # "tuple index out of range" for every tuple subclass (torch.Size, a namedtuple)
-        real = list(items) if isinstance(container, ListVariable) else \
-            container.value if isinstance(container, RangeVariable) else items
+        real = list(items) if isinstance(container, ListVariable) else items
         try:
             real[k]
         except (IndexError, TypeError) as exact:

@@ -78,17 +78,25 @@ _lazy_enumerate = lazily(enumerate, polyfills.enumerate_)
 #: Held iterables that code inside a loop over them can change: iterators over them read them at each ``next``.
 _MUTABLE = (ListVariable, DictVariable, SetVariable)
 
+#: A range longer than this is zipped or enumerated lazily (by the polyfill, one item per ``next``): a loop may
+#: leave ``enumerate(range(10**9))`` after a few items, and its items are never all made.
+_LONG_RANGE = 10_000
+
+
+def _long_range(var: VariableTracker) -> bool:
+    return isinstance(var, RangeVariable) and len(var.value) > _LONG_RANGE
+
 
 def _zip(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     if kwargs or not tx.lazy_generators or not all(isinstance(a, _HELD) for a in args) or \
-            any(isinstance(a, _MUTABLE) for a in args):  # zip pulls from each one's iterator at each next
+            any(isinstance(a, _MUTABLE) or _long_range(a) for a in args):  # zip pulls from each one at each next
         return _lazy_zip(tx, args, kwargs)
     seqs = [sequence_items(tx, a) for a in args]
     return tx.new_iterator(tuple(TupleVariable(t) for t in zip(*seqs)), "zip")
 
 
 def _enumerate(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    if not args or not tx.lazy_generators or not isinstance(args[0], _HELD) or \
+    if not args or not tx.lazy_generators or not isinstance(args[0], _HELD) or _long_range(args[0]) or \
             (len(args) > 1 and not isinstance(args[1], ConstantVariable)):
         return _lazy_enumerate(tx, args, kwargs)
     start = const_value(tx, args[1]) if len(args) > 1 else const_value(tx, kwargs.get("start", ConstantVariable(0)))

@@ -595,7 +595,7 @@ def _loop_counter_hint(tracer: Tracer) -> dict:
     if not isinstance(it, LiveIteratorVariable):
         return {}
     rest = it.values[live_iterator_index(tracer, it):]
-    if not rest or any(type(v) is not int for v in rest):
+    if not rest or type(rest) is not range and any(type(v) is not int for v in rest):
         return {}
     return {LocalSource(live.stack_name(len(frames) - 1, len(top.stack))).name: "loop"}
 

@@ -55,6 +55,7 @@ from ..variables.base import (
     NullVariable,
     PartialVariable,
     PythonObjectVariable,
+    RangeItems,
     RangeVariable,
     SetVariable,
     TensorKey,
@@ -584,6 +585,10 @@ def _rebuild_iterator(cg: StateCodegen, var: IteratorVariable) -> str:
         create = _container_iterator(cg, var, entry)
     elif entry.watch is not None:
         create = _watched_iterator(cg, entry)
+    elif isinstance(entry.items, RangeItems):  # a range's iterator: eager's type where it leaves the function
+        rest = entry.rest.range_
+        create = f"iter({cg.gen.const(rest)})" if cg.final else \
+            f"{cg.gen.const(standins.ResumableIterator)}({cg.gen.const(rest)}, 0, None)"
     elif cg.final:
         create = f"{cg.gen.const(standins.as_builtin)}({entry.kind!r}, [{cg._items(entry.rest)}])"
     else:

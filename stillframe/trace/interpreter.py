@@ -42,6 +42,7 @@ from ..variables.base import (
     DictVariable,
     GeneratorEntry,
     IteratorEntry,
+    RangeItems,
     IteratorVariable,
     LazyArgument,
     ListEntry,
@@ -216,6 +217,9 @@ class Tracer:
     def new_iterator(self, items: tuple, kind: str | None = None) -> "IteratorVariable":
         """A fresh iterator over ``items`` (VTs), at its first item; ``kind``: the builtin that made it."""
         oid = self.new_id()
+        if isinstance(items, RangeItems):
+            self.heap_set(oid, IteratorEntry(items, 0, kind))
+            return IteratorVariable(oid, _RANGE_ITERATOR)
         self.heap_set(oid, IteratorEntry(tuple(items), 0, kind))
         return IteratorVariable(oid)
 
@@ -792,6 +796,9 @@ def _changed_layout(old: DictEntry, items: tuple) -> Any:
     for key in new_keys[len(kept):]:
         layout = layout.insert(key)
     return layout
+
+
+_RANGE_ITERATOR = type(iter(range(0)))
 
 
 def _caught_in_frame(code: Any, index: int) -> bool:

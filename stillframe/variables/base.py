@@ -205,15 +205,36 @@ class RangeVariable(VariableTracker):
 
 
 @dataclass(frozen=True, slots=True)
+class RangeItems:
+    """The items of ``range_`` as VTs (``ConstantVariable``), made one at a time as they are read: an iterator
+    over ``range(10**9)`` that a loop leaves after a few items holds this, never a billion VTs. A sequence for
+    :class:`IteratorEntry` (``len``, an index, a slice, which is a ``RangeItems`` again)."""
+
+    range_: range
+
+    def __len__(self) -> int:
+        return len(self.range_)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return RangeItems(self.range_[index])
+        return ConstantVariable(self.range_[index])
+
+    def __iter__(self) -> Any:
+        return (ConstantVariable(i) for i in self.range_)
+
+
+@dataclass(frozen=True, slots=True)
 class IteratorVariable(VariableTracker):
     """An iterator made in the trace (``iter(xs)``, ``zip``, a drained generator ...) over a fixed sequence
     of VTs. Its position is state, ``heap[oid]`` (an :class:`IteratorEntry`): every reference to the
     iterator -- a local, the loop's stack slot, a list -- sees it advance, as in eager."""
 
     oid: int
+    cls: type | None = None  # the type it has where it is not a tuple_iterator (a range's: range_iterator)
 
     def python_type(self) -> type:
-        return type(iter(()))
+        return self.cls or type(iter(()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +256,8 @@ class LiveIteratorVariable(VariableTracker):
     real: type | None = None
 
     def python_type(self) -> type:
+        if self.real is None and self.kind is None and type(self.values) is range:
+            return type(iter(self.values))  # range_iterator
         return self.real or {"zip": zip, "enumerate": enumerate}.get(self.kind) or type(iter(()))
 
 

@@ -241,8 +241,8 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
                                         real=type(value._real))
         _guard(tx, AttrSource(source, "_index"), "EQUALS", value._index)
         _guard(tx, AttrSource(source, "_kind"), "EQUALS", value._kind)
-        return LiveIteratorVariable(AttrSource(source, "_items"), tuple(value._items), value._index, id(value),
-                                    value._kind)
+        items = value._items if type(value._items) is range else tuple(value._items)  # (range(10**9): as it is)
+        return LiveIteratorVariable(AttrSource(source, "_items"), items, value._index, id(value), value._kind)
     if isinstance(value, standins.AutocastExit):
         _guard(tx, source, "TYPE", standins.AutocastExit)
         return AutocastExitVariable(None, value.args, source)

@@ -229,6 +229,8 @@ def as_builtin_at(it: ResumableIterator, index: int) -> Any:
         return enumerate(list_iterator(items._list, items._start + index), items._count + index)
     if type(items) is ListTail and it._kind is None:
         return list_iterator(items._list, items._start + index)
+    if type(items) is range and it._kind is None:  # CPython's range_iterator
+        return iter(items[index:])
     if it._kind is not None:
         return as_builtin(it._kind, items[index:])
     return resume_at(it, index)

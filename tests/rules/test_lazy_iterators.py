@@ -221,3 +221,64 @@ def ordered_dict_updated_from_an_iterator_across_a_break(x):
 def test_an_iterator_rebuilt_at_a_break_has_no_attributes_eager_lacks():
     # issue 16: the stand-in iterator had an .items list, which OrderedDict.update called ('list' is not callable)
     assert_parity(ordered_dict_updated_from_an_iterator_across_a_break, lambda: (torch.zeros(2),), calls=2)
+
+
+# A range's items are made as they are read (variables.base.RangeItems): iter(range(10**9)) made a billion VTs
+# before the first item, a hang (found by a probe, session 34), in a loop left by a break, in next(), zip,
+# enumerate, and in range(n)[k].
+HUGE = 10**9
+
+
+def loop_leaving_a_huge_range(x):
+    for i in range(HUGE):
+        if i > 3:
+            break
+        x = x + i
+    return x
+
+
+def loop_leaving_a_huge_range_after_breaks(x):
+    it = iter(range(HUGE))
+    for i in it:
+        print(end="")  # a graph break: the iterator crosses it, live
+        x = x + i
+        if i == 2:
+            break
+    return x, next(it), type(it).__name__
+
+
+def next_of_a_huge_range_and_the_iterator_returned(x):
+    it = iter(range(5, HUGE, 2))
+    return x + next(it) + next(it), it
+
+
+def zip_and_enumerate_of_a_huge_range(x):
+    for i, j in zip(range(HUGE), range(3)):
+        x = x + i * j
+    for i, v in enumerate(range(HUGE), 1):
+        if i > 2:
+            break
+        print(end="")
+        x = x + v
+    return x
+
+
+def range_indexed_and_sliced(x):
+    r = range(HUGE)
+    s = r[10:20:3]
+    return x * r[5], s, type(s).__name__, len(range(10**12)), HUGE // 2 in r, r[-1]
+
+
+def range_index_out_of_range(x):
+    try:
+        return range(3)[7]
+    except IndexError as e:
+        return x, str(e)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("fn", [loop_leaving_a_huge_range, loop_leaving_a_huge_range_after_breaks,
+                                next_of_a_huge_range_and_the_iterator_returned, zip_and_enumerate_of_a_huge_range,
+                                range_indexed_and_sliced, range_index_out_of_range], ids=lambda f: f.__name__)
+def test_a_huge_range_is_never_made_whole(backend, fn):
+    assert_parity(fn, lambda: (torch.ones(2),), backend=backend, calls=3)

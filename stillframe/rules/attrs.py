@@ -20,6 +20,7 @@ import torch
 from ..guards.guard import Guard
 from ..guards.source import AttrSource, BaseItemSource, GetItemSource
 from ..variables.base import (
+    HEAPTYPE_FLAG,
     AttrsView,
     BuiltinVariable,
     ConstantVariable,
@@ -430,6 +431,8 @@ def has_attr(tx: Any, obj: VariableTracker, name: str) -> bool:
 
 def _has_static(tx: Any, var: VariableTracker, value: Any, name: str) -> bool:
     found = _static_lookup(value, name)
+    if found is MISSING:
+        guard_not_on_class(tx, var, value, name)
     if found is MISSING or found[0] == "class":
         guard_not_shadowed(tx, var, value, name)
     elif var.source is not None:
@@ -478,6 +481,7 @@ def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> Va
         src = GetItemSource(AttrSource(var.source, "__dict__"), name)
     if found is MISSING:
         guard_not_shadowed(tx, var, value, name)
+        guard_not_on_class(tx, var, value, name)
         if hasattr(type(value), "__getattr__"):
             return _class_getattr(tx, var, type(value), name)
         tx.user_error(AttributeError(f"'{type(value).__name__}' object has no attribute '{name}'"))
@@ -491,6 +495,18 @@ def _class_getattr(tx: Any, var: VariableTracker, cls: type, name: str) -> Varia
     if not isinstance(hook, types.FunctionType):
         tx.unsupported("unsupported_attribute", f"{cls.__name__} defines __getattr__ in C")
     return calls.call_sync(tx, UserMethodVariable(hook, var), [ConstantVariable(name)], {})
+
+
+def guard_not_on_class(tx: Any, var: VariableTracker, obj: Any, name: str) -> None:
+    """Guard that no class in the MRO of the live object read from ``var.source`` has gained ``name`` (a class
+    attribute set after the trace found none: ``getattr(obj, name, default)`` must then find it, as eager does).
+    The classes a user wrote only: a C type's dict cannot change."""
+    if var.source is None or isinstance(obj, (type, types.ModuleType)):
+        return
+    mro = AttrSource(AttrSource(var.source, "__class__"), "__mro__")
+    for i, klass in enumerate(type(obj).__mro__):
+        if klass.__flags__ & HEAPTYPE_FLAG:
+            tx.add_guard(Guard(AttrSource(GetItemSource(mro, i), "__dict__"), "HAS_KEY", (name, False)))
 
 
 def guard_not_shadowed(tx: Any, var: VariableTracker, obj: Any, name: str) -> None:

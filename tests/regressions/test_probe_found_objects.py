@@ -11,6 +11,7 @@ import typing
 import pytest
 import torch
 
+import stillframe
 from stillframe.check.parity import assert_parity
 
 BACKENDS = ["eager", "aot_eager"]
@@ -302,3 +303,29 @@ def test_next_with_default_keeps_what_the_generator_did(backend):
         return a, b, log
 
     assert_parity(fn, _args, backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("with_getattr_hook", [False, True])
+def test_attribute_added_to_the_class_after_the_trace_found_none(backend, with_getattr_hook):
+    # getattr(o, name, default) and hasattr(o, name) on an argument whose class had no `name` when traced: the plan
+    # guarded only the instance's __dict__, so after `Cls.zz = 5` it still answered the default (eager: 5)
+    class Base:
+        pass
+
+    class Cls(Base):
+        if with_getattr_hook:
+            def __getattr__(self, name):
+                raise AttributeError(name)
+
+    def fn(x, o):
+        return x * getattr(o, "zz", 3), hasattr(o, "zz")
+
+    compiled = stillframe.compile(fn, backend=backend)
+    x = torch.ones(2)
+    for change in (None, lambda: setattr(Base, "zz", 5), lambda: setattr(Cls, "zz", 7), lambda: delattr(Cls, "zz")):
+        if change is not None:
+            change()
+        expected, got = fn(x, Cls()), compiled(x, Cls())
+        assert got[1] == expected[1]
+        torch.testing.assert_close(got[0], expected[0])

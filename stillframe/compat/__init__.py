@@ -382,9 +382,13 @@ BACKEND_FALLBACK_ERRORS = (*DATA_DEPENDENT_ERRORS, UnsupportedOperatorException,
 def lacks_derivative(value: Any) -> bool:
     """Whether tensor ``value`` (an op's result) requires grad through a node whose backward torch does not
     implement (``x // 3``: aten::floor_divide's grad_fn is a ``NotImplemented`` node), which raises only when a
-    backward reaches it: AOTAutograd, tracing the backward when it compiles the graph, raises at once."""
-    return isinstance(value, torch.Tensor) and value.grad_fn is not None and \
-        type(value.grad_fn).__name__ == "NotImplemented"
+    backward reaches it: AOTAutograd, tracing the backward when it compiles the graph, raises at once. A view is
+    not asked (reading its grad_fn may make one, or raise: a view made under no_grad whose base was written since,
+    fuzz 57:21); such ops make new tensors."""
+    if not isinstance(value, torch.Tensor) or value._is_view():
+        return False
+    grad_fn = value.grad_fn
+    return grad_fn is not None and type(grad_fn).__name__ == "NotImplemented"
 
 
 def backend_compiler_failed(backend: Any, error: Exception) -> Exception:

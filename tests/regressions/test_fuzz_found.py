@@ -1662,3 +1662,16 @@ def test_floor_division_of_a_tensor_requiring_grad_on_aot_eager(dynamic):
 
     assert_parity(_floor_divisions, make_args, backend="aot_eager", calls=2,
                   compile_kwargs={"dynamic": dynamic})
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_write_through_a_no_grad_index_of_a_leaf(backend):
+    # fuzz 57:21: `with torch.no_grad(): w[0] += 0.25` on a leaf requiring grad; the check for ops without a
+    # derivative read the grad_fn of the written view's fake, which raises for a view made under no_grad whose base
+    # was written since: the frame ran eagerly with a warning calling it an internal error
+    def fn(w):
+        with torch.no_grad():
+            w[0] += 0.25
+        return w * 2
+
+    assert_parity(fn, lambda i=0: (torch.randn(3, requires_grad=True),), backend=backend, calls=3)

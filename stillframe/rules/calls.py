@@ -85,7 +85,7 @@ from .attrs import (
     getattr_var,
 )
 from .containers import subscript
-from .context import exit_autocast, set_grad_mode
+from .context import exit_autocast, profiler_off, record_function_manager, set_grad_mode
 from .deques import make_deque
 from .disable import compiled_original, is_disabled
 from .higher_order import higher_order_rule
@@ -194,6 +194,8 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         attr, original = wrapped
         source = getattr(fn, "source", None)
         return call(tx, wrap(tx, original, AttrSource(source, attr) if source else None), args, kwargs)
+    if target is torch.optim.Optimizer._optimizer_step_code and profiler_off(tx):
+        return tx.push(ConstantVariable(None))  # empty: only an active profiler's Python tracer hooks it
     module = getattr(target, "__module__", None) or ""
     stateful = runs_for_real(target) if target is not None else None
     if stateful is not None:
@@ -458,6 +460,8 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
         return tx.push(_autocast(tx, args, kwargs))
     if any(value is cls for cls in GRAD_MODE_CLASSES):
         return tx.push(_grad_mode_manager(tx, value, args, kwargs))
+    if value is torch.autograd.profiler.record_function and (manager := record_function_manager(tx, args, kwargs)):
+        return tx.push(manager)
     if value is _noop:
         return tx.push(ConstantVariable(None))
     if value is functools.partial:

@@ -1,4 +1,4 @@
-"""Context managers: grad mode, autocast, and Python context managers inlined."""
+"""Context managers: grad mode, autocast, the profiler's ``record_function``, and Python context managers inlined."""
 
 from __future__ import annotations
 from . import calls, type_checks
@@ -39,3 +39,31 @@ def exit_autocast(tx, exit_var) -> None:
                        ("the exit runs for real; tracing resumes after it",))
     tx.graph.call_function(torch.amp.autocast_mode._exit_autocast, (exit_var.node,), {}, None)
     tx.state = tx.state.replace(autocast=tx.state.autocast[:-1])
+
+
+def profiler_off(tx) -> bool:
+    """Whether no profiler is active (``torch.autograd._profiler_enabled()`` False), guarded so while it is: the
+    calls that act only for an active profiler are no-ops then (:func:`record_function_manager`, and
+    ``Optimizer._optimizer_step_code``, the empty method an active profiler's Python tracer hooks); under a
+    profiler they run for real, as in eager."""
+    from ..guards.guard import Guard
+
+    if torch.autograd._profiler_enabled():
+        return False
+    tx.add_guard(Guard(None, "GLOBAL", ("query", (torch.autograd._profiler_enabled, (), False))))
+    return True
+
+
+def record_function_manager(tx, args: list, kwargs: dict):
+    """``torch.autograd.profiler.record_function(name, args)`` while no profiler is active: a no-op context
+    manager (``contextlib.nullcontext()``), as torch.compile ignores it. Its ``__enter__`` / ``__exit__`` record an
+    event only for an active profiler; under one (:func:`profiler_off` False) this returns None and the call runs
+    for real, so its events appear as in eager. ``with record_function(...) as r`` binds None here (eager: the
+    record_function object)."""
+    import contextlib
+
+    from ..variables.builder import wrap
+
+    if not profiler_off(tx):
+        return None
+    return calls.call_sync(tx, wrap(tx, contextlib.nullcontext, None), [], {})

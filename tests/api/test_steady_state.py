@@ -5,13 +5,15 @@ graph breaks it goes through (issue 15). Each program runs eagerly and compiled 
 
 from __future__ import annotations
 
+import copy
 import random
 
 import pytest
 import torch
 
 import stillframe
-from stillframe.check.steady_programs import PROGRAMS, Jitter, clock, deque_append_pop, ordered_dict_values
+from stillframe.check.steady_programs import (CUSTOM_OPTIMIZERS, PROGRAMS, Jitter, clock, deque_append_pop,
+                                             optimizer_model, ordered_dict_values, record_function)
 
 def _check(compiled, eager, make_x, calls=6, exact=True):
     for i in range(calls):
@@ -81,3 +83,83 @@ def test_a_steady_state_checks_the_guards_of_the_entry_it_hit_last():
         torch.testing.assert_close(compiled(x), _scale(x), rtol=0, atol=0)
     # the first (2,) call scans from the start; a (4,) call first tries the (2,) entry it hit last
     assert checked == [0, 0, 0, 0, 1, 2, 2, 2]
+
+
+# ---------------------------------------------------- torch.optim's profile_hook_step wrapper, profiler off / on
+
+def _optimizer_pair(cls):
+    torch.manual_seed(0)
+    model = optimizer_model()
+    twin = copy.deepcopy(model)
+    return model, cls(model.parameters()), twin, cls(twin.parameters())
+
+
+def _backward(model, i):
+    torch.manual_seed(100 + i)
+    model.zero_grad()
+    model(torch.randn(3, 4)).sum().backward()
+
+
+@pytest.mark.parametrize("cls", CUSTOM_OPTIMIZERS, ids=[c.__name__ for c in CUSTOM_OPTIMIZERS])
+def test_an_optimizer_step_traces_record_function_as_a_no_op_while_no_profiler_is_active(cls):
+    """``opt.step`` goes through torch.optim's ``profile_hook_step`` wrapper: its ``record_function`` block and
+    ``_optimizer_step_code()`` are no-ops with no profiler active (guarded on it), so they break no graph: 10
+    breaks per step are left (the hook dicts, OrderedDicts, and their ``chain``), 17 before."""
+    model, opt, twin, twin_opt = _optimizer_pair(cls)
+    step = stillframe.compile(twin_opt.step, backend="eager")
+    for i in range(4):
+        _backward(model, i)
+        _backward(twin, i)
+        before = stillframe.counters["graph_breaks"]
+        opt.step()
+        step()
+        if i >= 2:
+            assert stillframe.counters["graph_breaks"] - before <= 10
+        for p, q in zip(model.parameters(), twin.parameters()):
+            torch.testing.assert_close(q, p, rtol=0, atol=0)
+        for p, q in zip(model.parameters(), twin.parameters()):
+            for key, value in opt.state[p].items():
+                torch.testing.assert_close(torch.as_tensor(twin_opt.state[q][key]), torch.as_tensor(value),
+                                           rtol=0, atol=0)
+    assert stillframe.counters["fallbacks"] == 0
+
+
+def _profiled_names(fn):
+    with torch.profiler.profile() as prof:
+        fn()
+    return sorted(e.name for e in prof.events() if e.name.startswith(("Optimizer.", "block")))
+
+
+@pytest.mark.parametrize("cls", CUSTOM_OPTIMIZERS, ids=[c.__name__ for c in CUSTOM_OPTIMIZERS])
+def test_an_optimizer_step_under_an_active_profiler_records_its_events_as_eager(cls):
+    model, opt, twin, twin_opt = _optimizer_pair(cls)
+    step = stillframe.compile(twin_opt.step, backend="eager")
+    for i in range(2):  # warm up with no profiler: the no-op plans
+        _backward(model, i)
+        _backward(twin, i)
+        opt.step()
+        step()
+    _backward(model, 2)
+    _backward(twin, 2)
+    expected = _profiled_names(opt.step)
+    assert expected == [f"Optimizer.step#{cls.__name__}.step"]
+    assert _profiled_names(step) == expected
+    for p, q in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(q, p, rtol=0, atol=0)
+    _backward(model, 3)
+    _backward(twin, 3)
+    opt.step()
+    step()  # the profiler off again: the first plans hit
+    for p, q in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(q, p, rtol=0, atol=0)
+
+
+def test_a_record_function_block_breaks_no_graph_and_records_under_a_profiler():
+    compiled = stillframe.compile(record_function, backend="eager")
+    x = torch.randn(4)
+    for _ in range(2):
+        compiled(x)
+    before = stillframe.counters["graph_breaks"]
+    torch.testing.assert_close(compiled(x), record_function(x))
+    assert stillframe.counters["graph_breaks"] - before == 0
+    assert _profiled_names(lambda: compiled(x)) == _profiled_names(lambda: record_function(x)) == ["block"]

@@ -1,11 +1,16 @@
 """Context managers: grad mode, autocast, the profiler's ``record_function``, and Python context managers inlined."""
 
 from __future__ import annotations
-from . import calls, type_checks
-from ..variables.base import ConstantVariable
-from ..variables.base import UserMethodVariable
+
+import contextlib
+
 import torch
+
 from .. import compat
+from ..guards.guard import Guard
+from ..variables.base import ConstantVariable, UserMethodVariable
+from ..variables.builder import wrap
+from . import calls, type_checks
 
 
 def set_grad_mode(tx, mode: bool) -> None:
@@ -46,8 +51,6 @@ def profiler_off(tx) -> bool:
     calls that act only for an active profiler are no-ops then (:func:`record_function_manager`, and
     ``Optimizer._optimizer_step_code``, the empty method an active profiler's Python tracer hooks); under a
     profiler they run for real, as in eager."""
-    from ..guards.guard import Guard
-
     if torch.autograd._profiler_enabled():
         return False
     tx.add_guard(Guard(None, "GLOBAL", ("query", (torch.autograd._profiler_enabled, (), False))))
@@ -60,10 +63,6 @@ def record_function_manager(tx, args: list, kwargs: dict):
     event only for an active profiler; under one (:func:`profiler_off` False) this returns None and the call runs
     for real, so its events appear as in eager. ``with record_function(...) as r`` binds None here (eager: the
     record_function object)."""
-    import contextlib
-
-    from ..variables.builder import wrap
-
     if not profiler_off(tx):
         return None
     return calls.call_sync(tx, wrap(tx, contextlib.nullcontext, None), [], {})

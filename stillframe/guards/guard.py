@@ -48,6 +48,8 @@ from __future__ import annotations
 import math
 import re
 import sys
+import types
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -285,15 +287,47 @@ def _module_globals(key: str) -> dict:
     return namespace if namespace is not None else sys.modules[key].__dict__
 
 
+class OwnRef(weakref.ref):
+    """A weak reference of stillframe's own (a cache entry watching an object it guards by identity, a routed
+    optimizer): unlike the user's, it makes no one see when its object is collected (:func:`has_finalizer`)."""
+
+    __slots__ = ()
+
+
+_NOT_WATCHED = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+                types.CodeType, torch.Tensor)
+
+
+def _observed_collection(value: Any) -> bool:
+    """Whether someone other than stillframe and torch holds a weak reference to ``value`` (a ``weakref.ref``, a
+    ``WeakValueDictionary`` or ``WeakSet`` entry, a ``weakref.finalize``): they see the moment it is collected.
+    Classes, modules, functions and tensors are left out: CPython's subclass lists and ``abc`` caches, and torch's
+    own caches (fake-tensor memos, ``torch.compile``'s), refer to them weakly, none but a tensor dies with a frame's
+    reference, and telling the user's weak references to a tensor from torch's costs a scan per tensor per call."""
+    if not weakref.getweakrefcount(value) or isinstance(value, _NOT_WATCHED):
+        return False
+    for ref in weakref.getweakrefs(value):
+        if type(ref) is OwnRef or type(ref).__module__.startswith("torch"):
+            continue
+        owner = getattr(ref.__callback__, "__module__", None) or ""
+        if not owner.startswith(("torch.", "stillframe.")):
+            return True
+    return False
+
+
 def has_finalizer(value: Any) -> bool:
-    """Whether collecting ``value`` runs code: its type has ``__del__`` (a class of the user's that defines it, a
-    generator, whose ``close()`` runs its ``finally`` and ``__exit__`` blocks, a file object ...)."""
-    return getattr(type(value), "__del__", None) is not None
+    """Whether collecting ``value`` runs code or is seen by the user's code: its type has ``__del__`` (a class of
+    the user's that defines it, a generator, whose ``close()`` runs its ``finally`` and ``__exit__`` blocks, a file
+    object ...), or the user holds a weak reference to it (a callback runs, ``ref()`` turns None, a weak
+    container loses the entry)."""
+    return getattr(type(value), "__del__", None) is not None or _observed_collection(value)
 
 
 def finalizer_names(L: dict) -> frozenset:
     """The names of the live values in ``L`` that run code when collected (:func:`has_finalizer`)."""
-    return frozenset(name for name, value in L.items() if getattr(type(value), "__del__", None) is not None)
+    count = weakref.getweakrefcount
+    return frozenset(name for name, value in L.items() if getattr(type(value), "__del__", None) is not None or
+                     (count(value) and _observed_collection(value)))
 
 
 def _global_hooks_empty() -> bool:

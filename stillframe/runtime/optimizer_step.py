@@ -44,9 +44,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
+from torch.utils.weak import WeakIdKeyDictionary
 
 from .. import compat
 from ..errors import GraphBreak, GraphBreakKind, Unsupported, UserLocation
+from ..guards.guard import OwnRef
 from ..rules.optimizers import FORMS, OPTIMIZER_RULES, SCALARS, OptimizerRule, collect, resolve_foreach
 from .entry import CacheEntry
 
@@ -296,7 +298,7 @@ def guard_lines(rule: OptimizerRule, snap: Snapshot, plan: Plan | None, opt: Any
 def _entry(opt: Any, rule: OptimizerRule, snap: Snapshot, plan: Plan | None, **fields: Any) -> OptimizerStepEntry:
     """An entry for ``opt`` whose check holds for calls like ``snap``: refused for the same reason kind
     (``snap.refused``), or with the same key (and ``lr`` where ``plan`` keys it) and tensors like its inputs."""
-    opt_ref = weakref.ref(opt)
+    opt_ref = OwnRef(opt)
     key = snap.key if snap.refused is None else None
     lrs = snap.lrs if plan is not None and plan.lr_dtype is None else None
     tensors_match = _tensor_check(snap.tensors()) if key is not None else None
@@ -588,7 +590,8 @@ def optimizer_outcome(fn: types.FunctionType, L: dict, call_backend: Callable, f
     return entry, trace_seconds, compile_seconds
 
 
-_keyed_lrs: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # opt -> the lrs its keyed graphs hold
+# opt -> the lrs its keyed graphs hold (torch's dictionary: its weak references are not the user's, guard.has_finalizer)
+_keyed_lrs: WeakIdKeyDictionary = WeakIdKeyDictionary()
 _eager_form_rejected: weakref.WeakSet = weakref.WeakSet()  # backends that failed on the eager form
 
 

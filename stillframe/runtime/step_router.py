@@ -9,6 +9,7 @@ import types
 import weakref
 from typing import Any, Callable
 
+from ..guards.guard import OwnRef
 from ..rules.optimizers import OPTIMIZER_RULES
 
 
@@ -51,5 +52,5 @@ class StepRouter:
             if len(self.compiled) >= self.limit:
                 return fn
         compiled = self.compile_step(fn)
-        self.compiled[id(opt)] = (weakref.ref(opt), target, compiled)
+        self.compiled[id(opt)] = (OwnRef(opt), target, compiled)
         return compiled

@@ -61,8 +61,11 @@ def record_function_manager(tx, args: list, kwargs: dict):
     """``torch.autograd.profiler.record_function(name, args)`` while no profiler is active: a no-op context
     manager (``contextlib.nullcontext()``), as torch.compile ignores it. Its ``__enter__`` / ``__exit__`` record an
     event only for an active profiler; under one (:func:`profiler_off` False) this returns None and the call runs
-    for real, so its events appear as in eager. ``with record_function(...) as r`` binds None here (eager: the
-    record_function object)."""
-    if not profiler_off(tx):
+    for real, so its events appear as in eager. Only a manager entered right away whose ``__enter__`` result is
+    dropped (``with record_function(...):``) is a no-op: one kept (``r = record_function(...)``) or bound
+    (``with ... as r``) is the user's to read (``r.name``, ``r.record``), so the call runs for real."""
+    frame = tx.frame
+    following = [inst.opname for inst in frame.code.instructions[frame.ip:frame.ip + 2]]
+    if following != ["BEFORE_WITH", "POP_TOP"] or not profiler_off(tx):
         return None
     return calls.call_sync(tx, wrap(tx, contextlib.nullcontext, None), [], {})

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import stillframe
+from stillframe.check.parity import assert_parity
 from stillframe.check.steady_programs import (CUSTOM_OPTIMIZERS, PROGRAMS, Jitter, clock, deque_append_pop,
                                              optimizer_model, ordered_dict_values, record_function)
 
@@ -164,3 +165,24 @@ def test_a_record_function_block_breaks_no_graph_and_records_under_a_profiler():
     x = torch.randn(4)
     assert _breaks_after_warm_up(compiled, record_function, x) == 0
     assert _profiled_names(lambda: compiled(x)) == _profiled_names(lambda: record_function(x)) == ["block"]
+
+
+def _record_function_bound(x):
+    with torch.autograd.profiler.record_function("block") as r:
+        y = x + 1
+    return y * 2, type(r).__name__, r.name
+
+
+def _record_function_kept(x):
+    r = torch.autograd.profiler.record_function("block")
+    with r:
+        y = x + 1
+    return y * 2, r.name
+
+
+@pytest.mark.parametrize("fn", [_record_function_bound, _record_function_kept], ids=["bound", "kept"])
+def test_a_record_function_the_user_keeps_is_eager_s_object(fn):
+    # with no profiler, the manager was traced as contextlib.nullcontext(): `as r` bound None, and r.name raised
+    # AttributeError ('nullcontext' object has no attribute 'name') where eager reads "block"
+    assert_parity(fn, lambda i=0: (torch.randn(4) + i,), backend="eager", calls=3)
+    assert _profiled_names(lambda: stillframe.compile(fn, backend="eager")(torch.randn(4))) == ["block"]

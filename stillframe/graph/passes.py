@@ -37,6 +37,24 @@ def may_raise_at_run_time(node: torch.fx.Node) -> bool:
 
 _RAISES_ON_VALUES = ("linalg", "cholesky", "inverse", "solve", "lu", "assert", "det")
 
+def end_in_call_mode(gm: torch.fx.GraphModule, call_mode: bool) -> None:
+    """Make a graph that switches grad mode end in the mode it is called in (``call_mode``), by a switch before
+    its output. AOTAutograd remakes an output that is a view of an input after the graph has run, in the grad
+    mode the graph left: ``t = x.diagonal()`` then a break inside a ``no_grad`` block came back without a
+    grad_fn (``x.grad`` None where eager's is a tensor; fuzz 58:112). The mode the traced code is left in is set
+    by the rebuild, after the graph (``compiler``)."""
+    mode = call_mode
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is compat.set_grad_enabled and not node.users:
+            mode = node.args[0]
+    if mode is call_mode:
+        return
+    output = next(node for node in reversed(gm.graph.nodes) if node.op == "output")
+    with gm.graph.inserting_before(output):
+        gm.graph.call_function(compat.set_grad_enabled, (call_mode,))
+    gm.recompile()
+
+
 def hoist_grad_mode(gm: torch.fx.GraphModule, start_mode: bool) -> bool | None:
     """The grad mode a graph is called (and compiled) in, where it switches grad mode (``start_mode``: the mode
     the traced code started in). A backend decides at call time whether the whole call is differentiable

@@ -333,7 +333,10 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
     gm = tracer.graph.finish(tuple(codegen.output_nodes))
     if tracer.functional_backend:
         refuse_output_views_of_aliased_written_inputs(tracer, gm)
-    fetch, fetch_source = _fetch_function(tracer, passes.hoist_grad_mode(gm, torch.is_grad_enabled()))
+    call_mode = passes.hoist_grad_mode(gm, torch.is_grad_enabled())
+    if tracer.functional_backend:
+        passes.end_in_call_mode(gm, torch.is_grad_enabled() if call_mode is None else call_mode)
+    fetch, fetch_source = _fetch_function(tracer, call_mode)
     rebuild, rebuild_source = codegen.function(result_expr)
     undoable = _without_effects(tracer, gm)
     t1 = time.perf_counter()

@@ -100,3 +100,20 @@ def test_output_view_of_aliased_inputs_one_written_on_aot_eager(body):
         return (torch.randn(2, generator=torch.Generator().manual_seed(i)),)
 
     assert_parity(fn, make_args, backend="aot_eager", calls=3, grad=False)
+
+
+@pytest.mark.parametrize("block", ["torch._dynamo.graph_break()", "y = x * 3\n        torch._dynamo.graph_break()"],
+                         ids=["break", "op-then-break"])
+def test_fuzz_view_of_an_input_before_a_break_inside_no_grad_keeps_its_grad_fn_on_aot_eager(block):
+    # fuzz 58:112, cut down by hand: the graph ends inside the no_grad block (its switch is the graph's last op);
+    # AOTAutograd remade the output view x.diagonal() after the graph, in the grad mode the graph left (off), so it
+    # came back with no grad_fn and x.grad stayed None (passes.end_in_call_mode)
+    namespace = {"torch": torch}
+    exec("def f(x, w):\n    t3 = w * 2\n    t4 = x.diagonal()\n    with torch.no_grad():\n        " + block
+         + "\n    return t4.narrow(0, 0, 1), t3\n", namespace)
+
+    def make_args(i):
+        g = torch.Generator().manual_seed(i)
+        return (torch.randn(2, 2, generator=g, requires_grad=True), torch.randn(2, generator=g, requires_grad=True))
+
+    assert_parity(namespace["f"], make_args, backend="aot_eager", calls=3)

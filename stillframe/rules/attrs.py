@@ -197,7 +197,19 @@ def nested_function_attr(tx: Any, fn: NestedFunctionVariable, name: str) -> Vari
         return TupleVariable(())
     if name == "__defaults__":
         return TupleVariable(tuple(fn.defaults)) if fn.defaults else ConstantVariable(None)
+    if name == "__code__":  # the code object MAKE_FUNCTION was given: immutable, its co_* fields are constants
+        return wrap(tx, code, None)
+    if (hasattr(types.FunctionType, name) or name in _FUNCTION_SLOTS) and name not in _FUNCTION_UNREAD:
+        # every function has it (__globals__, __closure__, __kwdefaults__ ...): not modelled, read for real
+        return _attribute_refused(tx, fn, "this attribute of a function made in the trace is not modelled", name)
     tx.user_error(AttributeError(f"'function' object has no attribute '{name}'"))
+
+
+#: Attributes every function has that ``hasattr(types.FunctionType, name)`` does not show (instance slots).
+_FUNCTION_SLOTS = frozenset({"__globals__", "__closure__", "__builtins__"})
+#: Read as absent (AttributeError), so that ``functools.wraps`` applied in the trace skips them and the graph goes
+#: on: ``__dict__`` where the trace set no attribute, ``__annotations__`` (not kept by the trace).
+_FUNCTION_UNREAD = frozenset({"__dict__", "__annotations__"})
 
 
 @GETATTR.rule(UserFunctionVariable)

@@ -505,6 +505,15 @@ def function_defaults_attributes(x):
     return x * affine.__defaults__[0], kwonly.__kwdefaults__
 
 
+@case(one(3))
+def nested_function_code_attributes(x):
+    def inner(t, k=2):
+        return t + k
+
+    code = inner.__code__
+    return inner(x) * code.co_argcount, code.co_name, code.co_varnames, inner.__defaults__
+
+
 def counter_gen(n):
     for i in range(n):
         yield i * 2
@@ -630,6 +639,25 @@ def test_changed_defaults_of_a_called_function_recompile():
     finally:
         helper.__defaults__ = (2.0,)
     assert len(graphs) == 2
+
+
+def closure_attributes(x):
+    y = 3
+
+    def inner(t, *, k=2):
+        return t + y * k
+
+    return inner(x), inner.__closure__[0].cell_contents, inner.__globals__["torch"] is torch, inner.__kwdefaults__
+
+
+def test_attributes_of_a_function_made_in_the_trace_that_are_not_modelled_are_read_for_real():
+    """``__closure__``, ``__globals__`` and ``__kwdefaults__`` exist on every function: the trace breaks the graph
+    and reads them for real, as eager does; under ``fullgraph=True`` that is ``Unsupported`` naming the attribute,
+    as torch.compile's is (the trace raised AttributeError, which fullgraph reported as a stillframe
+    InternalError; ``__code__`` did the same)."""
+    assert_parity(closure_attributes, lambda: (rand(3),), calls=2)
+    with pytest.raises(stillframe.Unsupported, match=r"reading \.__closure__ of a function value"):
+        stillframe.compile(closure_attributes, backend="eager", fullgraph=True)(rand(3))
 
 
 def test_function_made_in_the_trace_is_one_object_wherever_it_goes():

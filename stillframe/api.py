@@ -636,6 +636,13 @@ class CompiledModule(torch.nn.Module):
         """The original module's truth: an empty ``nn.Sequential`` is false, any module without ``__len__`` true."""
         return bool(self._orig_mod)
 
+    def __dir__(self) -> list[str]:
+        """The original module's attributes, then the wrapper's own, as torch.compile's wrapper lists them (what
+        ``hasattr`` and ``getattr`` reach through it; tab completion and ``inspect`` read this)."""
+        names = self._orig_mod.__dir__()
+        seen = set(names)
+        return names + [name for name in super().__dir__() if name not in seen]
+
     def __reduce__(self) -> tuple:
         return _compiled_module, (self._orig_mod, self._compiled_forward._compile_kwargs)
 

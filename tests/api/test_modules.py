@@ -399,6 +399,15 @@ def test_compiled_module_passes_through_to_the_original():
     assert compiled.embed is model.embed
 
 
+def test_dir_of_a_compiled_module_lists_the_originals_attributes_as_torch_compiles_does():
+    model = Block()
+    model.some_attr = "hello"
+    ours, theirs = stillframe.compile(model, backend="eager"), torch.compile(model, backend="eager")
+    assert set(dir(model)) <= set(dir(theirs))
+    assert set(dir(model)) | {"_orig_mod", "original_module"} <= set(dir(ours))
+    assert "some_attr" in dir(ours) and "embed" in dir(ours)
+
+
 def test_train_and_eval_propagate_to_the_original():
     model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
     compiled = stillframe.compile(model, backend="eager")

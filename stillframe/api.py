@@ -204,11 +204,13 @@ class CompiledFunction:
         eager: its result is eager's, with a warning (an eager fallback)."""
         log.event("breaks", "the graph of %s raised %s: running the call for real", fn.__qualname__,
                   type(error).__name__)
+        lines = str(error).splitlines()
+        raised = f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
         del error  # its traceback holds the graph's frames
         result = fn(*args, **kwargs)
         counters["fallbacks"] += 1
-        message = f"stillframe: the graph of {fn.__qualname__} raised where the real call did not; that call ran " \
-                  "eagerly (a stillframe or backend divergence from eager: please report it)"
+        message = f"stillframe: the graph of {fn.__qualname__} raised {raised} where the real call did not; that " \
+                  "call ran eagerly (a stillframe or backend divergence from eager: please report it)"
         if self._fullgraph:  # a fallback is an error under fullgraph (DESIGN invariant 8)
             raise InternalError(message)
         self._warn_once(("graph_raised", fn.__code__), message)

@@ -522,11 +522,17 @@ class CompiledModule(torch.nn.Module):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """``self.forward(*args, **kwargs)``: the wrapper is no module call of its own, so a global module hook
         runs once, for the original module, as in eager (torch.compile's wrapper runs it a second time, with the
-        wrapper, and warns). Hooks registered on the wrapper itself make it one: ``nn.Module.__call__``, as there."""
-        if self._forward_pre_hooks or self._forward_hooks or self._backward_pre_hooks or self._backward_hooks \
-                or self._compiled_call_impl is not None:
-            return super().__call__(*args, **kwargs)
-        return self.forward(*args, **kwargs)
+        wrapper, and warns). Hooks registered on the wrapper itself make it one: ``nn.Module.__call__``, as there.
+        An exception leaves with the user's frames (and torch's), not the wrapper's, as from a compiled function."""
+        try:
+            if self._forward_pre_hooks or self._forward_hooks or self._backward_pre_hooks or self._backward_hooks \
+                    or self._compiled_call_impl is not None:
+                return super().__call__(*args, **kwargs)
+            return self.forward(*args, **kwargs)
+        except BaseException as e:
+            if not config.verbose_tracebacks:  # the user's frames, as eager shows them, not ours
+                e.__traceback__ = tracebacks.user_traceback(e.__traceback__)
+            raise
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """Call the original module as eager does, the compiled forward standing in for its ``forward``.

@@ -67,3 +67,24 @@ def test_verbose_tracebacks_keep_stillframes_frames(capsys):
     frames, _ = _frames(stillframe.compile(breaks_then_fails, backend="eager"), torch.ones(2), {})
     assert any(f[0].startswith(STILLFRAME) for f in frames)
     assert [f[2] for f in frames if f[0] == __file__][-2:] == ["breaks_then_fails", "lookup"]
+
+
+class Looking(torch.nn.Module):
+    def forward(self, x, d):
+        return breaks_then_fails(x, d) * 2
+
+
+@pytest.mark.parametrize("hooked", [False, True], ids=["plain", "hooked_wrapper"])
+def test_the_traceback_through_a_compiled_module_is_eagers(hooked, capsys):
+    """As from a compiled function: none of stillframe's frames (the wrapper's ``__call__`` and ``forward`` were
+    left in), and the user's frames are eager's; torch's own (``nn.Module._call_impl``) may be there or not."""
+    module = Looking()
+    compiled = stillframe.compile(module, backend="eager")
+    if hooked:  # a hook on the wrapper: the call goes through nn.Module.__call__
+        compiled.register_forward_pre_hook(lambda m, args: None)
+    eager = _frames(module, torch.ones(2), {})
+    for _ in range(2):
+        ours = _frames(compiled, torch.ones(2), {})
+        assert not any(f[0].startswith(STILLFRAME) for f in ours[0]), ours[0]
+        assert [f for f in ours[0] if f[0] == __file__] == [f for f in eager[0] if f[0] == __file__]
+        assert ours[1] == eager[1]

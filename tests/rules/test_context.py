@@ -133,6 +133,25 @@ def autocast_inside_no_grad(x):
     return y, x * 2
 
 
+@torch.autocast("cpu", dtype=torch.bfloat16)
+def bf16_matmul(a, b):
+    return a @ b
+
+
+@torch.autocast("cpu", enabled=False)
+def full_precision(a, b):
+    return a @ b
+
+
+@case(lambda: (rand(4, 8), rand(8, 3)), **BF16)
+def autocast_as_a_decorator(a, b):
+    # the decorator enters one torch.autocast object made at import on every call
+    c = bf16_matmul(a, b)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        d = full_precision(a, b)
+    return c, c.dtype, d, d.dtype
+
+
 # ---------------------------------------------------------------- nullcontext and user context managers
 
 

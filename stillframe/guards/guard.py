@@ -487,6 +487,16 @@ GLOBAL_STATES: dict[str, GuardKind] = {
                             lambda name, value: f"the live names are {sorted(_user_local(n) for n in value)}"),
 }
 
+#: What the call found, for the global states whose guard text names one expression: a recompile reason says
+#: ``torch.is_grad_enabled() == True; got False`` (the checks above use the same expressions).
+GLOBAL_ACTUALS: dict[str, str] = {
+    "grad_enabled": "torch.is_grad_enabled()",
+    "default_dtype": "torch.get_default_dtype()",
+    "autocast_cpu": "(torch.is_autocast_enabled('cpu'), torch.get_autocast_dtype('cpu'))",
+    "default_device": "___default_device()",
+    "inference_mode": "torch.is_inference_mode_enabled()",
+}
+
 
 def _tensor_check(gen: GuardCodegen, v: str, exp: tuple) -> str:
     if is_symbolic_signature(exp):
@@ -610,6 +620,8 @@ def compile_guards(guards: list[Guard], verbose: bool = False,
         failed = repr(describe(guard)) if verbose else "False"
         if verbose and guard.source is not None:  # what the call passed, beside what the guard expected
             failed += f" + '; got ' + ___actual({gen.ref(guard.source)})"
+        elif verbose and guard.kind == "GLOBAL" and guard.expected[0] in GLOBAL_ACTUALS:
+            failed += f" + '; got ' + str({GLOBAL_ACTUALS[guard.expected[0]]})"
         body.append(f"if not ({cond}): return {failed}")
     if batched:
         body.append(f"if not {gen.const(batch)}.check({''.join(f'{r}, ' for r in batched)}): return False")

@@ -53,6 +53,28 @@ def test_a_recompile_shows_the_value_it_got():
         "is_leaf=True)")
 
 
+def test_a_recompile_on_global_state_shows_the_state_it_got():
+    compiled = stillframe.compile(scaled, backend="eager")
+    compiled(torch.ones(2), 3)
+    with torch.no_grad():
+        compiled(torch.ones(2), 3)
+    torch.set_default_dtype(torch.float64)
+    try:
+        compiled(torch.ones(2), 3)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert [r.guard for r in report_for(compiled).recompiles] == [  # the newest plan's first failing guard
+        "torch.is_grad_enabled() == True; got False",
+        "torch.is_grad_enabled() == False; got True"]
+    compiled = stillframe.compile(scaled, backend="eager")
+    compiled(torch.ones(2), 3)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        compiled(torch.ones(2), 3)
+    assert report_for(compiled).recompiles[-1].guard == \
+        "(torch.is_autocast_enabled('cpu'), torch.get_autocast_dtype('cpu')) == (False, torch.bfloat16); got " \
+        "(True, torch.bfloat16)"
+
+
 def test_the_cache_limit_is_an_eager_fallback_in_the_counters_and_the_report():
     stillframe.config.cache_size_limit = 2
     compiled = stillframe.compile(scaled, backend="eager", dynamic=False)  # each n its own plan

@@ -211,6 +211,8 @@ def followed_torch_config(note: Callable[[str], None] = lambda text: None) -> It
     def reset_both() -> None:
         real_reset()
         stillframe.reset()
+        note("torch._dynamo.reset() ran (the script's, or torch._dynamo.explain's): what is counted above is what "
+             "ran after the last one; a function called only before it is listed as never called")
 
     if dynamo_config.recompile_limit != compat.dynamo_config_default("recompile_limit"):
         follow("recompile_limit", dynamo_config.recompile_limit)

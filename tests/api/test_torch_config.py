@@ -57,6 +57,7 @@ def test_a_scripts_torch_config_acts_on_stillframe(tmp_path, limit_name):
     assert runner.run(str(script), [str(result)], out=out) == 0
     assert json.loads(result.read_text()) == {"before_reset": 10, "after_reset": 0, "value": 0.0,
                                               "first_break": "data_dependent", "captured_whole": True}
+    assert "torch._dynamo.reset() ran" in out.getvalue()  # the summary says its counts start after the reset
     # nothing leaks out of the run, on either side
     assert stillframe.config.cache_size_limit == 8 and stillframe.config.suppress_errors is False
     assert not stillframe.config.capture_scalar_outputs and not stillframe.config.capture_dynamic_output_shape_ops

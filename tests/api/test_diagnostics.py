@@ -5,6 +5,7 @@ passed beside the one the guard expected, and a code point past the cache limit 
 
 from __future__ import annotations
 
+import collections
 import functools
 import io
 
@@ -131,6 +132,25 @@ def test_messages_name_a_resumed_frames_values_as_the_user_and_torch_do():
     text = report.format()
     assert "L['0:" not in text and "0:s" not in text  # stillframe's internal slot names
     assert any(r.guard.startswith("L['y'] is a Tensor(") for r in report.recompiles), report.recompiles
+
+
+ORDERED = collections.OrderedDict(scale=2.0)
+
+
+def _scale(x, scale):
+    return x * scale
+
+
+def spread_ordered_dict(x):
+    return _scale(x, **ORDERED)  # ** of a mapping the trace does not model: the call runs for real
+
+
+def test_a_break_names_the_users_type_not_a_tracer_class():
+    report = stillframe.explain(spread_ordered_dict)(torch.ones(2))
+    torch.testing.assert_close(report.result, spread_ordered_dict(torch.ones(2)))
+    (only,) = report.breaks
+    assert only.explanation == "** of a OrderedDict: it runs for real"
+    assert "Variable" not in report.format()
 
 
 def test_the_run_summary_counts_every_trace(tmp_path):

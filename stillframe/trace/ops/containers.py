@@ -27,6 +27,7 @@ from ...rules.builtin_calls import _len, iterator_of
 from ...rules.exceptions import stop_iteration_error
 from ...rules.known import const_value, hash_key, items_or_real_error, sequence_items
 from ...rules.generators import step as step_generator
+from ...rules.type_checks import python_type_of
 from ..interpreter import handler
 from .operators import UNARY_POSITIVE
 from ...rules.containers import delete_subscript
@@ -108,7 +109,7 @@ def DICT_MERGE(tx, inst):
     if not isinstance(update, DictVariable):  # (a list, None: the real step raises CPython's "must be a mapping")
         if isinstance(update, (ConstantVariable, ListVariable, TupleVariable, TensorVariable)):
             tx.user_error(TypeError("argument after ** must be a mapping"), traceable=False)
-        tx.unsupported("unsupported_call", f"** of a {type(update).__name__}: it runs for real")
+        tx.unsupported("unsupported_call", f"** of a {python_type_of(tx, update).__name__}: it runs for real")
     entry = tx.dict_entry(target)
     for k, v in tx.dict_entry(update).items:
         if entry.get(k) is not None:

@@ -71,6 +71,7 @@ from .builtin_calls import (
     GRAD_MODE_CLASSES,
     _apply_getter,
     _autocast,
+    _callable,
     _grad_mode_manager,
     call_builtin,
     call_dunder,
@@ -234,6 +235,24 @@ def _call_method(tx: Tracer, fn: UserMethodVariable, args: list, kwargs: dict) -
 @CALL.rule(NestedFunctionVariable)
 def _call_nested(tx: Tracer, fn: NestedFunctionVariable, args: list, kwargs: dict) -> None:
     inline_nested(tx, fn, args, kwargs)
+
+
+def _make_partial(tx: Tracer, args: list, kwargs: dict) -> PartialVariable:
+    """``functools.partial(fn, *args, **kwargs)``: eager checks ``fn`` is callable, and a partial of a partial is
+    flattened (``func`` is the inner partial's function, its arguments and keywords come first). A partial made in
+    the trace has no ``__dict__`` so it always flattens; a live one flattens only while it has none, which the
+    trace does not model, so partial() of a live partial runs for real."""
+    if not args:
+        tx.user_error(TypeError("type 'partial' takes at least one argument"))
+    fn, bound = args[0], tuple(args[1:])
+    if isinstance(fn, PartialVariable):
+        return PartialVariable(fn.fn, (*fn.args, *bound), tuple({**dict(fn.kwargs), **kwargs}.items()))
+    if isinstance(fn, PythonObjectVariable) and isinstance(fn.value, functools.partial):
+        tx.unsupported("unsupported_call", "functools.partial of a live partial (flattened only while it has no "
+                       "__dict__)")
+    if not _callable(tx, [fn], {}).value:
+        tx.user_error(TypeError("the first argument must be callable"))
+    return PartialVariable(fn, bound, tuple(kwargs.items()))
 
 
 @CALL.rule(PartialVariable)
@@ -465,7 +484,7 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
     if value is _noop:
         return tx.push(ConstantVariable(None))
     if value is functools.partial:
-        return tx.push(PartialVariable(args[0], tuple(args[1:]), tuple(kwargs.items())))
+        return tx.push(_make_partial(tx, args, kwargs))
     if isinstance(value, functools.partial):
         src = var.source
         func = wrap(tx, value.func, AttrSource(src, "func") if src else None)
@@ -474,7 +493,7 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
         bound_kw = {k: wrap(tx, v, GetItemSource(AttrSource(src, "keywords"), k) if src else None)
                     for k, v in value.keywords.items()}
         return call(tx, func, [*bound, *args], {**bound_kw, **kwargs})
-    if value in (operator.itemgetter, operator.attrgetter, operator.methodcaller) and \
+    if any(value is maker for maker in (operator.itemgetter, operator.attrgetter, operator.methodcaller)) and \
             all(is_const(tx, a) for a in (*args, *kwargs.values())):
         return tx.push(PythonObjectVariable(value(*[const_value(tx, a) for a in args],
                                                   **{k: const_value(tx, v) for k, v in kwargs.items()})))

@@ -166,7 +166,7 @@ def _arg(tx: Tracer, var: VariableTracker) -> VariableTracker:
         return tx.new_list(tuple(_arg(tx, v) for v in tx.list_items(var)))
     value = getattr(var, "value", getattr(var, "fn", None))
     if isinstance(var, (PythonObjectVariable, ConstantVariable, BuiltinVariable)) and (
-            isinstance(value, np.dtype) or value in (bool, int, float, complex) or
+            isinstance(value, np.dtype) or any(value is t for t in (bool, int, float, complex)) or
             isinstance(value, type) and issubclass(value, np.generic)):
         return ConstantVariable(np.dtype(value).name)  # np.float64, bool, int: as NumPy reads them
     return var

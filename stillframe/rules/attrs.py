@@ -11,6 +11,7 @@ guarded. ``nn.Module`` parameters, buffers and submodules come from
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 import types
@@ -18,7 +19,7 @@ from typing import Any
 
 import torch
 from ..guards.guard import Guard
-from ..guards.source import AttrSource, BaseItemSource, GetItemSource
+from ..guards.source import AttrSource, BaseItemSource, CallSource, GetItemSource
 from ..variables.base import (
     HEAPTYPE_FLAG,
     AttrsView,
@@ -56,8 +57,9 @@ from ..variables.objects import (DELETED, ContainerMethodVariable, DICT_BASES, E
 from . import calls, exceptions, frames, nn_modules, numpy_interop, type_checks
 from .protocol import Protocol
 from .disable import compiled_original
-from .objects import (MISSING, _static_lookup, _static_lookup_type, data_descriptor, descriptor_call, function_attr_key,
-                      is_python_data_descriptor, pending_attr, real_object, slots_refuse)
+from .objects import (MISSING, _static_lookup, _static_lookup_type, data_descriptor, deleted_attr_missing,
+                      descriptor_call, function_attr_key, is_python_data_descriptor, pending_attr, real_object,
+                      slots_refuse)
 from .tensor_attrs import tensor_attr, tensor_instance_attr
 
 
@@ -430,7 +432,10 @@ def has_attr(tx: Any, obj: VariableTracker, name: str) -> bool:
     if isinstance(obj, PythonObjectVariable):
         written = tx.state.side_effects.get(("attr", id(real_object(obj)), name)) if tx.state.side_effects else None
         if written is not None:  # an earlier traced obj.name = v (or del obj.name), not yet on the live object
-            return written[1][1] is not DELETED
+            if written[1][1] is DELETED:
+                deleted_attr_missing(tx, obj, name)  # breaks the graph where the class may have it
+                return False
+            return True
         return _has_static(tx, obj, obj.value, name)
     if isinstance(obj, TensorVariable):
         return hasattr(torch.Tensor, name) or tensor_instance_attr(tx, obj, name) is not MISSING
@@ -441,8 +446,41 @@ def has_attr(tx: Any, obj: VariableTracker, name: str) -> bool:
     tx.unsupported("unsupported_attribute", f"hasattr() on a {obj.python_type().__name__} value")
 
 
+@dataclasses.dataclass(frozen=True)
+class SlotIsSet:
+    """Whether a ``__slots__`` member holds a value on an object (reading an unset one raises AttributeError):
+    the function of the guard that keeps what the trace found."""
+
+    member: types.MemberDescriptorType
+
+    @property
+    def __name__(self) -> str:
+        return f"slot_is_set[{self.member.__name__}]"
+
+    def __call__(self, obj: Any) -> bool:
+        try:
+            self.member.__get__(obj, type(obj))
+        except AttributeError:
+            return False
+        return True
+
+
+def slot_is_set(tx: Any, var: VariableTracker, obj: Any, member: types.MemberDescriptorType) -> bool:
+    """Whether the live ``obj``'s slot ``member`` is assigned, guarded when ``var`` has a source."""
+    present = SlotIsSet(member)(obj)
+    if var.source is not None:
+        tx.add_guard(Guard(CallSource(var.source, SlotIsSet(member)), "EQUALS", present))
+    return present
+
+
 def _has_static(tx: Any, var: VariableTracker, value: Any, name: str) -> bool:
     found = _static_lookup(value, name)
+    if found is not MISSING and found[0] == "class" and isinstance(found[1], types.MemberDescriptorType) and \
+            not isinstance(value, (type, types.ModuleType)) and not slot_is_set(tx, var, value, found[1]):
+        if hasattr(type(value), "__getattr__"):
+            tx.unsupported("unsupported_attribute", f"hasattr() of an unset slot of a {type(value).__name__} "
+                           "with __getattr__")
+        return False
     if found is MISSING:
         guard_not_on_class(tx, var, value, name)
     if found is MISSING or found[0] == "class":
@@ -530,7 +568,11 @@ def guard_not_shadowed(tx: Any, var: VariableTracker, obj: Any, name: str) -> No
     try:
         object.__getattribute__(obj, "__dict__")
     except (AttributeError, TypeError):  # no instance dict (__slots__): nothing can shadow the class
-        return
+        lookup = type(obj).__getattribute__
+        # unless a C __getattribute__ other than object's keeps one elsewhere: a threading.local's, per thread
+        if lookup is object.__getattribute__ or not isinstance(lookup, types.WrapperDescriptorType) or \
+                not isinstance(getattr(obj, "__dict__", None), dict):
+            return
     tx.add_guard(Guard(AttrSource(var.source, "__dict__"), "HAS_KEY", (name, False)))
 
 
@@ -549,8 +591,9 @@ def _bind_found(tx: Any, var: VariableTracker, obj: Any, name: str, found: tuple
         return tx.run_until_return(depth)
     if isinstance(attr, staticmethod):
         return wrap(tx, attr.__func__, None)
-    if isinstance(attr, classmethod):
-        return UserMethodVariable(attr.__func__, PythonObjectVariable(type(obj)))
+    if isinstance(attr, classmethod):  # bound to the class (of an object made in the trace, obj is None)
+        return UserMethodVariable(attr.__func__, PythonObjectVariable(type(obj) if obj is not None
+                                                                      else _type_of(tx, var)))
     if isinstance(attr, types.FunctionType):
         return UserMethodVariable(attr, var)
     wrapped = compiled_original(attr)
@@ -559,6 +602,13 @@ def _bind_found(tx: Any, var: VariableTracker, obj: Any, name: str, found: tuple
     if hasattr(type(attr), "__get__") and not isinstance(attr, (int, float, str, bool, tuple, type(None))):
         if is_python_data_descriptor(attr):  # its __get__ runs in the trace
             return descriptor_call(tx, attr, "__get__", [var, PythonObjectVariable(_type_of(tx, var))])
+        if isinstance(attr, types.MemberDescriptorType) and obj is not None and not slot_is_set(tx, var, obj, attr):
+            if hasattr(type(obj), "__getattr__"):
+                return _class_getattr(tx, var, type(obj), name)
+            try:
+                getattr(obj, name)
+            except AttributeError as e:  # a __slots__ member never assigned: Python's own message
+                tx.user_error(e)
         if hasattr(type(attr), "__set__"):  # slots members and other data descriptors: read the live value
             return wrap(tx, getattr(obj, name), src)
         if isinstance(attr, functools._lru_cache_wrapper) and obj is not None:

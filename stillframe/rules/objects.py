@@ -77,8 +77,25 @@ def pending_attr(tx: Any, var: VariableTracker, name: str) -> VariableTracker | 
         return None
     hit = tx.state.side_effects.get(("attr", id(real_object(var)), name))
     if hit is not None and hit[1][1] is DELETED:
+        deleted_attr_missing(tx, var, name)
         tx.user_error(AttributeError(f"'{type(real_object(var)).__name__}' object has no attribute '{name}'"))
     return hit[1][1] if hit is not None else None
+
+
+def deleted_attr_missing(tx: Any, var: VariableTracker, name: str) -> None:
+    """A read of ``obj.name`` after the trace deleted the live object's own ``name``: eager then finds the class's
+    (a class attribute, a method, ``__getattr__``), which the trace cannot read past the instance dict the pending
+    deletion has not emptied yet, so that read runs for real after the deletion; with none, it is missing (guarded)."""
+    real = real_object(var)
+    cls = type(real)
+    effects = tx.state.side_effects
+    if _static_lookup_type(cls, name) is not MISSING or hasattr(cls, "__getattr__") or \
+            any(effects.get(("attr", id(klass), name)) is not None for klass in cls.__mro__):
+        tx.unsupported("side_effect", f"reading .{name} after deleting the instance's own: the class's is found",
+                       ("the deletion is made first and the read runs for real",))
+    from .attrs import guard_not_on_class
+
+    guard_not_on_class(tx, var, real, name)
 
 
 def store_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker) -> None:
@@ -251,13 +268,27 @@ def delete_attr(tx: Any, obj: VariableTracker, name: str) -> None:
             tx.unsupported("side_effect", f"{type(real).__name__} defines __delattr__")
         if _descriptor_delete(tx, data_descriptor(type(real), name), obj, name):
             return
-        pending = pending_attr(tx, obj, name)
-        if pending is DELETED or (pending is None and not hasattr(real, name)):
-            tx.user_error(AttributeError(name))
+        pending = pending_attr(tx, obj, name)  # (raises AttributeError where the trace deleted it already)
+        if pending is None and isinstance(obj, PythonObjectVariable) and _own_dict(real) is not None:
+            present = name in _own_dict(real)  # a class attribute of that name is not deleted: AttributeError
+            tx.add_guard(Guard(AttrSource(obj.source, "__dict__"), "HAS_KEY", (name, present)))
+            if not present:
+                tx.user_error(AttributeError(f"'{type(real).__name__}' object has no attribute '{name}'"))
+        elif pending is None and not hasattr(real, name):
+            tx.user_error(AttributeError(f"'{type(real).__name__}' object has no attribute '{name}'"))
         record_side_effect(tx, ("attr", id(real), name), (obj, DELETED))
         tx.keepalive.append(real)
         return
     tx.unsupported("side_effect", f"deleting .{name} of a {obj.python_type().__name__} value")
+
+
+def _own_dict(real: Any) -> dict | None:
+    """The live object's instance dict, read without running its class's code; None where it has none."""
+    try:
+        own = object.__getattribute__(real, "__dict__")
+    except (AttributeError, TypeError):
+        return None
+    return own if type(own) is dict else None
 
 
 def torch_module_delattr() -> Any:

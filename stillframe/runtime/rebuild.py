@@ -87,6 +87,15 @@ from .tracebacks import frames_traceback
 _LITERALS = (int, bool, str, type(None))
 
 
+def delete_own_attr(obj: Any, name: str) -> None:
+    """The replay of a traced ``del obj.name`` whose net effect is that the object has no ``name`` of its own: it
+    may never have had one (set, then deleted, in the trace), and a class attribute of that name stays."""
+    try:
+        delattr(obj, name)
+    except AttributeError:
+        pass
+
+
 class StateCodegen:
     """Renders VTs (and the recorded side effects) as statements and expressions of one generated function."""
 
@@ -309,13 +318,11 @@ class StateCodegen:
             elif kind == "attr":
                 owner, value = payload
                 if value is DELETED:  # net effect of the trace: absent (it may have been set, then deleted)
-                    ref = self.expr(owner)
-                    self.gen.lines.append(f"if hasattr({ref}, {key[2]!r}): delattr({ref}, {key[2]!r})")
+                    self.gen.lines.append(f"{self.gen.const(delete_own_attr)}({self.expr(owner)}, {key[2]!r})")
                 else:
                     self.gen.lines.append(f"setattr({self.expr(owner)}, {key[2]!r}, {self.expr(value)})")
             elif kind == "attr_del":  # deleted, then set again (the "attr" entry): the set comes later
-                ref = self.expr(payload[0])
-                self.gen.lines.append(f"if hasattr({ref}, {key[2]!r}): delattr({ref}, {key[2]!r})")
+                self.gen.lines.append(f"{self.gen.const(delete_own_attr)}({self.expr(payload[0])}, {key[2]!r})")
             elif kind == "cell":
                 cell_source, value = payload
                 self.gen.lines.append(f"{self.gen.ref(cell_source)}.cell_contents = {self.expr(value)}")

@@ -312,6 +312,9 @@ def _live_iterator_items(tx: Tracer, var: LiveIteratorVariable) -> tuple:
     tx.add_guard(Guard(var.items_source, "LEN", len(var.values)))
     start = live_iterator_index(tx, var)
     tx.state = tx.state.replace(memo=tx.state.memo.set(("live_iter_index", var.obj_id), len(var.values)))
+    key = ("live_iter", var.obj_id)  # the live iterator itself is moved too: a real object may hold it (map, tee)
+    if key not in tx.state.side_effects:
+        tx.state = tx.state.replace(side_effects=tx.state.side_effects.set(key, (tx.new_id(), var)))
     return tuple(_live_item(tx, var, i) for i in range(start, len(var.values)))  # consumed, as in eager
 
 

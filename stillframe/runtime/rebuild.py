@@ -323,6 +323,11 @@ class StateCodegen:
                     self.gen.lines.append(f"setattr({self.expr(owner)}, {key[2]!r}, {self.expr(value)})")
             elif kind == "attr_del":  # deleted, then set again (the "attr" entry): the set comes later
                 self.gen.lines.append(f"{self.gen.const(delete_own_attr)}({self.expr(payload[0])}, {key[2]!r})")
+            elif kind == "live_iter":  # a live iterator the trace read from: where it stands, for whoever holds it
+                if self.final or ("live_iter", key[1]) not in self.named:  # (else moved where it was rebuilt)
+                    base = self.gen.ref(payload.items_source.base)
+                    index = live_iterator_index(tx, payload)
+                    self.gen.lines.append(f"{self.gen.const(standins.resume_in_place)}({base}, {index})")
             elif kind == "cell":
                 cell_source, value = payload
                 self.gen.lines.append(f"{self.gen.ref(cell_source)}.cell_contents = {self.expr(value)}")
@@ -695,7 +700,7 @@ def _rebuild_live_iterator(cg: StateCodegen, var: LiveIteratorVariable) -> str:
     if cg.final:
         create = f"{cg.gen.const(standins.as_builtin_at)}({cg.gen.ref(var.items_source.base)}, {index})"
     else:
-        create = f"{cg.gen.const(standins.resume_at)}({cg.gen.ref(var.items_source.base)}, {index})"
+        create = f"{cg.gen.const(standins.resume_in_place)}({cg.gen.ref(var.items_source.base)}, {index})"
     return cg._once(("live_iter", var.obj_id), create, lambda name: "pass")
 
 

@@ -213,6 +213,15 @@ def resume_at(it: ResumableIterator, index: int) -> ResumableIterator:
     return ResumableIterator(rest, 0, it._kind, it._over, it._size, keys, it._view, it._known, it._left)
 
 
+def resume_in_place(it: ResumableIterator, index: int) -> ResumableIterator:
+    """``it`` itself, moved to position 0 over what it has left from ``index`` on (as :func:`resume_at` makes a new
+    one): a real object that holds it already (a generator or ``map`` made for real over it, a ``tee``) sees the
+    position every other reference sees, and a trace that wraps it next finds it at index 0, as before."""
+    fresh = resume_at(it, index)
+    it._items, it._index, it._keys, it._left = fresh._items, 0, fresh._keys, fresh._left
+    return it
+
+
 def list_iterator(items: list, index: int) -> Any:
     """CPython's iterator over the list ``items`` standing at ``index`` (``listiterator.__setstate__``)."""
     it = iter(items)

@@ -107,6 +107,9 @@ class StateCodegen:
         self.input_position = {tid: i for i, (_src, tid) in enumerate(tracer.state.inputs)}
         self.named: dict[tuple, str] = {}
         self.final = False  # rendering what the function returns (no resumed trace will read these values)
+        # live iterators moved in place (standins.resume_in_place), by id: after every other statement, which may
+        # still read their items where the trace found them
+        self.moved: dict[int, str] = {}
 
     # --------------------------------------------------------------- values
     def expr(self, var: VariableTracker) -> str:
@@ -324,10 +327,7 @@ class StateCodegen:
             elif kind == "attr_del":  # deleted, then set again (the "attr" entry): the set comes later
                 self.gen.lines.append(f"{self.gen.const(delete_own_attr)}({self.expr(payload[0])}, {key[2]!r})")
             elif kind == "live_iter":  # a live iterator the trace read from: where it stands, for whoever holds it
-                if self.final or ("live_iter", key[1]) not in self.named:  # (else moved where it was rebuilt)
-                    base = self.gen.ref(payload.items_source.base)
-                    index = live_iterator_index(tx, payload)
-                    self.gen.lines.append(f"{self.gen.const(standins.resume_in_place)}({base}, {index})")
+                self.move_live_iterator(payload)
             elif kind == "cell":
                 cell_source, value = payload
                 self.gen.lines.append(f"{self.gen.ref(cell_source)}.cell_contents = {self.expr(value)}")
@@ -366,9 +366,20 @@ class StateCodegen:
                          f"{self.gen.const(data)})")
         return "[" + ", ".join(parts) + "]"
 
+    def move_live_iterator(self, var: LiveIteratorVariable) -> None:
+        """Move the live iterator ``var`` stands for to where this trace left it, once, after all else."""
+        if var.obj_id not in self.moved:
+            base = self.gen.ref(var.items_source.base)
+            index = live_iterator_index(self.tracer, var)
+            self.moved[var.obj_id] = f"{self.gen.const(standins.resume_in_place)}({base}, {index})"
+
     def function(self, result_expr: str, name: str = "___rebuild") -> tuple[Callable, str]:
         text = f"def {name}(___out, ___in, L, G, F):\n"
         text += "".join(f"    {line}\n" for line in self.gen.lines)
+        if self.moved:
+            text += f"    ___result = {result_expr}\n"
+            text += "".join(f"    {line}\n" for line in self.moved.values())
+            result_expr = "___result"
         text += f"    return {result_expr}\n"
         ns = self.gen.namespace()
         exec(compile(text, f"<stillframe {name.strip('_')}>", "exec"), ns)
@@ -699,8 +710,9 @@ def _rebuild_live_iterator(cg: StateCodegen, var: LiveIteratorVariable) -> str:
     index = live_iterator_index(cg.tracer, var)
     if cg.final:
         create = f"{cg.gen.const(standins.as_builtin_at)}({cg.gen.ref(var.items_source.base)}, {index})"
-    else:
-        create = f"{cg.gen.const(standins.resume_in_place)}({cg.gen.ref(var.items_source.base)}, {index})"
+    else:  # the live one itself (a real object may hold it too), moved where the trace left it at the end
+        create = cg.gen.ref(var.items_source.base)
+        cg.move_live_iterator(var)
     return cg._once(("live_iter", var.obj_id), create, lambda name: "pass")
 
 

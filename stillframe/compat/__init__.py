@@ -354,15 +354,46 @@ def set_fx_tracing_flag(value: bool) -> None:
         fx._is_fx_tracing_flag = value
 
 
+#: The hooks of the ``warnings`` module that count a change of its filters (3.11 to 3.13).
+_FILTER_MUTATION_HOOKS = ("_filters_mutated", "_filters_mutated_lock_held")
+
+
+def _filters_not_mutated() -> None:
+    """Stands in for ``warnings._filters_mutated`` while stillframe traces and compiles (see
+    :func:`warning_registries_kept`)."""
+
+
+@contextlib.contextmanager
+def warning_registries_kept() -> Iterator[None]:
+    """Keep the ``warnings`` filters' version as the block found it. Each ``catch_warnings`` or ``simplefilter``
+    bumps that version, and the next warning anywhere then forgets every ``__warningregistry__`` and the "once"
+    registry: AOTAutograd enters ``catch_warnings`` at each compile (as stillframe's own dtype checks do), so a
+    warning that eager gives once per location ("default", "once") came again after a graph break that compiled a
+    graph. The filters themselves are restored by each such block on its exit; only the count is not moved. (Not
+    thread-safe against another thread changing filters meanwhile: its change would not count either.)"""
+    import warnings
+
+    saved = {name: warnings.__dict__[name] for name in _FILTER_MUTATION_HOOKS if name in warnings.__dict__}
+    for name in saved:
+        setattr(warnings, name, _filters_not_mutated)
+    try:
+        yield
+    finally:
+        for name, hook in saved.items():
+            setattr(warnings, name, hook)
+
+
 @contextlib.contextmanager
 def global_state_kept() -> Iterator[None]:
     """Leave the process's global torch state as it was found, however the block ends: torch.fx's global
     tracing flag (a backend's FX trace interrupted by an exception, or raced by another thread, leaves it
-    set, and every later ``torch.compile`` call raises), grad mode, the default dtype and CPU autocast."""
+    set, and every later ``torch.compile`` call raises), grad mode, the default dtype and CPU autocast; and the
+    version of the ``warnings`` filters (:func:`warning_registries_kept`)."""
     saved = (fx_tracing_flag(), torch.is_grad_enabled(), torch.get_default_dtype(),
              torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"))
     try:
-        yield
+        with warning_registries_kept():
+            yield
     finally:
         set_fx_tracing_flag(saved[0])
         if torch.is_grad_enabled() != saved[1]:

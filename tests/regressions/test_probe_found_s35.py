@@ -228,3 +228,32 @@ def test_iterator_shared_with_a_real_object_across_breaks(fn, backend, capsys):
     # so a real map over it yielded everything again. The live object is now moved in place, and a drain is a
     # side effect replayed on it
     assert_parity(fn, lambda i=0: (torch.randn(2),), backend=backend, calls=3)
+
+
+def _warn_here(x):
+    warnings.warn("once per location", UserWarning)
+    return x * 2
+
+
+def _same_warning_twice_around_a_break(x, action):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter(action)
+        a = _warn_here(x)
+        print("break")
+        b = _warn_here(a)
+    return a + b, [str(w.message) for w in seen]
+
+
+@pytest.mark.parametrize("action", ["default", "once"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_warning_once_per_location_across_a_compile(action, backend, capsys):
+    # AOTAutograd enters warnings.catch_warnings at each compile, which bumps the warnings filters' version, and
+    # the next warning then forgets every __warningregistry__ (and the "once" registry): a warning eager gives
+    # once came twice where a graph was compiled between the two warns. Tracing and compiling now leave that
+    # version as found
+    def fresh_registry(i=0):
+        globals().pop("__warningregistry__", None)
+        return (torch.randn(2), action)
+
+    assert_parity(_same_warning_twice_around_a_break, fresh_registry, backend=backend, calls=3)
+

@@ -449,7 +449,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     fn = getattr(fake_args[0], target) if kind == "call_method" else target
     call_args = fake_args[1:] if kind == "call_method" else fake_args
     try:
-        with tx.fake_context(), saved.recording(tx) as saved_now:
+        with tx.fake_context(), saved.recording(tx) as saved_now, warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
             result = fn(*call_args, **fake_kwargs)
             written = [fresh[v.tid] for v in mutated if fresh[v.tid] is not result]  # (norm statistics)
             saved_now[:] = [t for t in saved_now if not any(t is w for w in written)]
@@ -470,6 +471,12 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         if "data-dependent" in str(e) or "DataDependent" in type(e).__name__:
             tx.unsupported("data_dependent", f"{_describe(kind, target)} depends on tensor data")
         tx.user_error(e, traceable=False)  # a fake tensor's error: the real op decides (see UserError)
+    if warned and tx.functional_backend:
+        # a warning of torch's own (TORCH_WARN: new_tensor of a tensor, a deprecated overload) comes from the op's
+        # Python binding each time it runs; a graph retraced to ATen ops (AOTAutograd) would never give it again
+        tx.unsupported("effectful_call", f"{_describe(kind, target)} warns ({warned[0].category.__name__}: "
+                       f"{str(warned[0].message)[:80]}): the real call gives the warning each time, as in eager",
+                       RUNS_FOR_REAL)
     if tx.functional_backend and any(compat.lacks_derivative(t) for t in _fakes_in(result)):
         tx.unsupported("unsupported_call", f"{_describe(kind, target)} has no derivative (its result requires grad "
                        "through a node that raises at backward): AOTAutograd fails compiling a graph that needs it, "

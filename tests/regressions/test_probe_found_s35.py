@@ -257,3 +257,19 @@ def test_warning_once_per_location_across_a_compile(action, backend, capsys):
 
     assert_parity(_same_warning_twice_around_a_break, fresh_registry, backend=backend, calls=3)
 
+
+
+def _torch_warns_each_call(x):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        y = torch.ones(2).new_tensor(x)  # TORCH_WARN: "To copy construct from a tensor, it is recommended ..."
+    return y * 2, [w.category.__name__ for w in seen]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_torch_warning_of_an_op_given_on_every_call(backend):
+    # new_tensor(tensor) warns from its Python binding each time it runs; with aot_eager the graph is retraced to
+    # ATen ops, so the warning came only from the first call's trace (on the fake tensor) and never again; with
+    # eager the first call gave it twice (the fake op's, then the graph's). The fake op's warnings are now caught,
+    # and an op that warns runs for real where the backend retraces the graph
+    assert_parity(_torch_warns_each_call, lambda i=0: (torch.randn(2),), backend=backend, calls=3)

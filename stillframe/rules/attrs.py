@@ -21,7 +21,6 @@ import torch
 from ..guards.guard import Guard
 from ..guards.source import AttrSource, BaseItemSource, CallSource, GetItemSource
 from ..variables.base import (
-    HEAPTYPE_FLAG,
     AttrsView,
     BuiltinVariable,
     ConstantVariable,
@@ -58,8 +57,8 @@ from . import calls, exceptions, frames, nn_modules, numpy_interop, type_checks
 from .protocol import Protocol
 from .disable import compiled_original
 from .objects import (MISSING, _static_lookup, _static_lookup_type, data_descriptor, deleted_attr_missing,
-                      descriptor_call, function_attr_key, is_python_data_descriptor, pending_attr, real_object,
-                      slots_refuse)
+                      descriptor_call, function_attr_key, guard_not_on_class, is_python_data_descriptor, pending_attr,
+                      real_object, slots_refuse)
 from .tensor_attrs import tensor_attr, tensor_instance_attr
 
 
@@ -545,18 +544,6 @@ def _class_getattr(tx: Any, var: VariableTracker, cls: type, name: str) -> Varia
     if not isinstance(hook, types.FunctionType):
         tx.unsupported("unsupported_attribute", f"{cls.__name__} defines __getattr__ in C")
     return calls.call_sync(tx, UserMethodVariable(hook, var), [ConstantVariable(name)], {})
-
-
-def guard_not_on_class(tx: Any, var: VariableTracker, obj: Any, name: str) -> None:
-    """Guard that no class in the MRO of the live object read from ``var.source`` has gained ``name`` (a class
-    attribute set after the trace found none: ``getattr(obj, name, default)`` must then find it, as eager does).
-    The classes a user wrote only: a C type's dict cannot change."""
-    if var.source is None or isinstance(obj, (type, types.ModuleType)):
-        return
-    mro = AttrSource(AttrSource(var.source, "__class__"), "__mro__")
-    for i, klass in enumerate(type(obj).__mro__):
-        if klass.__flags__ & HEAPTYPE_FLAG:
-            tx.add_guard(Guard(AttrSource(GetItemSource(mro, i), "__dict__"), "HAS_KEY", (name, False)))
 
 
 def guard_not_shadowed(tx: Any, var: VariableTracker, obj: Any, name: str) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 from ..guards.guard import Guard
 from ..guards.source import AttrSource, GetItemSource
 from ..variables.base import (
+    HEAPTYPE_FLAG,
     BuiltinVariable,
     ConstantVariable,
     DictEntry,
@@ -93,9 +94,19 @@ def deleted_attr_missing(tx: Any, var: VariableTracker, name: str) -> None:
             any(effects.get(("attr", id(klass), name)) is not None for klass in cls.__mro__):
         tx.unsupported("side_effect", f"reading .{name} after deleting the instance's own: the class's is found",
                        ("the deletion is made first and the read runs for real",))
-    from .attrs import guard_not_on_class
-
     guard_not_on_class(tx, var, real, name)
+
+
+def guard_not_on_class(tx: Any, var: VariableTracker, obj: Any, name: str) -> None:
+    """Guard that no class in the MRO of the live object read from ``var.source`` has gained ``name`` (a class
+    attribute set after the trace found none: ``getattr(obj, name, default)`` must then find it, as eager does).
+    The classes a user wrote only: a C type's dict cannot change."""
+    if var.source is None or isinstance(obj, (type, types.ModuleType)):
+        return
+    mro = AttrSource(AttrSource(var.source, "__class__"), "__mro__")
+    for i, klass in enumerate(type(obj).__mro__):
+        if klass.__flags__ & HEAPTYPE_FLAG:
+            tx.add_guard(Guard(AttrSource(GetItemSource(mro, i), "__dict__"), "HAS_KEY", (name, False)))
 
 
 def store_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker) -> None:

@@ -16,12 +16,13 @@ checkpoint taken before the op still sees the tensors as they were.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import numbers
 import operator
 import warnings
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 from .. import compat
@@ -365,6 +366,21 @@ def _captured_item(tx: Any, var: VariableTracker) -> VariableTracker:
     return wrap_symbolic(tx, value, _emit(tx, "call_method", "item", (var,), {}, value))
 
 
+@contextlib.contextmanager
+def _recording_warnings() -> Iterator[list]:
+    """Record the warnings a fake op gives (the trace's are never the user's), with torch's ``warn_always`` on
+    meanwhile: a ``TORCH_WARN_ONCE`` (``x.T`` of a 3-d tensor) given by the fake op would use up its once-per-
+    process warning, and the real op, in the graph or run for real, would never give it to the user."""
+    always = torch.is_warn_always_enabled()
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        torch.set_warn_always(True)
+        try:
+            yield warned
+        finally:
+            torch.set_warn_always(always)
+
+
 def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> VariableTracker:
     """Record ``target(*args, **kwargs)`` in the graph and return the VT of its result."""
     # arguments not read yet (the values of a dict splatted with ``**``) are wrapped, and guarded, first: their
@@ -449,8 +465,7 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     fn = getattr(fake_args[0], target) if kind == "call_method" else target
     call_args = fake_args[1:] if kind == "call_method" else fake_args
     try:
-        with tx.fake_context(), saved.recording(tx) as saved_now, warnings.catch_warnings(record=True) as warned:
-            warnings.simplefilter("always")
+        with tx.fake_context(), saved.recording(tx) as saved_now, _recording_warnings() as warned:
             result = fn(*call_args, **fake_kwargs)
             written = [fresh[v.tid] for v in mutated if fresh[v.tid] is not result]  # (norm statistics)
             saved_now[:] = [t for t in saved_now if not any(t is w for w in written)]

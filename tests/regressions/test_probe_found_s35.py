@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 import itertools
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -273,3 +275,30 @@ def test_torch_warning_of_an_op_given_on_every_call(backend):
     # eager the first call gave it twice (the fake op's, then the graph's). The fake op's warnings are now caught,
     # and an op that warns runs for real where the backend retraces the graph
     assert_parity(_torch_warns_each_call, lambda i=0: (torch.randn(2),), backend=backend, calls=3)
+
+
+_WARN_ONCE_PROGRAM = """
+import sys, warnings, torch, stillframe
+def f(x):
+    return x.T * 2  # TORCH_WARN_ONCE: "The use of `x.T` on tensors of dimension other than 2 ..."
+g = f if sys.argv[1] == "none" else stillframe.compile(f, backend=sys.argv[1])
+with warnings.catch_warnings(record=True) as seen:
+    warnings.simplefilter("always")
+    for _ in range(3):
+        g(torch.ones(2, 3, 4))
+print([str(w.message)[:40] for w in seen if "x.T" in str(w.message)])
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_torch_warn_once_of_an_op_is_given_once_as_in_eager(backend):
+    # the fake op's run, its warnings caught, used up the process's one warning, so the real op never gave it:
+    # the user saw none (eager: one). The fake op runs with torch's warn_always on. A process each: once is per
+    # process
+    def warnings_given(name):
+        return subprocess.run([sys.executable, "-c", _WARN_ONCE_PROGRAM, name], capture_output=True, text=True,
+                              check=True, timeout=300).stdout.strip().splitlines()[-1]
+    expected = warnings_given("none")
+    assert expected.count("x.T") == 1
+    assert warnings_given(backend) == expected
+

@@ -464,6 +464,7 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     versions = [t._version for t in watched]
     fn = getattr(fake_args[0], target) if kind == "call_method" else target
     call_args = fake_args[1:] if kind == "call_method" else fake_args
+    saved_before = len(tx.saved_for_backward)
     try:
         with tx.fake_context(), saved.recording(tx) as saved_now, _recording_warnings() as warned:
             result = fn(*call_args, **fake_kwargs)
@@ -527,6 +528,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         return wrap_constant_result(tx, result, kind, target)
     if _shares_version(kind, target) and isinstance(result, torch.Tensor) and isinstance(args[0], TensorVariable):
         saved.record_shared_version(tx, result, to_fake(tx, args[0]))
+    if tx.functional_backend and not mutated:
+        saved.record_input_reads(tx, _fakes_vars(args, kwargs), result, saved_before)
     prologue = _as_prologue(tx, kind, target, args, kwargs)
     node = _emit(tx, kind, target, args, kwargs, result) if prologue is None else prologue
     if may_raise:

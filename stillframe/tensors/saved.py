@@ -117,12 +117,45 @@ def record_shared_version(tx: Any, fake: Any, source_fake: Any) -> None:
     tx.shared_versions.append((fake, source_fake))
 
 
+def record_input_reads(tx: Any, tensors: list, result: Any, saved_before: int) -> None:
+    """Note that the op just traced read ``tensors`` (TensorVariables), among them graph inputs that require no
+    grad, and made ``result`` (a view reads no values: the ops reading the view do); ``saved_before``: how many
+    ``tx.saved_for_backward`` entries came before it (see :func:`_refuse_reads_before_write`). Call only where
+    ``tx.functional_backend``."""
+    if isinstance(result, torch.Tensor) and result._is_view():
+        return
+    inputs = tx.input_values
+    read = frozenset(group for var in tensors if (group := root(tx, var.tid)) is not None and any(
+        tid in inputs and isinstance(inputs[tid], torch.Tensor) and not inputs[tid].requires_grad
+        for tid in (var.tid, group)))
+    if read:
+        tx.input_reads.append((read, location(tx), saved_before))
+
+
+def _refuse_reads_before_write(tx: Any, written: set) -> None:
+    """Before an in-place op writing the alias groups ``written``: the ops of this graph that read one of them, a
+    graph input requiring no grad, before a later op saved tensors for backward run for real
+    (``RetraceRunForReal``). AOTAutograd's min-cut partitioner saves the input itself (a primal) and recomputes
+    from it in the backward what eager saved (``t = w / (x.abs() + 1)`` saves ``x.abs() + 1``), and the graph's
+    write lands in the input after the forward: the gradient came out computed from the new values, without an
+    error (fuzz 58:161; torch.compile the same). Run for real, the read's result is a graph input of its own,
+    which nothing writes."""
+    count = len(tx.saved_for_backward)
+    locations = frozenset(at for read, at, before in tx.input_reads if read & written and before < count)
+    if locations - tx.run_for_real:
+        raise RetraceRunForReal(locations, "reads a graph input that a later op of the graph writes in place: "
+                                "AOTAutograd could save the input for backward and recompute from its new values")
+
+
 def check_write(tx: Any, roots: list[int]) -> None:
     """Before an in-place op writing the alias groups of ``roots``: a saved tensor among them means the frame is
-    traced again with its saving calls run for real (or, if they already are, this write runs for real)."""
+    traced again with its saving calls run for real (or, if they already are, this write runs for real); so
+    does an op that read one of them, a graph input, before tensors were saved (:func:`_refuse_reads_before_write`)."""
     if not tx.saved_for_backward:
         return
     written = _sharing_version(tx, set(roots))
+    if tx.functional_backend and tx.input_reads:
+        _refuse_reads_before_write(tx, written)
     locations = set()
     for fakes, location in tx.saved_for_backward:
         if any(_saved_root(tx, f) in written for f in fakes):

@@ -135,6 +135,8 @@ class Tracer:
         self.run_for_real: frozenset = frozenset()
         self.run_for_real_why: dict = {}  # location -> why it runs for real (errors.RetraceRunForReal)
         self.saved_for_backward: list[tuple[tuple, tuple]] = []
+        # (graph inputs an op read, its location, how many saved_for_backward entries came before it): tensors/saved
+        self.input_reads: list[tuple[frozenset, tuple, int]] = []
         self.shared_versions: list[tuple[Any, Any]] = []
         self.shapes: Any = None  # which input dimensions are symbolic (runtime.shapes.ShapePolicy); None: static
         # (source, fake or SymInt) of each symbolic graph input as it entered, rolled-back ones included: the

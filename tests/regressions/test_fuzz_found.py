@@ -1190,13 +1190,12 @@ def f(x, y, w, k):
 ''', x_rg=False, ks=(2, 3, 3)), compiler_for("stillframe", backend))
 
 
-@pytest.mark.parametrize("backend", _aot_xfail(SAVED + ": the write is in the graph, and the gradient comes out "
-                                                "wrong without an error (torch.compile the same)"))
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_fuzz_aot_input_read_then_written_in_one_graph(backend):
     # fuzz 58:161, cut down by hand: the same as 2026:53 with the write in the graph. AOTAutograd's min-cut
-    # partitioner saves the input x (a primal) and recomputes x.abs() + 1 in the backward; the graph's write of x
-    # lands in x after the forward, so w.grad is computed from the new x. Direction: hand the graph a copy of x,
-    # made before the call, for the reads before the write (its primal then is nobody else's)
+    # partitioner saved the input x (a primal) and recomputed x.abs() + 1 in the backward; the graph's write of x
+    # landed in x after the forward, so w.grad came out computed from the new x, without an error (torch.compile
+    # the same). x.abs() runs for real now (tensors/saved._refuse_reads_before_write)
     assert_like_eager(program('''
 def f(x, y, w, k):
     t3 = w / (x.abs() + 1)

@@ -37,6 +37,7 @@ def may_raise_at_run_time(node: torch.fx.Node) -> bool:
 
 _RAISES_ON_VALUES = ("linalg", "cholesky", "inverse", "solve", "lu", "assert", "det")
 
+
 def end_in_call_mode(gm: torch.fx.GraphModule, call_mode: bool) -> None:
     """Make a graph that switches grad mode end in the mode it is called in (``call_mode``), by a switch before
     its output. AOTAutograd remakes an output that is a view of an input after the graph has run, in the grad

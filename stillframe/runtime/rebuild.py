@@ -352,10 +352,12 @@ class StateCodegen:
             # live before that instruction includes its exception handler's reads, should the callee raise
             live_names = live_locals(frame.code, frame.ip if depth == len(frames) - 1 else frame.ip - 1)
             # nor one whose value runs code when collected: eager's frame holds it to its end (or to the `del`)
-            kept = [(k, v) for k, v in frame.locals.items() if live_names is None or k in live_names or
-                    k not in frame.code.code.co_varnames or reaches(v, self.tracer.state.heap, self.tracer.finalizers)]
+            kept = [(k, v) for k, v in in_code_order(frame.locals, frame.code.code) if live_names is None or
+                    k in live_names or k not in frame.code.code.co_varnames or
+                    reaches(v, self.tracer.state.heap, self.tracer.finalizers)]
             locals_ = "{" + ", ".join(f"{k!r}: {self.expr(v)}" for k, v in kept) + "}"
-            cells = "{" + ", ".join(f"{k!r}: {self.cell(v)}" for k, v in frame.cells.items()) + "}"
+            cells = "{" + ", ".join(f"{k!r}: {self.cell(v)}" for k, v in in_code_order(frame.cells, frame.code.code))
+            cells += "}"
             globals_ = "G" if frame.globals_module is None else f"___module_globals({frame.globals_module!r})"
             yields = "None" if frame.yields is None else f"[{self._items(frame.yields)}]"
             data = frozenset(k for k, v in frame.locals.items()  # floats read from tensor data stay data
@@ -384,6 +386,14 @@ class StateCodegen:
         ns = self.gen.namespace()
         exec(compile(text, f"<stillframe {name.strip('_')}>", "exec"), ns)
         return ns.pop(name), text  # not left in its own globals: no cycle keeps it alive
+
+
+def in_code_order(names: Any, code: Any) -> list:
+    """The items of a frame's persistent map of locals or cells in the code's order (``co_varnames``, then cell and
+    free variables, then the rest sorted), not the map's hash order: graph outputs are numbered in the order the
+    rebuild reads them, so the same program makes the same graph whatever ``PYTHONHASHSEED`` is."""
+    order = {name: i for i, name in enumerate(dict.fromkeys(code.co_varnames + code.co_cellvars + code.co_freevars))}
+    return sorted(names.items(), key=lambda kv: (order.get(kv[0], len(order)), str(kv[0])))
 
 
 # ------------------------------------------------------------------ the rebuild protocol

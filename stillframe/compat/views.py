@@ -127,6 +127,25 @@ def no_grad_view_before_write(base: torch.Tensor, shape: Any, stride: Any, offse
     return view
 
 
+def is_aot_graph_output(t: torch.Tensor) -> bool:
+    """Whether non-leaf ``t``'s ``grad_fn`` is the node of an AOTAutograd graph (``CompiledFunctionBackward``:
+    a ``torch.autograd.Function`` that ``torch._functorch`` builds per compiled graph, with one output per graph
+    output)."""
+    forward = getattr(type(t.grad_fn), "_forward_cls", None)
+    return getattr(forward, "__module__", "").startswith("torch._functorch.")
+
+
+def rebase_on_own_node(t: torch.Tensor) -> None:
+    """Give non-leaf, non-view, real floating ``t`` a ``grad_fn`` of its own: ``t.mul_(1)`` in grad mode (an exact
+    identity on real floats, ``-0.0`` and NaN included), so ``t.output_nr`` becomes 0 and gradients reach the old
+    node through a one-output node, unchanged. The version counter is set back right after, so nothing saved for
+    backward (or reading ``t._version``) sees a change."""
+    version = t._version
+    with torch.enable_grad():
+        t.mul_(1)
+    torch._C._autograd._unsafe_set_version_counter((t,), (version,))
+
+
 def geometry(t: torch.Tensor) -> tuple:
     """What an in-place metadata op (``unsqueeze_``, ``t_``) changes on ``t``: shape, strides, storage offset and
     version counter, for :func:`restore_geometry`."""

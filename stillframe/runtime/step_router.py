@@ -1,4 +1,5 @@
-"""Inside a compiled training step, ``opt.step()`` after the backward's graph break runs a compiled ``opt.step``.
+"""Inside a compiled training step, ``opt.step()`` after the backward's graph break runs a compiled ``opt.step``;
+``t.retain_grad()`` run for real on an output of an AOTAutograd graph is prepared for (:func:`before_retain_grad`).
 
 See :class:`StepRouter`; the compiled step itself is ``runtime/optimizer_step.py``'s.
 """
@@ -9,6 +10,9 @@ import types
 import weakref
 from typing import Any, Callable
 
+import torch
+
+from .. import compat
 from ..guards.guard import OwnRef
 from ..rules.optimizers import OPTIMIZER_RULES
 
@@ -33,8 +37,11 @@ class StepRouter:
         self.compiled: dict[int, tuple[weakref.ref, Any, Any]] = {}
 
     def __call__(self, fn: Any) -> Any:
-        """``fn`` itself, or the compiled step to call in its place."""
+        """``fn`` itself, or the compiled step to call in its place (and ``t.retain_grad()`` is prepared for:
+        :func:`before_retain_grad`)."""
         if type(fn) is not types.MethodType:
+            if type(fn) is types.BuiltinMethodType and fn.__name__ == "retain_grad":
+                before_retain_grad(fn.__self__)
             return fn
         opt, target = fn.__self__, fn.__func__
         rule = OPTIMIZER_RULES.get(type(opt))
@@ -54,3 +61,23 @@ class StepRouter:
         compiled = self.compile_step(fn)
         self.compiled[id(opt)] = (OwnRef(opt), target, compiled)
         return compiled
+
+
+def before_retain_grad(t: Any) -> None:
+    """Before ``t.retain_grad()`` runs for real on an output of an AOTAutograd graph other than its first, ``t`` is
+    rebased on a one-output node of its own (:func:`compat.rebase_on_own_node`: its value, version and gradients
+    unchanged; its ``output_nr`` 0, as the one-output op that made it in eager has).
+
+    torch moves a retained gradient's hook to the new node of an in-place op by the tensor's ``output_nr`` read after
+    the rebase (0), not before, so an in-place op on a tensor that retains its grad and is output 1 or later of its
+    node fails with ``out != nullptr INTERNAL ASSERT FAILED`` (``torch/csrc/autograd/variable.cpp``; eager
+    ``torch.linalg.svd``'s ``S`` fails too). Eager's ``t`` is most often a one-output op's result, on which the
+    write runs (fuzz 59:16: ``t5 = t1 @ t1`` returned by the graph, then ``t5.retain_grad(); t5.fill_(2.0)``;
+    torch.compile fails the same way). Left as they are: a view (its write rebases its base), a tensor with
+    gradient hooks (a hook registered before the retain would then run after the retained gradient is stored,
+    where eager runs it before), a complex one (``mul_(1)`` is not an exact identity on infinities), and inference
+    mode (nothing is recorded there)."""
+    if (isinstance(t, torch.Tensor) and t.grad_fn is not None and t.output_nr != 0 and not t.retains_grad
+            and t.dtype.is_floating_point and not t._is_view() and not t._backward_hooks
+            and not torch.is_inference_mode_enabled() and compat.is_aot_graph_output(t)):
+        compat.rebase_on_own_node(t)

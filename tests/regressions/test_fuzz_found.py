@@ -1689,3 +1689,39 @@ def test_fuzz_write_through_a_no_grad_index_of_a_leaf(backend):
         return w * 2
 
     assert_parity(fn, lambda i=0: (torch.randn(3, requires_grad=True),), backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_retain_grad_then_write_on_a_graph_output_other_than_the_first(backend):
+    # fuzz 59:16 and 59:175: `t5.retain_grad(); t5.fill_(2.0)` where t5 came out of an earlier graph as output 1
+    # of its AOTAutograd node: torch moves the retained gradient's hook by the output number the write gives the
+    # tensor (0), so the write raised torch's `out != nullptr INTERNAL ASSERT FAILED` (torch.compile too); in eager
+    # t5 is the one output of `mm` and the write runs
+    def fn(w):
+        h = w.sin()  # read by both outputs, which saves something: the graph stays one node
+        a = h * h
+        b = h * 3
+        pair = (a, b.retain_grad())  # at the break `a` is on the stack below `b`: the node's output 0
+        b.mul_(2)
+        (pair[0] + b * b).sum().backward()
+        return b.grad, b, b._version
+
+    assert_parity(fn, lambda i=0: (torch.randn(3, requires_grad=True),), backend=backend, calls=3)
+
+
+def test_graph_outputs_numbered_in_the_code_order_of_the_locals():
+    # the rebuild read a frame's locals in the hash order of its persistent map, so a graph's outputs (and which
+    # tensor was an AOTAutograd node's output 0, see above) changed with PYTHONHASHSEED
+    import subprocess
+    import sys
+    script = ("import torch, stillframe\n"
+              "def f(w):\n    a = w * 2\n    b = a + 1\n    c = b * 3\n    d = c - a\n    print('x')\n"
+              "    return a, b, c, d\n"
+              "gms = []\n"
+              "def backend(gm, inputs):\n    gms.append(gm)\n    return gm.forward\n"
+              "stillframe.compile(f, backend=backend)(torch.ones(2))\n"
+              "print([str(n.args[0]) for n in gms[0].graph.nodes if n.op == 'output'])\n")
+    seen = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                           env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}).stdout.splitlines()[-1]
+            for seed in range(4)}
+    assert len(seen) == 1, seen

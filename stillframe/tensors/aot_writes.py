@@ -63,6 +63,10 @@ def refuse_writes_aot_cannot_take(tx: Any, kind: str, target: Any, args: tuple, 
         tx.unsupported("unsupported_call", f"{describe} changes the shape of a graph input whose data the graph "
                        "wrote: AOTAutograd's copy of the new data back into the input fails (fuzz 45:10: 'expand: "
                        "the requested shape has too few dimensions')", RUNS_FOR_REAL)
+    if _writes_inference_input(tx, roots, views):
+        tx.unsupported("unsupported_call", f"{describe} writes into an inference tensor (made under "
+                       "torch.inference_mode) outside inference mode: eager raises there, and AOTAutograd raises "
+                       "it while compiling (torch.compile breaks and raises eager's error)", RUNS_FOR_REAL)
     if _writes_input_with_grad_hooks(tx, roots, views):
         tx.unsupported("unsupported_call", f"{describe} writes into a graph input that retains its grad or has a "
                        "gradient hook: AOTAutograd's copy_ after the graph would carry them, which the gradients "
@@ -246,6 +250,17 @@ def _writes_reshaped_input(tx: Any, kind: str, target: Any, roots: list, views: 
     28:432: ``y.transpose_(0, 1)`` under ``no_grad``, then ``y.sub_(x)`` with ``x`` requiring grad; AOTAutograd
     applied both after the graph and ``y`` did not require grad, where eager's ``y`` has a grad_fn)."""
     return not _shape_only(kind, target) and any(tid in tx.inputs_reshaped for tid in (*roots, *views))
+
+
+def _writes_inference_input(tx: Any, roots: list, views: list) -> bool:
+    """Whether a write touches a graph input that is an inference tensor while inference mode is off (``x`` made
+    under ``torch.inference_mode()``, then ``x.add_(1)`` in the compiled function: eager raises "Inplace update to
+    inference tensor outside InferenceMode is not allowed" at the write; on aot_eager the same error came out of
+    the backend's compile as BackendCompilerFailed, found by a probe). The fake op does not raise it."""
+    if torch.is_inference_mode_enabled():  # (guarded: the plan runs only where it is as traced)
+        return False
+    return any(isinstance(live := tx.input_values.get(tid), torch.Tensor) and live.is_inference()
+               for tid in (*roots, *views))
 
 
 def _writes_input_with_grad_hooks(tx: Any, roots: list, views: list) -> bool:

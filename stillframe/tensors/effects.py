@@ -145,6 +145,14 @@ for _name in ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_gra
                        "not carry"
 
 
+# Ops an AOTAutograd backend gets wrong (on torch 2.11 to 2.14): on those backends they break the graph and run
+# for real, with this explanation. torch.compile never traces them either (Dynamo skips torch.nn's RNN modules).
+AOT_REFUSED: dict[Any, str] = {
+    torch.lstm: "torch.lstm (nn.LSTM): AOTAutograd saves an undefined tensor of its CPU kernel for backward, and "
+                "the compiled forward then fails ('expected all tensors_saved_with_vc_check to be Tensors')",
+}
+
+
 # torch functions never traced, whatever they return: they read or write process-wide state (the RNG, the
 # default dtype, determinism), files, or the compiler. A call breaks the graph and runs for real.
 TORCH_DENY = {torch.manual_seed, torch.seed, torch.save, torch.load, torch.compile,

@@ -337,6 +337,9 @@ def iterator_of(tx: Tracer, seq: VariableTracker) -> VariableTracker:
     watched = watched_iterator(tx, seq, "iter")
     if watched is not None:
         return watched
+    empty = live_dicts.empty_view_iterator(tx, seq)  # iter(od.values()) of an empty live mapping
+    if empty is not None:
+        return empty
     made = call_dunder(tx, seq, "__iter__", [])
     if isinstance(made, (IteratorVariable, GeneratorVariable, LiveIteratorVariable)):
         return made

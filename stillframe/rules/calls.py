@@ -90,7 +90,7 @@ from .context import exit_autocast, profiler_off, record_function_manager, set_g
 from .deques import make_deque
 from .disable import compiled_original, is_disabled
 from .higher_order import higher_order_rule
-from . import exceptions, nn_modules, numpy_interop
+from . import exceptions, live_dicts, nn_modules, numpy_interop
 from .protocol import Protocol
 from .generators import drain
 from .frames import inline_call, inline_nested
@@ -533,6 +533,9 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
         # a weak reference followed (nn.RNNBase checks its _flat_weight_refs): the referent, or None, read afresh
         # from the reference on each call and guarded as any value read from it is; following one has no effect
         return tx.push(wrap(tx, value(), CallSource(var.source, operator.call)))
+    view = live_dicts.view_call(tx, value, var.source, args, kwargs)  # od.values() of a live OrderedDict
+    if view is not None:
+        return tx.push(view)
     if isinstance(value, type) and issubclass(value, torch.nn.Module):
         tx.unsupported("unsupported_call", f"constructing the module {value.__qualname__} inside the trace",
                        ("construct the module outside the compiled function and call it inside",))

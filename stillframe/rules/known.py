@@ -55,7 +55,7 @@ from .generators import drain
 from .protocol import Protocol
 from ..variables.kinds import CALLABLES, CONTEXT_VALUES, INTERNAL
 
-from . import builtin_calls, calls, nn_modules, polyfills
+from . import builtin_calls, calls, live_dicts, nn_modules, polyfills
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -272,6 +272,8 @@ def _object_items(tx: Tracer, var: VariableTracker) -> tuple:
     if isinstance(var, PythonObjectVariable) and var.source is None and isinstance(var.value, types.MappingProxyType) \
             and all(isinstance(k, str) for k in var.value):
         return tuple(ConstantVariable(k) for k in var.value)  # inspect.signature(f).parameters: its names
+    if live_dicts.empty_view(tx, var):  # list(od.values()) of an empty live mapping (rules/live_dicts.py)
+        return ()
     items = _dunder_items(tx, var)
     return items if items is not None else _not_iterable(tx, var, "its __iter__ is not Python code")
 

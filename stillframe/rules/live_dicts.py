@@ -22,11 +22,24 @@ guard, breaks the graph too (the pending writes are replayed before the real ste
 ``defaultdict`` instances are handled (a subclass may override ``__getitem__`` or ``__missing__``), and only a
 key whose source names the same object on every call (not one a plan makes afresh, such as ``torch.from_numpy``
 of an argument or a lifted leaf).
+
+A live mapping's views are traced too, where they are empty: ``od.keys()`` / ``.values()`` / ``.items()`` of a
+live ``dict``, ``OrderedDict`` or ``defaultdict`` the trace holds opaque (``torch.optim.Optimizer``'s hook
+registries, ``OrderedDict`` s that ``Optimizer.step``'s wrapper iterates on every call) is the view made afresh
+from the live mapping on each call (:func:`view_call`: a view is a read, with no effect); iterating one whose
+mapping is empty is an empty loop, guarded by a ``LEN`` guard that it is empty (:func:`empty_view`). The trace
+cannot write into such a mapping but by :func:`setitem` (any other write breaks the graph), and a view of a
+mapping it wrote into is iterated for real, so the mapping is as empty where it is iterated as where the guard
+saw it; an iterator over it kept across a graph break is rebuilt as CPython's own over the live
+view, standing where eager's stands (it raises as eager's does if the mapping grows after the break). A view of
+a mapping that is not empty is iterated for real, as before.
 """
 
 from __future__ import annotations
 
 import collections
+import gc
+import operator
 from typing import Any
 
 import torch
@@ -40,6 +53,13 @@ from . import attrs, calls, objects
 #: The live mappings whose lookups by a tensor key are traced: their ``__getitem__``, ``__setitem__`` and
 #: ``__contains__`` are ``dict``'s (``defaultdict`` adds ``__missing__``).
 LIVE_DICT_TYPES = (dict, collections.defaultdict)
+
+#: The live mappings whose ``keys`` / ``values`` / ``items`` are C methods that only make a view (dict's, or
+#: ``OrderedDict``'s): calling one is traced (:func:`view_call`).
+VIEW_MAPPING_TYPES = (dict, collections.defaultdict, collections.OrderedDict)
+VIEW_METHODS = ("keys", "values", "items")
+#: The types of those views (``dict_values``, ``odict_values`` ...).
+VIEW_TYPES = tuple({type(getattr(cls(), name)()) for cls in VIEW_MAPPING_TYPES for name in VIEW_METHODS})
 
 
 def _stable(source: Source) -> bool:
@@ -70,8 +90,9 @@ def _memo_key(container: PythonObjectVariable, key: TensorVariable) -> tuple:
     return ("live_item", id(container.value), key.tid)
 
 
-def _written_key(container: PythonObjectVariable) -> tuple:
-    return ("live_dict_written", id(container.value))
+def _written_key(container: Any) -> tuple:
+    """The memo key saying the trace wrote into the live dict ``container`` (its VT, or the dict itself)."""
+    return ("live_dict_written", id(container.value if isinstance(container, PythonObjectVariable) else container))
 
 
 def _known(tx: Any, container: PythonObjectVariable, key: TensorVariable) -> VariableTracker | None:
@@ -120,6 +141,9 @@ def setitem(tx: Any, container: PythonObjectVariable, key: TensorVariable, value
     objects.record_side_effect(tx, ("live_item", id(container.value), key.tid), (container, key, value))
     _remember(tx, container, key, value)
     tx.state = tx.state.replace(memo=tx.state.memo.set(_written_key(container), True))
+    watch = tx.state.memo.get(("live_view_watch", id(container.value)))
+    if watch is not None:  # an iterator over an empty view of it sees the change (empty_view_iterator)
+        tx.heap_set(watch, ("written", key.tid))
 
 
 def contains(tx: Any, container: PythonObjectVariable, key: TensorVariable) -> bool:
@@ -132,3 +156,56 @@ def contains(tx: Any, container: PythonObjectVariable, key: TensorVariable) -> b
 def written(tx: Any, var: VariableTracker) -> bool:
     """Whether the trace has written into the live dict ``var`` (so its live contents are not its contents)."""
     return isinstance(var, PythonObjectVariable) and tx.state.memo.get(_written_key(var)) is not None
+
+
+def view_call(tx: Any, method: Any, source: Source | None, args: list, kwargs: dict) -> VariableTracker | None:
+    """``d.values()`` (``keys``, ``items``) of a live mapping of :data:`VIEW_MAPPING_TYPES`: the view, made afresh
+    from the live mapping on each call (``CallSource``); ``None`` for any other call. ``method`` is the bound
+    C method, read from the live mapping through ``source`` (its type, name and owner's type guarded)."""
+    owner = getattr(method, "__self__", None)
+    name = getattr(method, "__name__", None)
+    if source is None or args or kwargs or type(owner) not in VIEW_MAPPING_TYPES or name not in VIEW_METHODS or \
+            getattr(type(owner), name) is not getattr(dict_base_of(type(owner)), name):
+        return None
+    return wrap(tx, method(), CallSource(source, operator.call))
+
+
+def dict_base_of(cls: type) -> type:
+    """``OrderedDict`` for ``OrderedDict``, else ``dict`` (whose C methods ``defaultdict`` inherits)."""
+    return collections.OrderedDict if issubclass(cls, collections.OrderedDict) else dict
+
+
+def empty_view(tx: Any, var: VariableTracker) -> bool:
+    """Whether ``var`` is a live view (:data:`VIEW_TYPES`) of an empty mapping, read through a source: guarded so
+    (``LEN`` 0 on the view, the length of its mapping). A view of a mapping that is not empty, or of one the trace
+    has written into (:func:`setitem`, replayed only after the graph): ``False``, unguarded (it is iterated for
+    real, after the writes are replayed)."""
+    if not isinstance(var, PythonObjectVariable) or var.source is None or type(var.value) not in VIEW_TYPES or \
+            len(var.value) != 0:
+        return False
+    if tx.state.memo.get(_written_key(_mapping_of(var))) is not None:
+        return False  # the trace wrote into it (self.state[p] of a defaultdict): its live contents are not its own
+    tx.add_guard(Guard(var.source, "LEN", 0))
+    return True
+
+
+def empty_view_iterator(tx: Any, var: VariableTracker) -> VariableTracker | None:
+    """``iter(view)`` of a live view that :func:`empty_view` takes: a watched iterator over no items, rebuilt at a
+    graph break as CPython's own over the live view (``runtime/rebuild.py``). What it watches is a heap entry of the
+    mapping's own that :func:`setitem` replaces: a ``next`` after the trace wrote into the mapping breaks the graph
+    (CPython's dict iterator would raise; an OrderedDict's would not), and so does rebuilding it. ``None``: not such
+    a view."""
+    if not empty_view(tx, var):
+        return None
+    key = ("live_view_watch", id(_mapping_of(var)))
+    oid = tx.state.memo.get(key)
+    if oid is None:
+        oid = tx.new_id()
+        tx.heap_set(oid, ("unwritten",))
+        tx.state = tx.state.replace(memo=tx.state.memo.set(key, oid))
+    return tx.new_watched_iterator((), var, oid)
+
+
+def _mapping_of(view: PythonObjectVariable) -> Any:
+    (mapping,) = gc.get_referents(view.value)  # a dict view's one referent is its mapping (dictview_traverse)
+    return mapping

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import collections
 import gc
-import operator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -160,14 +160,35 @@ def written(tx: Any, var: VariableTracker) -> bool:
 
 def view_call(tx: Any, method: Any, source: Source | None, args: list, kwargs: dict) -> VariableTracker | None:
     """``d.values()`` (``keys``, ``items``) of a live mapping of :data:`VIEW_MAPPING_TYPES`: the view, made afresh
-    from the live mapping on each call (``CallSource``); ``None`` for any other call. ``method`` is the bound
+    from the live mapping on each call (a ``CallSource`` of its own: :class:`MakeView`); ``None`` for any other
+    call. ``method`` is the bound
     C method, read from the live mapping through ``source`` (its type, name and owner's type guarded)."""
     owner = getattr(method, "__self__", None)
     name = getattr(method, "__name__", None)
     if source is None or args or kwargs or type(owner) not in VIEW_MAPPING_TYPES or name not in VIEW_METHODS or \
             getattr(type(owner), name) is not getattr(dict_base_of(type(owner)), name):
         return None
-    return wrap(tx, method(), CallSource(source, operator.call))
+    view = method()
+    tx.keepalive.append(view)  # (its id is its identity in the trace: `a is b` of two views)
+    return PythonObjectVariable(view, CallSource(source, MakeView(name, tx.new_id())))
+
+
+@dataclass(frozen=True, slots=True)
+class MakeView:
+    """The ``fn`` of a view's :class:`~stillframe.guards.source.CallSource`: calls the bound ``keys`` / ``values``
+    / ``items`` it is given. ``serial`` tells apart the views of one mapping made by different calls: each call
+    makes a new object (``d.values() is d.values()`` is False), so each has a source of its own, and is rebuilt
+    after a graph break as a view of its own (one view named twice is rebuilt once)."""
+
+    name: str
+    serial: int
+
+    @property
+    def __name__(self) -> str:
+        return f"{self.name}#{self.serial}"
+
+    def __call__(self, method: Any) -> Any:
+        return method()
 
 
 def dict_base_of(cls: type) -> type:

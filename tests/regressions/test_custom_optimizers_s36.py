@@ -343,6 +343,21 @@ def test_a_view_of_a_live_mapping_the_trace_wrote_into_is_not_empty(backend, fn)
     assert not STATE
 
 
+def _two_views_of_one_mapping(x):
+    a, b = HOOKS.values(), HOOKS.values()
+    c = a
+    same = (a is b, a == b, a is c, a == c, HOLDER.counts.keys() == HOLDER.counts.keys())
+    print(end="")  # a graph break: each view is rebuilt on its own, one view named twice once
+    return x + 1, same, (a is b, a == b, a is c, a == c)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_each_call_makes_a_view_of_its_own(backend):
+    # the first version of the fix wrapped each view by its source, `G['HOOKS'].values()`, so the second call's
+    # view was the first's: `a is b` was True where eager's is False
+    assert_parity(_two_views_of_one_mapping, lambda: (torch.randn(3),), backend=backend, calls=2)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_an_empty_live_view_is_an_empty_loop(backend):
     assert_parity(_chain_of_empty_views, lambda: (torch.randn(3),), backend=backend, calls=2)

@@ -163,9 +163,13 @@ def _hook_shared_node(outs: Any, args: tuple, flows: list | None, written: dict,
         if flow is not None:
             slots[out.output_nr] = slots.get(out.output_nr, frozenset()) | flow
     if node is None:  # no output comes straight out of the node (each is a view): a written input's copy_ does
+        # (its other edge leads to the input's grad_fn before the call, which may be another graph's node: that
+        # one is not this graph's, fuzz 63:205)
+        earlier = [fn for fn, _nr in before.values()]
         node = next((fn for i in written if isinstance(args[i], torch.Tensor) and args[i].grad_fn is not None
                      for fn, _nr in args[i].grad_fn.next_functions
-                     if type(fn).__name__ == "CompiledFunctionBackward"), None)
+                     if type(fn).__name__ == "CompiledFunctionBackward" and not any(fn is e for e in earlier)),
+                    None)
     if node is None:
         return
     if flows is None:

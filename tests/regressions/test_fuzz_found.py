@@ -1725,3 +1725,24 @@ def test_graph_outputs_numbered_in_the_code_order_of_the_locals():
                            env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}).stdout.splitlines()[-1]
             for seed in range(4)}
     assert len(seen) == 1, seen
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_fuzz_graph_writing_inputs_only_after_another_graphs_node(dynamic):
+    # fuzz 63:205 (aot_eager, on the call whose sizes changed): a graph with no output that writes two inputs (x
+    # under no_grad, G = x.clone() from an earlier graph); the hook limiting its node's input gradients to eager's
+    # was put on the node G's copy_ leads to first, which was the earlier graph's node (clone), not this graph's:
+    # x's gradient through the clone was dropped (x.grad -1 where eager's is 0, silently)
+    def fn(x, w):
+        G = x.clone()
+        print("a")
+        t1 = G - x
+        print("b")
+        with torch.no_grad():
+            x[..., 1] = w
+        G[0] = w
+        print("c")
+        return t1
+
+    assert_parity(fn, lambda i=0: (torch.randn(3, 3, requires_grad=True), torch.randn(3)), backend="aot_eager",
+                  calls=3, compile_kwargs={"dynamic": dynamic})

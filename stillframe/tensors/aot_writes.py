@@ -152,7 +152,8 @@ def refuse_output_views_of_aliased_written_inputs(tx: Any, gm: torch.fx.GraphMod
     the rest of the graph as an input, which AOTAutograd returns as it is. Call only where
     ``tx.functional_backend``, on the finished graph (only the inputs it reads count)."""
     read = {node for node in gm.graph.nodes if node.op == "placeholder"}
-    inputs = [tid for tid in tx.input_values if tx.tensor_node_of_input(tid) in read]
+    # (a float the shape policy made symbolic is an input too, a 0-dim tensor with no heap entry: not one of these)
+    inputs = [tid for tid in tx.input_values if tid in tx.state.heap and tx.tensor_node_of_input(tid) in read]
     output = next((node for node in gm.graph.nodes if node.op == "output"), None)
     if output is None or not tx.inputs_written:
         return

@@ -1746,3 +1746,20 @@ def test_fuzz_graph_writing_inputs_only_after_another_graphs_node(dynamic):
 
     assert_parity(fn, lambda i=0: (torch.randn(3, 3, requires_grad=True), torch.randn(3)), backend="aot_eager",
                   calls=3, compile_kwargs={"dynamic": dynamic})
+
+
+def test_fuzz_float_from_a_real_step_then_a_write_on_aot_eager():
+    # fuzz 63:538: a float read by a real step (float(x.grad.sum()) after a backward) is a symbolic float input of
+    # the next graph, a 0-dim tensor with no heap entry; the check for output views of aliased written inputs looked
+    # every input up in the heap: KeyError 1, the segment ran instruction by instruction with a warning
+    state = {}
+
+    def fn(x, w, k):
+        for _ in range(k):
+            (x * x).sum().backward()
+        state["gsum"] = 0.0 if x.grad is None else float(x.grad.sum())
+        w[1:] = w[1:]
+        return w
+
+    assert_parity(fn, lambda i=0: (torch.randn(3, 3, requires_grad=True), torch.randn(3), 2), backend="aot_eager",
+                  calls=3)

@@ -1763,3 +1763,19 @@ def test_fuzz_float_from_a_real_step_then_a_write_on_aot_eager():
 
     assert_parity(fn, lambda i=0: (torch.randn(3, 3, requires_grad=True), torch.randn(3), 2), backend="aot_eager",
                   calls=3)
+
+
+@pytest.mark.parametrize("observed", ["y.retain_grad()", "y.register_hook(lambda g: OUT.append(g.sum().item()))"])
+def test_fuzz_input_given_history_by_a_write_then_read_before_a_break(backend, observed):
+    # fuzz 59:180, minimized: y (no grad) gets w's history from `y[..., 1] = w`, the graph reads it (t3), and after
+    # a break y.retain_grad(). AOTAutograd gave y its new value by a copy_ after the graph, whose node t3's
+    # gradient never passes, so y.grad lacked t3's part (torch.compile the same, even in one graph). The write now
+    # runs for real where a later op of the graph reads the input (tensors/ops.py)
+    assert_like_eager(program(f'''
+def f(x, y, w, k):
+    y[..., 1] = w
+    t3 = y.narrow(0, 0, 1) * 1.0
+    print('break')
+    {observed}
+    return (t3, y)
+'''), compiler_for("stillframe", backend))

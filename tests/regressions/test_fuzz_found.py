@@ -1779,3 +1779,21 @@ def f(x, y, w, k):
     {observed}
     return (t3, y)
 '''), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", _aot_xfail(
+    "AOTAutograd donates the buffers its backward alone reads, and refuses a backward with retain_graph=True "
+    "through such a graph once its backward was compiled (ahead of time where symbolic sizes are saved for it, as "
+    "here on the third call; else at the first backward without retain_graph): eager runs it. The check reads "
+    "torch._functorch.config.donated_buffer at backward time and an AOTAutograd metadata field that is None, not "
+    "[], for a graph compiled with the flag off, so only the user's process-wide setting lifts it (torch.compile "
+    "raises the same)"))
+def test_fuzz_backward_with_retain_graph_through_a_graph_with_donated_buffers(backend):
+    # fuzz 59:187, minimized by the fuzzer: the third call (n=3) is traced with symbolic sizes, AOTAutograd compiles
+    # the backward of `w.amax(-1)` at once with donated buffers, and the backward with retain_graph=True raised
+    # "This backward function was compiled with non-empty donated buffers" where eager returned
+    assert_like_eager(program('''
+def f(x, y, w, k):
+    t7 = w.amax(-1)
+    t7.backward(torch.ones_like(t7), retain_graph=True)
+''', n2=3, x_rg=False, ks=(3, 2, 1)), compiler_for("stillframe", backend))

@@ -1797,3 +1797,19 @@ def f(x, y, w, k):
     t7 = w.amax(-1)
     t7.backward(torch.ones_like(t7), retain_graph=True)
 ''', n2=3, x_rg=False, ks=(3, 2, 1)), compiler_for("stillframe", backend))
+
+
+def test_leaf_written_under_no_grad_then_read_through_a_view_stays_one_graph_on_aot_eager():
+    # the companion of the test above: a leaf keeps its AccumulateGrad node through a write under no_grad, and the
+    # read's gradient reaches it through the graph, so nothing runs for real (the view `w[0]` requires grad and is
+    # no leaf: what counts is the written input)
+    def fn(w, x):
+        with torch.no_grad():
+            w.mul_(0.5)
+        return w[0] * x
+
+    def make_args(i=0):
+        return torch.randn(3, 3, requires_grad=True), torch.randn(3, requires_grad=True)
+
+    assert_parity(fn, make_args, backend="aot_eager", calls=3)
+    assert stillframe.explain(fn, backend="aot_eager")(*make_args()).break_count == 0

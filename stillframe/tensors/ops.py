@@ -586,18 +586,19 @@ def _refuse_hook_inside_graph(tx: Any, var: Any) -> None:
 
 
 def _refuse_reading_input_given_history(tx: Any, tensors: list, written: set, result: Any) -> None:
-    """Before an op that reads (``tensors``, TensorVariables; ``written``: the tids it writes, not counted as
-    read) a tensor requiring grad that shares memory with a graph input this graph wrote or reshaped in place, the
-    input now with autograd history (requiring grad, no leaf), and makes a result that requires grad: the write
-    runs for real (``RetraceRunForReal``). In eager the input's new node (``CopySlices`` of ``y[..., 1] = w``) is on the path of the read's gradient, so a
-    ``retain_grad()`` or a hook put on the input later, or ``torch.autograd.grad`` taken with respect to it, sees
-    the gradient of every use of its new value. AOTAutograd gives the input its new value after the graph, by a
-    ``copy_`` whose node only the input's own slot of the graph's outputs reaches: the read's gradient flows to the
-    graph's inputs past it (fuzz 59:180: ``y.grad`` came out without the gradient of ``y.narrow(0, 0, 1) * 1.0``;
-    torch.compile the same). The later call cannot be seen from this graph, so every such read counts. Run for
-    real, the write gives the input eager's node, and the read takes the input as it is then. A leaf written
-    under ``no_grad`` keeps its node (``AccumulateGrad``), which the read's gradient reaches through the graph: its
-    writes stay in the graph."""
+    """Before an op that reads (``tensors``, TensorVariables; ``written``: the tids it writes, not counted as read) a
+    tensor requiring grad that shares memory with a graph input this graph wrote or reshaped in place, the input now
+    with autograd history (requiring grad, no leaf), and makes a result that requires grad: the write runs for real
+    (``RetraceRunForReal``). In eager the input's new node (``CopySlices`` of ``y[..., 1] = w``) is on the path of the
+    read's gradient, so a ``retain_grad()`` or a hook put on the input later, or ``torch.autograd.grad`` taken with
+    respect to it, sees the gradient of every use of its new value. AOTAutograd gives the input its new value after the
+    graph, by a ``copy_`` whose node only the input's own slot of the graph's outputs reaches: the read's gradient flows
+    to the graph's inputs past it (fuzz 59:180: ``y.grad`` came out without the gradient of ``y.narrow(0, 0, 1) * 1.0``;
+    torch.compile the same; with a ``mark_dirty`` Function as the write even a leaf's gradient came out wrong:
+    tests/hop/test_autograd_ctx.py). The later call cannot be seen from this graph, so every such read counts. Run for
+    real, the write gives the input eager's node, and the read takes the input as it is then. A leaf written under
+    ``no_grad`` keeps its node (``AccumulateGrad``), which the read's gradient reaches through the graph: its writes
+    stay in the graph."""
     if not (tx.input_writes or tx.input_reshapes) or isinstance(result, torch.Tensor) and result._is_view() or \
             not any(t.requires_grad for t in _fakes_in(result)):
         return

@@ -118,7 +118,11 @@ def no_grad_view_before_write(base: torch.Tensor, shape: Any, stride: Any, offse
     as a view made under ``no_grad`` before a write to its base, reading its ``grad_fn`` or ``is_leaf`` raises
     where the base requires grad."""
     version = base._version
-    torch._C._autograd._unsafe_set_version_counter((base,), (version + 1,))
+    # a version the storage had before (the counter only grows, so no later write brings it back and the view's
+    # grad_fn is made when asked for, as eager's is); a version after the current one, where there is none before,
+    # would match once a write reaches it (fuzz 61:56: the write that ran for real after the rebuild)
+    made_at = version - 1 if version > 0 else version + 1
+    torch._C._autograd._unsafe_set_version_counter((base,), (made_at,))
     try:
         with torch.no_grad():
             view = base.as_strided(shape, stride, offset)

@@ -1813,3 +1813,18 @@ def test_leaf_written_under_no_grad_then_read_through_a_view_stays_one_graph_on_
 
     assert_parity(fn, make_args, backend="aot_eager", calls=3)
     assert stillframe.explain(fn, backend="aot_eager")(*make_args()).break_count == 0
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_view_taken_before_a_write_that_runs_for_real_keeps_its_gradient(backend):
+    # fuzz 61:56, minimized: t1 = y.t() before `y[:, 0] += w` (its store, y[:, 0] = y[:, 0], overlaps itself and
+    # runs for real on aot_eager). The rebuild remade t1 after the graph as a view "made at another version" of y,
+    # one ahead; the real store then brought y's version to it, so autograd never made t1's grad_fn: t1 required
+    # grad with none, and w got no gradient (torch.compile passes). compat.no_grad_view_before_write now uses the
+    # version before, which no later write reaches
+    def fn(y, w):
+        t1 = y.t()
+        y[:, 0] += w
+        return t1 * 1
+
+    assert_parity(fn, lambda i=0: (torch.randn(3, 3), torch.randn(3, requires_grad=True)), backend=backend, calls=3)

@@ -1765,6 +1765,7 @@ def test_fuzz_float_from_a_real_step_then_a_write_on_aot_eager():
                   calls=3)
 
 
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 @pytest.mark.parametrize("observed", ["y.retain_grad()", "y.register_hook(lambda g: OUT.append(g.sum().item()))"])
 def test_fuzz_input_given_history_by_a_write_then_read_before_a_break(backend, observed):
     # fuzz 59:180, minimized: y (no grad) gets w's history from `y[..., 1] = w`, the graph reads it (t3), and after

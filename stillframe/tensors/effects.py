@@ -145,11 +145,14 @@ for _name in ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_gra
                        "not carry"
 
 
-# Ops an AOTAutograd backend gets wrong (on torch 2.11 to 2.14): on those backends they break the graph and run
-# for real, with this explanation. torch.compile never traces them either (Dynamo skips torch.nn's RNN modules).
-AOT_REFUSED: dict[Any, str] = {
-    torch.lstm: "torch.lstm (nn.LSTM): AOTAutograd saves an undefined tensor of its CPU kernel for backward, and "
-                "the compiled forward then fails ('expected all tensors_saved_with_vc_check to be Tensors')",
+# Ops an AOTAutograd backend gets wrong (on torch 2.11 to 2.14), each with when (given whether each tensor argument
+# requires grad, in order) and why: on those backends such a call breaks the graph and runs for real.
+# torch.compile never traces them (Dynamo skips torch.nn's RNN modules).
+AOT_REFUSED: dict[Any, tuple[Any, str]] = {
+    torch.lstm: (lambda requires_grad: bool(requires_grad) and not requires_grad[0],
+                 "torch.lstm (nn.LSTM) on an input that requires no grad: AOTAutograd saves an undefined tensor of "
+                 "its CPU kernel for backward, and the compiled forward then fails ('expected all "
+                 "tensors_saved_with_vc_check to be Tensors')"),
 }
 
 

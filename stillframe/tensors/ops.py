@@ -418,7 +418,9 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     if tx.functional_backend:
         refused = AOT_REFUSED.get(target) if kind == "call_function" else None
         if refused is not None:
-            tx.unsupported("unsupported_call", refused, RUNS_FOR_REAL)
+            when, why = refused
+            if when([tx.state.heap[v.tid].meta.requires_grad for v in _fakes_vars(args, kwargs)]):
+                tx.unsupported("unsupported_call", why, RUNS_FOR_REAL)
         refuse_reading_aliases_of_written_inputs(tx, _fakes_vars(args, kwargs))
         args, kwargs = fold_alpha(tx, kind, target, args, kwargs)
     mutated = mutated_arguments(kind, target, args, kwargs, tx)

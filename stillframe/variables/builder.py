@@ -33,7 +33,7 @@ from ..errors import RetraceSymbolic
 from ..guards.guard import Guard, tensor_signature
 from ..guards.source import (AttrSource, CallSource, GetItemSource, GlobalSource, KeyedItemSource, LocalSource,
                              ScalarOutputSource, SizeSource, Source)
-from ..tensors.meta import TensorEntry
+from ..tensors.meta import TensorEntry, TensorMeta, fresh_view
 from . import standins
 from .base import (
     NumpyArrayVariable,
@@ -403,6 +403,8 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
     if meta_fields:  # what the stand-in's fake does not show (see _fakeified)
         entry = tx.state.heap[var.tid]
         tx.heap_set(var.tid, replace(entry, meta=replace(entry.meta, **meta_fields)))
+    if existing is None:
+        _view_of_written_base(tx, var, fake)
     tx.state = tx.state.replace(memo=tx.state.memo.set(key, var),
                                 inputs=tx.state.inputs.append((source, var.tid)))
     tx.input_values[var.tid] = value
@@ -420,6 +422,26 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
         tx.entry_fakes.append((AttrSource(source, "_base"), base, (
             tuple(compat.is_symbolic(n) for n in base.shape), tuple(compat.is_symbolic(n) for n in base.stride()))))
     return var
+
+
+def _view_of_written_base(tx: Any, var: TensorVariable, fake: Any) -> None:
+    """An input view entering the trace after the trace wrote its base (``t1 = x.t()`` before a break, then
+    ``x[:, 0] = w; t1.requires_grad``): its fake, made by the fake converter from the base's fake at entry, shows
+    the base as it was before the write (no grad, a leaf), where eager's view shares the written base's autograd
+    state (requires grad, no leaf; fuzz 63:253). It is remade from the base's current fake, as the write remade
+    the views the trace knew (tensors/ops.py), at the base's version."""
+    entry = tx.state.heap[var.tid]
+    base_tid = entry.meta.base
+    if base_tid is None or fake._base is None:
+        return
+    base = tx.state.heap[base_tid]
+    if base.fake is fake._base:  # not written by the trace since it entered
+        return
+    with tx.fake_mode:
+        view = fresh_view(base.fake, entry.meta, stale=entry.meta.grad_fn_pending and base.meta.requires_grad)
+    meta = TensorMeta.of(view, base_tid, entry.meta.view_creation, base.meta.version)
+    tx.heap_set(var.tid, replace(entry, meta=meta, fake=view))
+    tx.state = tx.state.replace(fakes=tx.state.fakes.set(id(view), (var.tid, view)))
 
 
 def _fakeified(tx: Any, value: torch.Tensor, source: Source) -> tuple[Any, dict]:

@@ -1848,3 +1848,19 @@ def f(x, y, w, k):
     t3 = x * len(OUT)
     t3.backward(torch.ones_like(t3), retain_graph=True)
 ''', n2=3, w_rg=False, ks=(1, 1, 2)), compiler_for("stillframe", backend))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fuzz_view_entering_after_its_base_was_written_reads_the_new_autograd_state(backend):
+    # fuzz 63:253: t1 = x.t() before a break, then `x[:, 0] = w` (w requires grad) and t1.requires_grad, t1.is_leaf
+    # read after the write: t1 entered the resumed trace only after the write, and its fake (made from x's fake at
+    # entry) said False, True where eager's view of the written x says True, False (printed text differed)
+    def fn(x, w):
+        t1 = x.t()
+        print("b")
+        x[:, 0] = w
+        with torch.no_grad():
+            flags = (t1.requires_grad, t1.is_leaf)
+        return t1 * 2, flags
+
+    assert_parity(fn, lambda i=0: (torch.randn(2, 2), torch.randn(2, requires_grad=True)), backend=backend, calls=3)

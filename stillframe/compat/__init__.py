@@ -7,7 +7,8 @@ torch.compile's ``backend=`` argument (``torch._TorchCompileWrapper``,
 switch a graph records (``torch._C._set_grad_enabled``), the C++ base of ``torch.Tensor``, fake
 tensors' data-dependence errors, ``torch._utils.is_compiling``, torch.fx's tracing flag,
 ``torch._ops.HigherOrderOperator``, ``torch._C._FunctionBase.apply``, the Python dispatcher
-(``torch._dispatch.python``), ``torch._higher_order_ops.while_loop``, inductor's ``fallback_random`` flag, and
+(``torch._dispatch.python``), ``torch._higher_order_ops.while_loop``, ``torch._C._nn.multilabel_margin_loss``,
+inductor's ``fallback_random`` flag, and
 the saved-tensor hooks and torch mode stacks (``torch._C._autograd._top_saved_tensors_default_hooks``,
 ``torch._C._len_torch_function_stack``, ``torch._C._len_torch_dispatch_stack``: see :func:`user_interposer`). A test
 (``tests/architecture/test_layers.py``) checks no other module names a private torch API.
@@ -50,6 +51,8 @@ from .optim import (  # noqa: F401,E402
 set_grad_enabled: Callable[[bool], None] = torch._C._set_grad_enabled
 #: Bumps a tensor's version counter as an in-place write would (``torch.autograd.graph.increment_version``).
 increment_version: Callable[[Any], None] = torch._C._increment_version
+#: The C binding behind ``F.multilabel_margin_loss``, which a program may call directly (an AOT_REFUSED key).
+nn_multilabel_margin_loss: Callable[..., Any] = torch._C._nn.multilabel_margin_loss
 #: The C++ class ``torch.Tensor`` derives from (methods' ``__objclass__`` may be either).
 TensorBase: type = torch._C.TensorBase
 #: What a fake tensor raises for an op whose output depends on tensor data.

@@ -27,7 +27,7 @@ there as data-dependent, before any fake runs.
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.backends.mha
@@ -145,15 +145,71 @@ for _name in ("clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "clip_gra
                        "not carry"
 
 
-# Ops an AOTAutograd backend gets wrong (on torch 2.11 to 2.14), each with when (given whether each tensor argument
-# requires grad, in order) and why: on those backends such a call breaks the graph and runs for real.
-# torch.compile never traces them (Dynamo skips torch.nn's RNN modules).
-AOT_REFUSED: dict[Any, tuple[Any, str]] = {
-    torch.lstm: (lambda requires_grad: bool(requires_grad) and not requires_grad[0],
-                 "torch.lstm (nn.LSTM) on an input that requires no grad: AOTAutograd saves an undefined tensor of "
-                 "its CPU kernel for backward, and the compiled forward then fails ('expected all "
-                 "tensors_saved_with_vc_check to be Tensors')"),
-}
+# Ops an AOTAutograd backend gets wrong (on torch 2.11 to 2.14), each with when and why: ``when(constants,
+# requires_grad)`` flags the calls it gets wrong from their positional arguments (each the Python value of a
+# constant of the trace, or ``NOT_CONSTANT``) and whether each tensor argument requires grad (in order). On those
+# backends a flagged call breaks the graph and runs for real (:func:`aot_refusal`). torch.compile never traces
+# torch.nn's RNN modules (Dynamo skips them).
+AOT_REFUSED: dict[Any, tuple[Callable[[tuple, list], bool], str]] = {}
+
+#: :func:`aot_refusal`'s stand-in for an argument that is not a constant of the trace.
+NOT_CONSTANT = object()
+
+
+def _always(constants: tuple, requires_grad: list) -> bool:
+    return True
+
+
+def _lstm_input_without_grad(constants: tuple, requires_grad: list) -> bool:
+    """Whether a ``torch.lstm`` call's input requires no grad: where its weights do, AOTAutograd then saves an
+    undefined tensor of the CPU kernel for backward, and the compiled forward fails (measured with
+    ``aot_function(nop)`` on torch 2.13: 1 and 2 layers, with or without ``h0`` requiring grad). The weights come in
+    a list, whose tensors ``requires_grad`` does not list: the call is refused whatever they are."""
+    return bool(requires_grad) and not requires_grad[0]
+
+
+def _drops_rnn_dropout(constants: tuple, requires_grad: list) -> bool:
+    """Whether a ``torch.gru`` / ``torch.rnn_tanh`` / ``torch.rnn_relu`` call applies dropout between layers, which
+    torch's decomposition of these ops leaves out (its test ``num_layers < i - 1`` is never true), or may.
+
+    The positional forms: ``(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)``
+    and, for a packed sequence, ``(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train,
+    bidirectional)``. An argument that is not a constant (``NOT_CONSTANT``) counts as one that may apply dropout."""
+    if len(constants) != 9:
+        return True
+    at = 5 if isinstance(constants[3], bool) else 6  # has_biases, a bool, comes before params in the packed form
+    num_layers, dropout, train = constants[at - 1:at + 2]
+    return not (train is False or num_layers == 1 or (isinstance(dropout, (int, float)) and dropout == 0))
+
+
+AOT_REFUSED[torch.lstm] = (_lstm_input_without_grad, "torch.lstm (nn.LSTM) on an input that requires no grad: "
+                           "AOTAutograd saves an undefined tensor of its CPU kernel for backward, and the compiled "
+                           "forward then fails ('expected all tensors_saved_with_vc_check to be Tensors')")
+for _fn in (torch.gru, torch.rnn_tanh, torch.rnn_relu):
+    AOT_REFUSED[_fn] = (_drops_rnn_dropout, f"torch.{_fn.__name__} with dropout in training: AOTAutograd decomposes "
+                        "it into ops that never apply the dropout between layers that eager applies")
+# multilabel_margin_loss: AOTAutograd runs torch's Python decomposition of aten.multilabel_margin_loss_forward, which
+# counts the labels after a target row's first -1 terminator that eager ignores (wrong loss and gradient whenever a
+# row ends early; torch.compile(backend="aot_eager") gives the same wrong value).
+for _fn in (torch.nn.functional.multilabel_margin_loss, compat.nn_multilabel_margin_loss):
+    AOT_REFUSED[_fn] = (_always, "multilabel_margin_loss: AOTAutograd decomposes it into ops that count the labels "
+                        "after a target row's -1 terminator, which eager ignores")
+
+
+def aot_refusal(target: Any, constants: tuple, requires_grad: list, has_kwargs: bool) -> str | None:
+    """Why a call of ``target`` breaks the graph on an AOTAutograd backend (:data:`AOT_REFUSED`), or None.
+
+    ``constants``: the call's positional arguments, each the Python value of a constant or ``NOT_CONSTANT``;
+    ``requires_grad``: whether each tensor argument requires grad, in order. A call passing keyword arguments is
+    refused whenever the target has an entry (the tests read positions)."""
+    try:
+        rule = AOT_REFUSED.get(target)
+    except TypeError:  # an unhashable target
+        return None
+    if rule is None:
+        return None
+    when, why = rule
+    return why if has_kwargs or when(constants, requires_grad) else None
 
 
 # torch functions never traced, whatever they return: they read or write process-wide state (the RNG, the

@@ -34,7 +34,8 @@ from ..guards.source import AttrSource, LiftedSource
 from .aot_writes import (note_input_writes, note_view_writes, refuse_out_resizing_input, refuse_overlapping_write,
                          refuse_reading_aliases_of_written_inputs, refuse_writes_aot_cannot_take)
 from .dtype_checks import alpha_refusal, cast_refusal
-from .effects import AOT_REFUSED, is_pure_query, known_effect, no_rule, query_checker, raises_on_values
+from .effects import (NOT_CONSTANT, aot_refusal, is_pure_query, known_effect, no_rule, query_checker,
+                      raises_on_values)
 from . import saved
 from .meta import fresh_base, fresh_view
 from .symbolic import fold_alpha, has_symbols, plain, wrap_symbolic
@@ -416,11 +417,11 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
             return lifted
     saved.refuse_if_saving_runs_for_real(tx, _describe(kind, target))
     if tx.functional_backend:
-        refused = AOT_REFUSED.get(target) if kind == "call_function" else None
+        refused = aot_refusal(target, tuple(a.value if isinstance(a, ConstantVariable) else NOT_CONSTANT for a in args),
+                              [tx.state.heap[v.tid].meta.requires_grad for v in _fakes_vars(args, kwargs)],
+                              bool(kwargs)) if kind == "call_function" else None
         if refused is not None:
-            when, why = refused
-            if when([tx.state.heap[v.tid].meta.requires_grad for v in _fakes_vars(args, kwargs)]):
-                tx.unsupported("unsupported_call", why, RUNS_FOR_REAL)
+            tx.unsupported("unsupported_call", refused, RUNS_FOR_REAL)
         refuse_reading_aliases_of_written_inputs(tx, _fakes_vars(args, kwargs))
         args, kwargs = fold_alpha(tx, kind, target, args, kwargs)
     mutated = mutated_arguments(kind, target, args, kwargs, tx)

@@ -541,9 +541,17 @@ def _keep_raising_ops(tracer: Tracer, outputs: list) -> None:
     """Make each op that may raise on its index values (``tensors/effects.raises_on_values``: ``x[i]``,
     ``index_select``) and whose result nothing reads an output of the graph (that the rebuild ignores): a backend
     that retraces the graph (AOTAutograd) drops an unused op as dead, and with it eager's ``IndexError`` (found by a
-    probe: ``x[i]`` with ``i`` out of range, its result unused, returned where eager raises)."""
+    probe: ``x[i]`` with ``i`` out of range, its result unused, returned where eager raises).
+
+    A write into graph inputs only (``out.index_copy_(0, i, v)`` on an input ``out``) is not dead: AOTAutograd
+    copies the inputs' new values back. Its result stays no output: as an output it aliases a written input, and
+    AOTAutograd then returned a written input's value in place of a symbolic int output beside it (probe:
+    nn.AdaptiveLogSoftmaxWithLoss, whose ``used_rows`` came back as a tensor, and ``if used_rows != batch_size``
+    raised)."""
+    inputs = {tid for _, tid in tracer.state.inputs}
     for node in tracer.graph.graph.nodes:
-        if node.meta.get("raises_on_values") and not node.users and node not in outputs:
+        if node.meta.get("raises_on_values") and not node.users and node not in outputs and \
+                not (node.meta.get("writes") and node.meta["writes"] <= inputs):
             outputs.append(node)
 
 

@@ -79,3 +79,55 @@ def test_gru_without_dropout_stays_in_the_graph():
     gru = torch.nn.GRU(3, 4, num_layers=2, dropout=0.4).eval()
     report = stillframe.explain(gru, backend="aot_eager")(torch.randn(5, 2, 3))
     assert report.breaks == []
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_adaptive_log_softmax_with_loss(backend):
+    # on aot_eager the compiled module raised "Boolean value of Tensor with more than one value is ambiguous" at
+    # `if used_rows != batch_size`: used_rows (a symbolic int after a recompile) came back from the graph as a
+    # tensor (see the next test)
+    torch.manual_seed(0)
+    module = torch.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [4, 8])
+    assert_parity(module, lambda i: (torch.randn(5, 8), torch.tensor([3, 1, 8, 1, 7])), backend=backend, calls=3)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_index_writes_into_inputs_beside_a_symbolic_int(backend):
+    # the graph after the break at target[mask] wrote gather_inds and output (graph inputs) with index ops that may
+    # raise, whose unused results were made graph outputs to keep them alive; AOTAutograd then returned
+    # gather_inds's new value in place of the symbolic int `used_rows + 1` beside them, and the rebuild also
+    # copied it into `output` (compiled: a tensor for used_rows, wrong values in output)
+    torch.manual_seed(0)
+    tails = torch.nn.ModuleList([torch.nn.Linear(8, 4, bias=False), torch.nn.Linear(8, 2, bias=False)])
+
+    def fn(x, target, tails):
+        used_rows = 0
+        output = x.new_zeros(5)
+        gather_inds = target.new_empty(5)
+        cutoffs = [0, 4, 8, 10]
+        for i in range(len(cutoffs) - 1):
+            mask = (target >= cutoffs[i]) & (target < cutoffs[i + 1])
+            rows = mask.nonzero().squeeze()
+            if rows.numel() == 0:
+                continue
+            if i == 0:
+                gather_inds.index_copy_(0, rows, target[mask])
+            else:
+                relative = target[mask] - cutoffs[i]
+                cluster = tails[i - 1](x.index_select(0, rows))
+                gather_inds.index_fill_(0, rows, 3 + i)
+                output.index_copy_(0, rows, cluster.gather(1, relative.unsqueeze(1)).squeeze(1))
+            used_rows += rows.numel()
+        return output, used_rows, gather_inds
+
+    assert_parity(fn, lambda i: (torch.randn(5, 8), torch.tensor([3, 1, 8, 1, 7]), tails), backend=backend, calls=2)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_index_write_into_an_input_out_of_range_still_raises(backend):
+    # the write into an input that stays no graph output still runs, and raises where eager raises
+    def fn(x, i, n):
+        x.index_fill_(0, i, 1.0)
+        return n + 1
+
+    assert_parity(fn, lambda c: (torch.zeros(5), torch.tensor([c * 3]), 3 + c), backend=backend, calls=3)

@@ -479,9 +479,9 @@ class CompiledModule(torch.nn.Module):
     arguments (forward pre-hooks and forward hooks with or without kwargs, ``always_call`` hooks, full backward
     hooks and backward pre-hooks, the global ``register_module_*`` hooks, a lazy module's initialization). Only
     the forward that ``_call_impl`` calls is compiled: the one the module has at that moment (an instance's own
-    ``module.forward = fn``, as accelerate and peft patch it, or its class's). torch.compile's wrapper does the
-    same for a module class of the user's (it compiles ``module.__call__``; hooks run outside its trace).
-    A forward marked by ``torch.compiler.disable`` or ``stillframe.disable`` runs uncompiled, as there.
+    ``module.forward = fn``, as accelerate and peft patch it, or its class's). torch.compile's wrapper (2.13)
+    traces ``_call_impl`` with the hooks in it instead: a hook there sees ``torch.compiler.is_compiling()`` True,
+    here False (measured; hook effects and order are the same). A forward marked by ``torch.compiler.disable`` or ``stillframe.disable`` runs uncompiled, as there.
 
     The original module is its one child, ``_orig_mod``: ``state_dict()``, ``named_parameters()`` and
     ``named_modules()`` name everything under ``_orig_mod.`` exactly as torch.compile's wrapper does, so

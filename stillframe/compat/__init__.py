@@ -36,8 +36,8 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 # the sections that have modules of their own, named here as before (compat.X)
 from .shapes import (  # noqa: F401,E402
     GuardOnDataDependentSymNode, TensorifyScalarRestartAnalysis, backend_context, bind_unbacked,
-    drop_pending_unbacked, fake_static, fake_symbolic, float_tensor, is_symbolic, python_dispatcher, shape_guard_exprs,
-    size_checks, static_backend_context, sym_math, sym_size, symbol_of, symbolic_float,
+    drop_pending_unbacked, fake_static, fake_symbolic, float_tensor, has_unbacked, is_symbolic, python_dispatcher,
+    shape_guard_exprs, size_checks, static_backend_context, sym_math, sym_size, symbol_of, symbolic_float,
     symbolic_int, take_float_specializations, unbacked_bindings)
 from .views import (  # noqa: F401,E402
     CreationMeta, autograd_flags, geometry, grad_fn_made_on_read, is_aot_graph_output, is_leaf, is_stale_view,

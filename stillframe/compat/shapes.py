@@ -27,6 +27,13 @@ sym_math = {getattr(math, name): getattr(torch, f"_sym_{name}") for name in
             ("sqrt", "cos", "cosh", "sin", "sinh", "tan", "tanh", "asin", "acos", "atan", "log2")}
 
 
+def has_unbacked(value: Any) -> bool:
+    """Whether the SymInt / SymFloat / SymBool (or fake tensor) ``value`` involves an unbacked symbol: a value read
+    from a tensor's data (``t.item()``) or a data-dependent size (``nonzero``)."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+    return bool(free_unbacked_symbols(value))
+
+
 def is_symbolic(value: Any) -> bool:
     """Whether ``value`` is a SymInt / SymFloat / SymBool that a ShapeEnv has not reduced to a constant (by
     0/1 specialization, or a guard that pinned it)."""

@@ -346,6 +346,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         # an input whose .grad lost its shape is handed over as its stand-in: AOTAutograd fakeifies examples,
         # copying .grad, and refuses such a grad (fuzz 22:730); the call itself gets the live tensor
         examples = [_stand_in_or(tracer, example_inputs[i]) for i in used_inputs]
+        values = examples  # (this call's values, where a symbolic trace's examples become symbolic below)
         if symbolic:  # a symbol's example is its SymInt, as torch.compile hands it to the backend
             inputs = list(tracer.state.inputs)
             examples = [_symbolic_example(tracer, inputs[i][1], e) for i, e in zip(used_inputs, examples)]
@@ -358,20 +359,30 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         # on a backend making one autograd node of a graph: the differentiable outputs made by ops that save nothing
         # run as eager ops (a backward may pass them twice), and a node per part that shares no op with the others
         prefix = saving_free_prefix(gm, frozenset(at for _, at in tracer.saved_for_backward)) \
-            if one_node and tracer.functional_backend and not symbolic else None
-        rest, rest_examples = (gm, examples) if prefix is None else (prefix.rest, examples)
+            if one_node and tracer.functional_backend else None
+        rest, rest_examples, rest_live = (gm, examples, values) if prefix is None else (prefix.rest, examples, values)
         parts = independent_parts(rest) if one_node and rest is not None else None
+        if prefix is not None and rest is not None:  # (leaves like the other examples: AOTAutograd reads .grad)
+            # the part run on this call's values (a symbolic int as its int: an op of a real tensor and a SymInt
+            # would pin the symbol); a symbolic trace hands the rest's backend the part's fakes, with the symbolic
+            # sizes the rest's other inputs have
+            made = prefix.part.gm.forward(*[values[i] for i in prefix.part.inputs])[:prefix.handed]
+            rest_live = prefix.rest_args(values, [t.detach().requires_grad_(t.requires_grad) for t in made])
+            rest_examples = rest_live
+            if symbolic:
+                output = next(node for node in prefix.part.gm.graph.nodes if node.op == "output")
+                with tracer.fake_mode:
+                    rest_examples = prefix.rest_args(examples, [
+                        out.meta["val"].detach().requires_grad_(out.meta["val"].requires_grad)
+                        for out in output.args[0][:prefix.handed]])
         with context:
-            if prefix is not None and rest is not None:  # (leaves like the other examples: AOTAutograd reads .grad)
-                made = prefix.part.gm.forward(*[examples[i] for i in prefix.part.inputs])[:prefix.handed]
-                rest_examples = prefix.rest_args(examples, [t.detach().requires_grad_(t.requires_grad) for t in made])
             try:
                 if rest is None:
                     compiled = None
                 elif parts is None:
                     compiled = _call_backend(backend, rest, rest_examples, tracer)
                 else:
-                    compiled = run_parts(parts, [_compile_part(tracer, backend, part, rest_examples)
+                    compiled = run_parts(parts, [_compile_part(tracer, backend, part, rest_examples, rest_live)
                                                  for part in parts], rest)
             except Exception as e:
                 freed = _grads_that_freed_outputs(gm, e)
@@ -383,7 +394,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
                     raise
                 raise BackendRejectedOps(ops) from e  # retried with those ops as graph breaks
         if tracer.functional_backend and parts is None and rest is not None:
-            compiled = eager_input_grads(rest, compiled, lambda node: _root_of(tracer, node), rest_examples)
+            compiled = eager_input_grads(rest, compiled, lambda node: _root_of(tracer, node), rest_live)
         if prefix is not None:
             compiled = run_prefix(prefix, compiled)
     t2 = time.perf_counter()
@@ -421,11 +432,11 @@ def _grads_that_freed_outputs(gm: torch.fx.GraphModule, error: Exception) -> fro
                      node.target is torch.autograd.grad and "location" in node.meta)
 
 
-def _compile_part(tracer: Tracer, backend: Callable, part: Part, examples: list) -> Callable:
-    """One part of a graph (``runtime/graph_parts.py``) compiled by the backend, passing gradients on as eager."""
-    inputs = [examples[i] for i in part.inputs]
-    compiled = _call_backend(backend, part.gm, inputs, tracer)
-    return eager_input_grads(part.gm, compiled, lambda node: _root_of(tracer, node), inputs)
+def _compile_part(tracer: Tracer, backend: Callable, part: Part, examples: list, live: list) -> Callable:
+    """One part of a graph (``runtime/graph_parts.py``) compiled by the backend, passing gradients on as eager
+    (``examples``: the backend's example inputs of the whole graph; ``live``: its values on this call)."""
+    compiled = _call_backend(backend, part.gm, [examples[i] for i in part.inputs], tracer)
+    return eager_input_grads(part.gm, compiled, lambda node: _root_of(tracer, node), [live[i] for i in part.inputs])
 
 
 def _root_of(tracer: Tracer, node: torch.fx.Node) -> int | None:

@@ -190,7 +190,13 @@ def saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset) -> Prefix | 
     torch.compile raises too). Those ops run as eager ops, a node each, before the rest of the graph, which takes
     their results as inputs. Only pure ops qualify: no write, no random draw, no submodule or higher-order op,
     and none at all in a graph that switches grad mode or autocast; typical models' outputs (a loss made by ops
-    that save) have no such ops, so nothing changes for them."""
+    that save) have no such ops, so nothing changes for them.
+
+    A symbolic graph is cut too (a size or int argument that changed: fuzz 61:72, 63:151). Arithmetic on its
+    symbolic sizes and ints (``x * (0 - k)``'s ``0 - k``) saves nothing, and counts as such an op where it is made
+    from the graph's inputs only (no unbacked symbol: no ``.item()``); one the rest reads too is computed again
+    there, from the same inputs, rather than handed on. The part takes every symbolic size, as each part does, and
+    so does the rest."""
     nodes = list(gm.graph.nodes)
     output = nodes[-1]
     if output.op != "output" or not isinstance(output.args[0], (tuple, list)):
@@ -209,8 +215,14 @@ def saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset) -> Prefix | 
             stack.extend(node.all_input_nodes)
     free: set = set()  # made from unwritten inputs by ops that save nothing, and never written
     for node in body:
-        if node in writers or node in written or draws_random_numbers(node) or \
-                node.meta.get("location", saving) in saving or not isinstance(node.meta.get("val"), torch.Tensor):
+        if node in writers or node in written or draws_random_numbers(node):
+            continue
+        if _is_symbolic_scalar(node):  # (``0 - k``, a symbolic int's arithmetic: it saves nothing)
+            if all(arg.op == "placeholder" and arg not in written or arg in free and _is_symbolic_scalar(arg)
+                   for arg in node.all_input_nodes):
+                free.add(node)
+            continue
+        if node.meta.get("location", saving) in saving or not isinstance(node.meta.get("val"), torch.Tensor):
             continue
         if all(arg in free or arg.op == "placeholder" and arg not in written for arg in node.all_input_nodes):
             free.add(node)
@@ -226,8 +238,19 @@ def saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset) -> Prefix | 
         return None
     placeholders = [node for node in nodes if node.op == "placeholder"]
     group = [node for node in body if node in needed]
-    rest = [node for node in body if node not in needed]
-    handed = [node for node in group if any(user not in needed and user.op != "output" for user in node.users)]
+    # a symbolic scalar of the part the rest reads is computed again there, from the graph's inputs it is made
+    # from: it is no tensor to hand on, and the rest's backend sees it as the graph has it (an expression in the
+    # inputs' symbols, not a new input)
+    again: set = set()
+    stack = [arg for node in body if node not in needed for arg in node.all_input_nodes if arg in needed]
+    while stack:
+        node = stack.pop()
+        if node not in again and _is_symbolic_scalar(node):
+            again.add(node)
+            stack.extend(arg for arg in node.all_input_nodes if arg in needed)
+    rest = [node for node in body if node not in needed or node in again]
+    handed = [node for node in group if node not in again and
+              any(user not in needed and user.op != "output" for user in node.users)]
     returned = [out for out in output.args[0] if out in needed and out not in handed]
     carried = handed + list(dict.fromkeys(returned))
     part = _part(gm, group, placeholders, tuple(carried))
@@ -244,7 +267,8 @@ def saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset) -> Prefix | 
     if not rest:
         return Prefix(part, None, tuple(where), 0, ())
     read = {arg for node in rest for arg in node.all_input_nodes} | \
-        {out for out in rest_outputs if isinstance(out, torch.fx.Node)}
+        {out for out in rest_outputs if isinstance(out, torch.fx.Node)} | \
+        {node for node in placeholders if isinstance(node.meta.get("val"), torch.SymInt)}  # (the sizes, as _part)
     graph = torch.fx.Graph()
     env: dict = {}
     taken = []  # the rest's inputs: positions among the graph's inputs, then among the values handed on
@@ -257,6 +281,13 @@ def saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset) -> Prefix | 
         env[node] = graph.node_copy(node, env.__getitem__)
     graph.output(tuple(env[out] if isinstance(out, torch.fx.Node) else out for out in rest_outputs))
     return Prefix(part, torch.fx.GraphModule(gm, graph), tuple(where), len(handed), tuple(taken))
+
+
+def _is_symbolic_scalar(node: torch.fx.Node) -> bool:
+    """Whether ``node`` computes a symbolic int, float or bool that is no tensor's data (no unbacked symbol: not an
+    ``.item()``): arithmetic on sizes and on symbolic int arguments, which saves nothing for backward."""
+    val = node.meta.get("val")
+    return isinstance(val, (torch.SymInt, torch.SymFloat, torch.SymBool)) and not compat.has_unbacked(val)
 
 
 def run_prefix(prefix: Prefix, rest: Callable | None) -> Callable:

@@ -321,3 +321,40 @@ def test_view_of_an_input_transposed_in_place_with_symbolic_sizes(backend):
         return torch.randn(n, n), torch.randn(n, n), torch.randn(n, requires_grad=True)
 
     assert_parity(f, make, calls=3, backend=backend, compile_kwargs={"dynamic": True})
+
+
+def scaled_then_transposed_in_place(x, w, k):
+    t3 = x * (0 - k)  # saves nothing for backward (a scalar's mul), as its own eager op
+    t7 = w @ t3  # saves t3
+    print("a graph break")
+    t3.t_()
+    t3.sum().backward()  # eager's backward runs only the mul's node: the mm's saved t3 is never checked
+    return t7
+
+
+def scaled_twice_by_a_symbolic_int(x, w, k):
+    s = 0 - k  # read by the op made apart and by the rest of the graph
+    t3 = x * s
+    t7 = (w @ t3) * s + x.size(0)
+    print("a graph break")
+    t3.t_()
+    t3.sum().backward()
+    return t7
+
+
+@pytest.mark.parametrize("fn", [scaled_then_transposed_in_place, scaled_twice_by_a_symbolic_int])
+@pytest.mark.parametrize("changing", ["int", "size", "dynamic=True"])
+def test_ops_that_save_nothing_run_apart_in_a_symbolic_graph(fn, changing):
+    # issue 11 (fuzz 61:72, 63:151): on a backend making one autograd node of a graph, the differentiable outputs
+    # made by ops that save nothing run as eager ops before the rest (runtime/graph_parts.saving_free_prefix); a
+    # symbolic graph (a changed int argument, a changed size, dynamic=True) kept t3 in the AOTAutograd node that
+    # saved it for the mm, and a backward through t3 after t3.t_() raised "modified by an inplace operation"
+    def make(i):
+        n = 3 + i if changing == "size" else 3
+        return torch.randn(n, n, requires_grad=True), torch.randn(n, requires_grad=True), \
+            (1, 2, 3)[i] if changing == "int" else 2
+    report = assert_parity(fn, make, backend="aot_eager", calls=3,
+                           compile_kwargs={"dynamic": True} if changing == "dynamic=True" else None)
+    assert report.warnings == []
+    graphs = [entry.graph_module for entries in report.compiled.all_cache_entries().values() for entry in entries]
+    assert any(isinstance(n.meta.get("val"), torch.SymInt) for gm in graphs for n in gm.graph.nodes)

@@ -1831,15 +1831,14 @@ def test_fuzz_view_taken_before_a_write_that_runs_for_real_keeps_its_gradient(ba
     assert_parity(fn, lambda i=0: (torch.randn(3, 3), torch.randn(3, requires_grad=True)), backend=backend, calls=3)
 
 
-@pytest.mark.parametrize("backend", _aot_xfail(
-    "the segment after the break is compiled again with a symbolic size (the masked write selects another count), "
-    "and t3 = x * 0 then comes out of that graph's AOTAutograd node, not an eager op made apart as on the static "
-    "calls; the node also takes t1 (written in it), and a backward through t3 alone runs the first graph's node "
-    "behind t1, which saved w and checks its version, though runtime/input_grads.py gives that edge no gradient "
-    "(the engine still calls the node): eager's backward never reaches the op that saved w"))
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_fuzz_backward_through_a_recompiled_segment_reaches_an_op_that_saved_a_written_input(backend):
     # fuzz 61:72, minimized by the fuzzer: the second (or third) call raised "one of the variables needed for
-    # gradient computation has been modified by an inplace operation" (w, at version 2) where eager returns
+    # gradient computation has been modified by an inplace operation" (w, at version 2) where eager returns. The
+    # segment after the break is compiled again with a symbolic size (the masked write selects another count), and
+    # t3 = x * 0 came out of that graph's AOTAutograd node, which also takes t1 (written in it): a backward through
+    # t3 ran the first graph's node behind t1, which saved w. The ops that save nothing are now made apart as eager
+    # ops in a symbolic graph too (graph_parts.saving_free_prefix, issue 11), as on the static calls
     assert_like_eager(program('''
 def f(x, y, w, k):
     t1 = x * w

@@ -48,6 +48,7 @@ from ..guards.guard import Guard
 from ..guards.source import CallSource, KeyedItemSource, LiftedSource, Source
 from ..variables.base import ConstantVariable, LazyArgument, PythonObjectVariable, TensorVariable, VariableTracker
 from ..variables.builder import wrap
+from ..variables.objects import dict_base
 from . import attrs, calls, objects
 
 #: The live mappings whose lookups by a tensor key are traced: their ``__getitem__``, ``__setitem__`` and
@@ -166,7 +167,7 @@ def view_call(tx: Any, method: Any, source: Source | None, args: list, kwargs: d
     owner = getattr(method, "__self__", None)
     name = getattr(method, "__name__", None)
     if source is None or args or kwargs or type(owner) not in VIEW_MAPPING_TYPES or name not in VIEW_METHODS or \
-            getattr(type(owner), name) is not getattr(dict_base_of(type(owner)), name):
+            getattr(type(owner), name) is not getattr(dict_base(type(owner)), name):
         return None
     view = method()
     tx.keepalive.append(view)  # (its id is its identity in the trace: `a is b` of two views)
@@ -189,11 +190,6 @@ class MakeView:
 
     def __call__(self, method: Any) -> Any:
         return method()
-
-
-def dict_base_of(cls: type) -> type:
-    """``OrderedDict`` for ``OrderedDict``, else ``dict`` (whose C methods ``defaultdict`` inherits)."""
-    return collections.OrderedDict if issubclass(cls, collections.OrderedDict) else dict
 
 
 def empty_view(tx: Any, var: VariableTracker) -> bool:

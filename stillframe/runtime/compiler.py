@@ -360,7 +360,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         # run as eager ops (a backward may pass them twice), and a node per part that shares no op with the others
         prefix = saving_free_prefix(gm, frozenset(at for _, at in tracer.saved_for_backward)) \
             if one_node and tracer.functional_backend else None
-        rest, rest_examples, rest_live = (gm, examples, values) if prefix is None else (prefix.rest, examples, values)
+        rest, rest_examples, rest_live = gm if prefix is None else prefix.rest, examples, values
         parts = independent_parts(rest) if one_node and rest is not None else None
         if prefix is not None and rest is not None:  # (leaves like the other examples: AOTAutograd reads .grad)
             # the part run on this call's values (a symbolic int as its int: an op of a real tensor and a SymInt

@@ -196,12 +196,12 @@ for _fn in (torch.nn.functional.multilabel_margin_loss, compat.nn_multilabel_mar
                         "after a target row's -1 terminator, which eager ignores")
 
 
-def aot_refusal(target: Any, constants: tuple, requires_grad: list, has_kwargs: bool) -> str | None:
+def aot_refusal(target: Any, describe_call: Callable[[], tuple[tuple, list, bool]]) -> str | None:
     """Why a call of ``target`` breaks the graph on an AOTAutograd backend (:data:`AOT_REFUSED`), or None.
 
-    ``constants``: the call's positional arguments, each the Python value of a constant or ``NOT_CONSTANT``;
-    ``requires_grad``: whether each tensor argument requires grad, in order. A call passing keyword arguments is
-    refused whenever the target has an entry (the tests read positions)."""
+    ``describe_call()``, asked only of a target with an entry, gives the call's positional arguments (each the Python
+    value of a constant or ``NOT_CONSTANT``), whether each tensor argument requires grad (in order), and whether it
+    passes keyword arguments: such a call is refused whenever the target has an entry (the tests read positions)."""
     try:
         rule = AOT_REFUSED.get(target)
     except TypeError:  # an unhashable target
@@ -209,6 +209,7 @@ def aot_refusal(target: Any, constants: tuple, requires_grad: list, has_kwargs: 
     if rule is None:
         return None
     when, why = rule
+    constants, requires_grad, has_kwargs = describe_call()
     return why if has_kwargs or when(constants, requires_grad) else None
 
 

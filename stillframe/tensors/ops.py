@@ -417,9 +417,10 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
             return lifted
     saved.refuse_if_saving_runs_for_real(tx, _describe(kind, target))
     if tx.functional_backend:
-        refused = aot_refusal(target, tuple(a.value if isinstance(a, ConstantVariable) else NOT_CONSTANT for a in args),
-                              [tx.state.heap[v.tid].meta.requires_grad for v in _fakes_vars(args, kwargs)],
-                              bool(kwargs)) if kind == "call_function" else None
+        refused = aot_refusal(target, lambda: (
+            tuple(a.value if isinstance(a, ConstantVariable) else NOT_CONSTANT for a in args),
+            [tx.state.heap[v.tid].meta.requires_grad for v in _fakes_vars(args, kwargs)],
+            bool(kwargs))) if kind == "call_function" else None
         if refused is not None:
             tx.unsupported("unsupported_call", refused, RUNS_FOR_REAL)
         refuse_reading_aliases_of_written_inputs(tx, _fakes_vars(args, kwargs))

@@ -341,6 +341,8 @@ def identical(tx, a, b) -> bool:
     ka, kb = IDENTITY(tx, a), IDENTITY(tx, b)
     if ka is None or kb is None:
         if isinstance(a, TupleVariable) and isinstance(b, TupleVariable):
+            if a.cls is tuple and b.cls is tuple and not a.items and not b.items:
+                return True  # CPython has one empty tuple (``() is ()``; ``case tuple(z)`` binds the subject itself)
             return a == b
         if type(a) is not type(b):
             return False

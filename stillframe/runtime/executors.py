@@ -62,6 +62,9 @@ def _call(cont: Continuation, frame: LiveFrame, fn: Any, args: list, kwargs: dic
     elif type(fn) is types.BuiltinFunctionType and fn in _FRAME_READERS and not args and not kwargs:
         frame.stack.append(_FRAME_READERS[fn](frame))
         return
+    elif (fn is builtins.eval or fn is builtins.exec) and 1 <= len(args) <= 3 and not kwargs and \
+            (len(args) == 1 or args[1] is None):  # the caller's namespaces: the user's frame's, not stillframe's
+        args = [args[0], frame.globals, args[2] if len(args) == 3 and args[2] is not None else _frame_locals(frame)]
     at = next((i for i, f in enumerate(cont.frames) if f is frame), None)  # (the callers: inlined frames)
     frames = cont.frames[:at + 1] if at is not None else [frame]
     if isinstance(cont.handling, BaseException):
@@ -547,43 +550,41 @@ def WITH_EXCEPT_START(cont: Continuation, frame: LiveFrame, inst: Instruction) -
 
 @executor("MATCH_CLASS")
 def MATCH_CLASS(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    """``case Cls(p0, p1, key=k)``: the matched attributes as a tuple, or ``None`` (CPython's MATCH_CLASS)."""
+    """``case Cls(p0, p1, key=k)``: the matched attributes as a tuple, or ``None`` (CPython's MATCH_CLASS, run by a
+    real ``match`` statement of the same shape: :func:`_real_match`)."""
     names = frame.stack.pop()
     cls = frame.stack.pop()
     subject = frame.stack.pop()
-    if not isinstance(subject, cls):
-        frame.stack.append(None)
-        return
-    values = []
-    match_self = (bool, bytearray, bytes, dict, float, frozenset, int, list, set, str, tuple)
-    if inst.arg:
-        match_args = getattr(cls, "__match_args__", None)
-        if match_args is None and cls in match_self and inst.arg == 1:
-            values.append(subject)
-        else:
-            match_args = match_args or ()
-            if inst.arg > len(match_args):
-                raise TypeError(f"{cls.__name__}() accepts {len(match_args)} positional sub-patterns "
-                                f"({inst.arg} given)")
-            for name in match_args[:inst.arg]:
-                if not hasattr(subject, name):
-                    frame.stack.append(None)
-                    return
-                values.append(getattr(subject, name))
-    for name in names:
-        if not hasattr(subject, name):
-            frame.stack.append(None)
-            return
-        values.append(getattr(subject, name))
-    frame.stack.append(tuple(values))
+    fields = [f"_{i}" for i in range(inst.arg)] + [f"{name}=_{inst.arg + i}" for i, name in enumerate(names)]
+    frame.stack.append(_real_match(f"ns.cls({', '.join(fields)})", inst.arg + len(names))(
+        subject, types.SimpleNamespace(cls=cls)))
 
 
 @executor("MATCH_KEYS")
 def MATCH_KEYS(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    """``case {k0: p0, k1: p1}`` (the subject is a mapping with enough keys): the values as a tuple, or ``None``
+    (CPython's MATCH_KEYS, duplicate keys a ValueError, run by a real ``match``: :func:`_real_match`)."""
     keys, subject = frame.stack[-1], frame.stack[-2]
-    missing = object()
-    values = [subject.get(k, missing) for k in keys]
-    frame.stack.append(None if any(v is missing for v in values) else tuple(values))
+    pattern = "{" + ", ".join(f"ns.k{i}: _{i}" for i in range(len(keys))) + "}"
+    frame.stack.append(_real_match(pattern, len(keys))(subject, types.SimpleNamespace(
+        **{f"k{i}": key for i, key in enumerate(keys)})))
+
+
+@functools.lru_cache(maxsize=256)
+def _real_match(pattern: str, captures: int) -> Callable[[Any, Any], tuple | None]:
+    """A function ``(subject, ns) -> tuple | None`` that runs ``match subject: case <pattern>`` for real and returns
+    the ``captures`` values the pattern bound to ``_0, _1, ...``, or ``None`` when it does not match: CPython's own
+    MATCH_CLASS / MATCH_KEYS, with their errors (``__match_args__`` not a tuple, too many positional sub-patterns,
+    an attribute given twice, a duplicate key) and messages, on every Python version. ``pattern`` reads the class
+    and the keys from ``ns`` (value patterns). Its frames are dropped from user tracebacks, as stillframe's are."""
+    values = ", ".join(f"_{i}" for i in range(captures)) + ("," if captures == 1 else "")
+    source = f"def real_match(subject, ns):\n    match subject:\n        case {pattern}:\n            return ({values})\n"
+    namespace: dict = {}
+    exec(compile(source, _MATCH_FILENAME, "exec", dont_inherit=True), namespace)
+    return namespace["real_match"]
+
+
+_MATCH_FILENAME = __file__.rsplit(".", 1)[0] + "_match.py"  # inside the package: user_traceback drops its frames
 
 
 def _is_none(v: Any) -> bool:

@@ -7,7 +7,6 @@ each is one line of CPython's semantics on the live stack, with nothing to model
 from __future__ import annotations
 
 import builtins
-import collections.abc
 from typing import TYPE_CHECKING
 
 from ..bytecode.reader import Instruction
@@ -95,12 +94,18 @@ def GET_LEN(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
 
 @executor("MATCH_SEQUENCE")
 def MATCH_SEQUENCE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack.append(isinstance(frame.stack[-1], collections.abc.Sequence) and not isinstance(frame.stack[-1], (str, bytes, bytearray)))
+    """Whether the subject's type is a sequence for ``match`` (CPython reads its Py_TPFLAGS_SEQUENCE, which a class
+    inherits from its base or gets by ``collections.abc.Sequence.register``; str, bytes and bytearray lack it)."""
+    frame.stack.append(bool(type(frame.stack[-1]).__flags__ & _TPFLAGS_SEQUENCE))
 
 
 @executor("MATCH_MAPPING")
 def MATCH_MAPPING(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack.append(isinstance(frame.stack[-1], collections.abc.Mapping))
+    """Whether the subject's type is a mapping for ``match`` (its Py_TPFLAGS_MAPPING, as MATCH_SEQUENCE's)."""
+    frame.stack.append(bool(type(frame.stack[-1]).__flags__ & _TPFLAGS_MAPPING))
+
+
+_TPFLAGS_SEQUENCE, _TPFLAGS_MAPPING = 1 << 5, 1 << 6  # CPython's Include/object.h
 
 
 @executor("DELETE_DEREF")
@@ -130,7 +135,9 @@ def JUMP_FORWARD(cont: Continuation, frame: LiveFrame, inst: Instruction) -> Non
 
 @executor("DICT_UPDATE")
 def DICT_UPDATE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack[-inst.arg - 1].update(frame.stack.pop())
+    # ({**m}: CPython's own DICT_UPDATE, which reads m's keys() and words a non-mapping as "... is not a mapping";
+    # dict.update would iterate a non-mapping as pairs)
+    frame.stack[-inst.arg - 1].update({**frame.stack.pop()})
 
 
 @executor("DICT_MERGE")

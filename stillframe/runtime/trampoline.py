@@ -8,8 +8,10 @@ replayed through them too (:mod:`stillframe.runtime.rebuild`).
 
 from __future__ import annotations
 
+import __future__
 import functools
 import linecache
+import operator
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -104,6 +106,11 @@ def _span(code: types.CodeType, line: int, positions: Any) -> tuple[int, int]:
     return col, end
 
 
+#: The ``co_flags`` bits that are ``__future__`` features (CPython's PyCF_MASK): what ``compile`` inherits.
+_FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, name).compiler_flag
+                                                for name in __future__.all_feature_names))
+
+
 def _make(code: types.CodeType, line: int, kind: str, col: int, width: int, module: str | None) -> Any:
     if kind == "call" and line >= 3:  # `name()` spans the columns; name is fn bound to its arguments
         name = "_" * max(width - 2, 3)
@@ -119,7 +126,8 @@ def _make(code: types.CodeType, line: int, kind: str, col: int, width: int, modu
     namespace: dict = {"___partial": functools.partial}
     if module is not None:
         namespace["__name__"] = module
-    exec(compile(text, code.co_filename, "exec"), namespace)
+    # the user's code's __future__ flags, not this module's: exec, eval and compile called by the step inherit them
+    exec(compile(text, code.co_filename, "exec", flags=code.co_flags & _FUTURE_FLAGS, dont_inherit=True), namespace)
     fn = namespace["___step"]
     fn.__code__ = fn.__code__.replace(co_name=code.co_name, co_qualname=code.co_qualname)
     return fn

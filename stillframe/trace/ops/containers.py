@@ -123,6 +123,8 @@ def DICT_MERGE(tx, inst):
 def DICT_UPDATE(tx, inst):
     update = tx.pop()
     target = tx.peek(inst.arg - 1)
+    if not isinstance(update, DictVariable):  # ({**obj}, case {**rest}: a mapping the trace keeps opaque, or not one)
+        tx.unsupported("unsupported_call", f"{{**x}} of a {python_type_of(tx, update).__name__}: it runs for real")
     entry = tx.dict_entry(target)
     for k, v in tx.dict_entry(update).items:
         entry = entry.set(k, v)

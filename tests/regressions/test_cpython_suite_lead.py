@@ -1,0 +1,143 @@
+"""Divergences found by running CPython's own tests compiled (``python -m stillframe.check.cpython_tests``), fixed by
+the lead in session 37: ``match`` statements and identity of empty tuples."""
+
+import collections
+import collections.abc
+
+import pytest
+import torch
+
+from stillframe.check.parity import assert_parity
+
+
+class _MapSeq(dict, collections.abc.Sequence):  # a mapping by its base (dict), a Sequence by registration order
+    pass
+
+
+class _SeqMap(collections.UserList, collections.abc.Mapping):  # a sequence by UserList, first in its bases
+    pass
+
+
+def _kind(subject, x):
+    y = x + 1  # a tensor op, so there is a graph; the match runs as a real step after it
+    match subject:
+        case [*_]:
+            kind = "seq"
+        case {**rest}:
+            kind = "map"
+        case _:
+            kind = "other"
+    match subject:
+        case {**rest}:
+            first = "map"
+        case [*_]:
+            first = "seq"
+        case _:
+            first = "other"
+    return kind, first, y
+
+
+@pytest.mark.parametrize("subject", [_MapSeq(), _SeqMap(), [1], {1: 2}, "ab"], ids=type)
+def test_match_reads_the_types_sequence_and_mapping_flags_as_cpython(subject):
+    # was: isinstance of the ABCs, so a dict subclass also registered as a Sequence matched `case [*_]` ('seq' for
+    # 'map'), a silent wrong branch (test_patma TestInheritance)
+    assert_parity(_kind, lambda: (subject, torch.randn(2)))
+
+
+class _Point:
+    __match_args__ = ["x", "y"]  # not a tuple: matching it positionally is a TypeError
+
+    def __init__(self):
+        self.x, self.y = 1, 2
+
+
+def _positional(p, x):
+    match p:
+        case _Point(a, b):
+            return a + b + x
+    return x
+
+
+def _duplicate_key(d, k, x):
+    match d:
+        case {k.a: v, k.b: w}:
+            return x + v + w
+    return x
+
+
+@pytest.mark.parametrize("fn, make_args", [
+    (_positional, lambda: (_Point(), torch.randn(2))),
+    (_duplicate_key, lambda: ({"a": 1, "b": 2}, type("K", (), {"a": "a", "b": "a"}), torch.randn(2))),
+], ids=["match_args_not_a_tuple", "duplicate_key"])
+def test_match_raises_cpythons_errors(fn, make_args):
+    # was: no TypeError for a list __match_args__, no ValueError for a key given twice (test_patma TestTypeErrors,
+    # TestValueErrors); the class and key patterns now run as a real `match` of the same shape
+    assert_parity(fn, make_args)
+
+
+def _empty_tuple(x):
+    t = ()
+    y = x + 1
+    match t:
+        case tuple(z):
+            pass
+    return z is t, () is t, y
+
+
+def test_empty_tuples_are_one_object():
+    # was False: two empty tuples known to the trace were told apart by their sources (test_patma test_patma_150)
+    assert_parity(_empty_tuple, lambda: (torch.randn(2),))
+
+
+class _Keys:
+    def keys(self):
+        return ["a", "b"]
+
+    def __getitem__(self, key):
+        return key * 2
+
+
+def _unpacked(m, x):
+    return {**m, "c": 1}, x + 1
+
+
+@pytest.mark.parametrize("m", [_MapSeq(a=1), _Keys(), 3], ids=["dict_subclass", "keys_and_getitem", "not_a_mapping"])
+def test_dict_display_unpacking_an_object_the_trace_keeps_opaque(m):
+    # was: an internal AttributeError ('PythonObjectVariable' object has no attribute 'oid') in the trace, so the
+    # frame ran instruction by instruction with a warning; `{**m}` of an object that is no DictVariable runs for real
+    assert_parity(_unpacked, lambda: (m, torch.randn(2)))
+
+
+_G = 3
+
+
+def _namespaces(x):
+    a = 2
+    r = eval("a + _G")  # the caller's locals and globals
+    exec("global _H; _H = a * 10")
+    ns = {}
+    exec("y: int = 1", ns)  # evaluated: this module has no `from __future__ import annotations`
+    return x + r, _H, ns["__annotations__"], eval("a", None, {"a": 5}), compile("z: int", "<s>", "exec").co_flags
+
+
+def test_eval_and_exec_see_the_callers_namespaces_and_future_flags():
+    # was: eval("a + _G") raised NameError (it read stillframe's namespaces), and exec'd annotations were strings
+    # (the code inherited the `from __future__ import annotations` of stillframe's own modules; test_grammar
+    # test_var_annot_simple_exec, test_opcodes test_use_existing_annotations)
+    assert_parity(_namespaces, lambda: (torch.randn(2),))
+
+
+_FUTURE_SOURCE = '''
+from __future__ import annotations
+def annotated(x):
+    ns = {}
+    exec("y: int = 1", ns)
+    return x + 1, ns["__annotations__"]
+'''
+
+
+def test_exec_inherits_the_users_future_flags():
+    ns = {"__name__": "future_module"}
+    exec(compile(_FUTURE_SOURCE, "<future_module>", "exec", dont_inherit=True), ns)
+    assert ns["annotated"](torch.ones(1))[1] == {"y": "int"}
+    assert_parity(ns["annotated"], lambda: (torch.randn(2),))

@@ -313,10 +313,21 @@ def _hasattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     obj, name = args[0], const_value(tx, args[1])
     if isinstance(obj, NNModuleVariable) and nn_modules.registries_written(tx, obj.module):
         return ConstantVariable(attempt(tx, AttributeError, lambda: getattr_var(tx, obj, name)) is not None)
-    if isinstance(obj, ObjectVariable) or isinstance(obj, PythonObjectVariable) and _looks_up_in_python(obj.value):
-        # hasattr is getattr that catches AttributeError (a live object's __getattr__ runs, as in eager)
+    if isinstance(obj, ObjectVariable) or isinstance(obj, PythonObjectVariable) and (
+            _looks_up_in_python(obj.value) or _getter_in_python(obj.value, name)):
+        # hasattr is getattr that catches AttributeError (a live object's __getattr__ or property runs, as in eager)
         return ConstantVariable(attempt(tx, AttributeError, lambda: getattr_var(tx, obj, name)) is not None)
     return ConstantVariable(has_attr(tx, obj, name))
+
+
+def _getter_in_python(value: Any, name: str) -> bool:
+    """Whether ``value.name`` is found on its class as a ``property`` or a descriptor whose ``__get__`` is written
+    in Python: reading it runs that code, which may raise AttributeError (then ``hasattr`` is False; test_descr
+    test_properties)."""
+    if isinstance(value, (type, types.ModuleType)):
+        return False
+    attr = _static_lookup_type(type(value), name)
+    return isinstance(attr, property) or isinstance(getattr(type(attr), "__get__", None), types.FunctionType)
 
 
 def _looks_up_in_python(value: Any) -> bool:

@@ -178,6 +178,7 @@ def _store_outside_attr(tx: Any, obj: VariableTracker, name: str, value: Variabl
         if isinstance(real, type) or not hasattr(real, "__dict__"):
             if not isinstance(real, type):
                 tx.unsupported("side_effect", f"assigning .{name} of a {type(real).__name__}")
+        _refuse_c_attribute(tx, real, name, "assigning")
         key = ("attr", id(real), name)
         deleted = tx.state.side_effects.get(key)
         if deleted is not None and deleted[1][1] is DELETED:
@@ -192,6 +193,16 @@ def _store_outside_attr(tx: Any, obj: VariableTracker, name: str, value: Variabl
         call_tensor_op(tx, "call_method", "requires_grad_", (obj, value), {})
         return
     tx.unsupported("side_effect", f"assigning .{name} of a {obj.python_type().__name__} value")
+
+
+def _refuse_c_attribute(tx: Any, real: Any, name: str, doing: str) -> None:
+    """Unsupported (the write or delete runs for real) when ``name`` is a C getset descriptor of ``real``'s type:
+    ``C.__bases__``, ``C.__qualname__``, ``obj.__dict__``, ``fn.__code__``. Its setter is C code that checks
+    the value and may raise (``del C.__bases__``, ``obj.__dict__ = None``: TypeError), so it cannot be deferred
+    to a replay after the graph, where the user's ``except`` would not see the error (test_descr
+    test_mutable_bases, test_qualname, test_set_dict)."""
+    if isinstance(_static_lookup_type(type(real), name), types.GetSetDescriptorType):
+        tx.unsupported("side_effect", f"{doing} .{name} of a {type(real).__name__} runs C code that checks it")
 
 
 def data_descriptor(cls: type, name: str) -> Any:
@@ -279,6 +290,7 @@ def delete_attr(tx: Any, obj: VariableTracker, name: str) -> None:
             tx.unsupported("side_effect", f"{type(real).__name__} defines __delattr__")
         if _descriptor_delete(tx, data_descriptor(type(real), name), obj, name):
             return
+        _refuse_c_attribute(tx, real, name, "deleting")
         pending = pending_attr(tx, obj, name)  # (raises AttributeError where the trace deleted it already)
         if pending is None and isinstance(obj, PythonObjectVariable) and _own_dict(real) is not None:
             present = name in _own_dict(real)  # a class attribute of that name is not deleted: AttributeError

@@ -141,3 +141,60 @@ def test_exec_inherits_the_users_future_flags():
     exec(compile(_FUTURE_SOURCE, "<future_module>", "exec", dont_inherit=True), ns)
     assert ns["annotated"](torch.ones(1))[1] == {"y": "int"}
     assert_parity(ns["annotated"], lambda: (torch.randn(2),))
+
+
+class _Prop:
+    @property
+    def x(self):
+        return self.__x  # AttributeError until set
+
+    @x.setter
+    def x(self, value):
+        self.__x = value
+
+
+def _has_property(a, x):
+    before = hasattr(a, "x")
+    a.x = 1
+    return x + 1, before, hasattr(a, "x"), getattr(a, "x", None)
+
+
+def test_hasattr_runs_a_property_of_an_outside_object():
+    # was True: hasattr looked the name up on the class statically and never ran the getter, which raises
+    # AttributeError (test_descr test_properties, test_properties_plus, test_metaclass)
+    assert_parity(_has_property, lambda: (_Prop(), torch.randn(2)))
+
+
+class _Base:
+    pass
+
+
+class _Derived(_Base):
+    pass
+
+
+class _Plain:
+    pass
+
+
+def _c_attributes(x, obj):
+    caught = []
+    try:
+        del _Derived.__bases__
+    except TypeError as e:
+        caught.append(str(e))
+    try:
+        obj.__dict__ = None
+    except TypeError as e:
+        caught.append(str(e))
+    try:
+        _Derived.__qualname__ = 3
+    except TypeError as e:
+        caught.append(str(e))
+    return x + 1, caught, _Derived.__bases__, _Derived.__qualname__
+
+
+def test_a_c_attribute_that_refuses_its_value_raises_where_the_user_catches_it():
+    # was: the write was deferred to a replay after the graph, whose TypeError reached the user outside their
+    # `try` (an internal error: test_descr test_mutable_bases, test_qualname, test_set_dict)
+    assert_parity(_c_attributes, lambda: (torch.randn(2), _Plain()))

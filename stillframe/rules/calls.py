@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import builtins
 import copy
+import dataclasses
 import functools
 import inspect
 import logging
@@ -90,6 +91,7 @@ from .context import exit_autocast, profiler_off, record_function_manager, set_g
 from .deques import make_deque
 from .disable import compiled_original, is_disabled
 from .higher_order import higher_order_rule
+from .optimizers import TRACED_METHODS
 from . import exceptions, live_dicts, nn_modules, numpy_interop
 from .protocol import Protocol
 from .generators import drain
@@ -197,6 +199,11 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
         return call(tx, wrap(tx, original, AttrSource(source, attr) if source else None), args, kwargs)
     if target is torch.optim.Optimizer._optimizer_step_code and profiler_off(tx):
         return tx.push(ConstantVariable(None))  # empty: only an active profiler's Python tracer hooks it
+    traced = TRACED_METHODS.get(hashable_key(target)) if isinstance(fn, (UserFunctionVariable,
+                                                                        UserMethodVariable)) else None
+    if traced is not None:  # opt.zero_grad(): its body, not torch's _disable_dynamo wrapper (rules/optimizers.py)
+        source = AttrSource(fn.source, "__wrapped__") if fn.source is not None else None
+        return CALL(tx, dataclasses.replace(fn, fn=traced, source=source), args, kwargs)
     module = getattr(target, "__module__", None) or ""
     stateful = runs_for_real(target) if target is not None else None
     if stateful is not None:

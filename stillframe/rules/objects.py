@@ -2,7 +2,8 @@
 
 Mutations of objects that outlive the call are *recorded*, never performed at
 trace time (DESIGN invariant 3): ``state.side_effects`` maps a target
-(``("attr", id(obj), name)``, ``("attr_del", id(obj), name)`` for a del before a write,
+(``("attr", id(obj), name)``, also a traced tensor's ``.grad`` (``rules/tensor_attrs.py``),
+``("attr_del", id(obj), name)`` for a del before a write,
 ``("list", oid)``, ``("dict", oid)``,
 ``("global", module, name)``) to ``(order, payload)``. Reads inside the trace
 see the recorded value; after the graph runs, the plan replays them on the real
@@ -46,8 +47,7 @@ from ..variables.base import (
     same_key,
 )
 from ..variables.builder import is_constant, wrap
-from ..tensors.ops import call_tensor_op
-from . import calls, exceptions, known
+from . import calls, exceptions, known, tensor_attrs
 from .deques import deque_method
 from . import operators
 from .operators import identical
@@ -189,8 +189,8 @@ def _store_outside_attr(tx: Any, obj: VariableTracker, name: str, value: Variabl
         record_side_effect(tx, key, (obj, value))
         tx.keepalive.append(real)
         return
-    if isinstance(obj, TensorVariable) and name == "requires_grad":
-        call_tensor_op(tx, "call_method", "requires_grad_", (obj, value), {})
+    if isinstance(obj, TensorVariable):
+        tensor_attrs.store_tensor_attr(tx, obj, name, value)
         return
     tx.unsupported("side_effect", f"assigning .{name} of a {obj.python_type().__name__} value")
 

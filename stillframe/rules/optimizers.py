@@ -178,6 +178,12 @@ def _rules() -> dict[type, OptimizerRule]:
 #: The captured optimizer classes, by exact type (a subclass may override anything: it runs for real).
 OPTIMIZER_RULES: dict[type, OptimizerRule] = _rules()
 
+#: torch.optim methods traced through (``tensors/effects.py``, ``TRACED_IN_RUNS_FOR_REAL``), by the function the
+#: class holds -> the function traced in its place. ``Optimizer.zero_grad`` is wrapped in ``torch._disable_dynamo``,
+#: whose wrapper calls ``torch._dynamo.disable(fn)`` (a disabled call: a graph break); its body is plain Python over
+#: ``param_groups`` and each parameter's ``.grad``, which torch.compile traces too.
+TRACED_METHODS: dict = {torch.optim.Optimizer.zero_grad: inspect.unwrap(torch.optim.Optimizer.zero_grad)}
+
 
 def collect(opt: Any, group: dict, rule: OptimizerRule) -> tuple:
     """The tensor lists of one group, filled by torch.optim's ``_init_group`` (run for real: it creates the

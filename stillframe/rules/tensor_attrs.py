@@ -1,5 +1,6 @@
 """Attributes of traced tensors: metadata answered from the entry snapshot, view properties as graph ops, ``.grad``
-and ``.data`` of inputs read live, attributes a user set on an input tensor."""
+and ``.data`` of inputs read live, attributes a user set on an input tensor; writes of ``.requires_grad`` and
+``.grad``."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ..variables.base import (ConstantVariable, PythonObjectVariable, TensorMeth
 from ..variables.builder import is_constant, wrap
 from ..tensors.ops import call_tensor_op
 from ..tensors.symbolic import shape_of
-from .objects import MISSING
+from . import objects
 
 #: Tensor properties that are views of the tensor (graph ops, not metadata).
 TENSOR_VIEW_PROPERTIES = {"T", "mT", "H", "mH", "real", "imag"}
@@ -56,10 +57,10 @@ def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
     if name == "_version":  # the live counter (writes before the call, a fake's own setup writes): read for real
         tx.unsupported("unsupported_attribute", "reading ._version of a tensor inside a compiled function",
                        ("the read runs for real",))
-    attr = getattr(torch.Tensor, name, MISSING)
-    if attr is MISSING:
+    attr = getattr(torch.Tensor, name, objects.MISSING)
+    if attr is objects.MISSING:
         own = tensor_instance_attr(tx, var, name)
-        if own is not MISSING:
+        if own is not objects.MISSING:
             return wrap(tx, own, GetItemSource(AttrSource(tx.tensor(var).source, "__dict__"), name))
         tx.user_error(AttributeError(f"'Tensor' object has no attribute '{name}'"))
     if callable(attr) and not isinstance(attr, property):
@@ -82,11 +83,15 @@ def _live_tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracke
     trace nothing else can change them: a backward, an optimizer step or a ``.grad =`` breaks the graph, and the
     segment after the break reads them again. ``.data`` of a tensor already written in the trace would give
     the storage's old values to the graph, so that breaks; so does either attribute of a tensor made in the trace
-    (its ``.grad`` could only come from a backward, which breaks)."""
+    (its ``.grad`` could only come from a backward, which breaks). A ``.grad`` the trace wrote
+    (:func:`store_tensor_attr`) reads as written."""
     entry = tx.tensor(var)
     live = tx.input_values.get(var.tid)
     if entry.source is None or live is None:
         tx.unsupported("unsupported_attribute", f"reading .{name} of a tensor made inside the compiled function")
+    written = tx.state.side_effects.get(grad_write_key(live)) if name == "grad" else None
+    if written is not None:  # an earlier traced t.grad = None, not yet on the live tensor
+        return written[1][1]
     if name == "data" and entry.meta.version != 0:
         tx.unsupported("unsupported_attribute", "reading .data of a tensor written earlier in the trace")
     return wrap(tx, getattr(live, name), AttrSource(entry.source, name))
@@ -98,7 +103,56 @@ def tensor_instance_attr(tx: Any, var: TensorVariable, name: str) -> Any:
     entry = tx.tensor(var)
     live = tx.input_values.get(var.tid)
     if entry.source is None or live is None:
-        return MISSING
-    value = live.__dict__.get(name, MISSING)
-    tx.add_guard(Guard(AttrSource(entry.source, "__dict__"), "HAS_KEY", (name, value is not MISSING)))
+        return objects.MISSING
+    value = live.__dict__.get(name, objects.MISSING)
+    tx.add_guard(Guard(AttrSource(entry.source, "__dict__"), "HAS_KEY", (name, value is not objects.MISSING)))
     return value
+
+
+def store_tensor_attr(tx: Any, var: TensorVariable, name: str, value: VariableTracker) -> None:
+    """``t.name = value`` on a traced tensor: ``requires_grad`` (``t.requires_grad_(value)``, with its errors) and
+    ``grad`` (:func:`_store_grad`); any other write breaks the graph and runs for real.
+
+    Raises:
+        Unsupported: any other attribute, and the ``.grad`` writes :func:`_store_grad` does not model.
+    """
+    if name == "requires_grad":
+        call_tensor_op(tx, "call_method", "requires_grad_", (var, value), {})
+        return
+    if name == "grad":
+        _store_grad(tx, var, value)
+        return
+    tx.unsupported("side_effect", f"assigning .{name} of a {var.python_type().__name__} value")
+
+
+def grad_write_key(live: torch.Tensor) -> tuple:
+    """The side-effect key of a traced write of ``live.grad``: an attribute write (``rules/objects.py``), replayed
+    after the graph as ``setattr(t, 'grad', value)``."""
+    return ("attr", id(live), "grad")
+
+
+def _store_grad(tx: Any, var: TensorVariable, value: VariableTracker) -> None:
+    """``t.grad = None`` on a tensor that entered the trace from outside (a parameter, a graph input): a side effect
+    replayed on the live tensor after the graph (``Optimizer.zero_grad()``, ``Module.zero_grad()``, a user's
+    ``p.grad = None``), which later reads of ``t.grad`` in the trace see (:func:`_live_tensor_attr`). Eager's
+    ``THPVariable_set_grad`` (``torch/csrc/autograd/python_variable.cpp``) resets the grad, on any tensor, and
+    touches nothing else: no version counter, no autograd metadata.
+
+    Raises:
+        Unsupported: a tensor made in the trace or not a leaf; a tensor value (eager checks it against the
+            tensor's ``grad_dtype``, size and device, and against the tensor itself: the write runs for real, with
+            eager's own ``TypeError`` or ``RuntimeError``), or any other value (``TypeError`` there).
+    """
+    entry = tx.tensor(var)
+    live = tx.input_values.get(var.tid)
+    if entry.source is None or live is None:
+        tx.unsupported("side_effect", "assigning .grad of a tensor made inside the compiled function",
+                       ("the assignment runs for real",))
+    if not entry.meta.is_leaf:  # (eager warns at every later read of a non-leaf's .grad, which this would answer)
+        tx.unsupported("side_effect", "assigning .grad of a tensor that is not a leaf",
+                       ("the assignment runs for real",))
+    if not (isinstance(value, ConstantVariable) and value.value is None):
+        tx.unsupported("side_effect", f"assigning a {value.python_type().__name__} to .grad (only None is traced)",
+                       ("the assignment runs for real",))
+    objects.record_side_effect(tx, grad_write_key(live), (var, value))
+    tx.keepalive.append(live)

@@ -271,12 +271,21 @@ def never_traced(target: Any) -> str | None:
 # (``state[p]``, ``param_groups``, step counts, lazily created on the first step). No call into them is run
 # on fake tensors as one op (that runs the step's Python for real at trace time: ``Adam.step`` on fakes
 # writes a fake ``state["step"]`` into the real optimizer) or traced through (its reads of ``.grad`` and
-# its state break the graph at every parameter): ``opt.step()``, ``opt.zero_grad()``, ``sched.step()``
-# break the graph and run for real, whole. ``opt.step`` of SGD, Adam and AdamW is captured by its own rule
-# instead (``rules/optimizers.py``): compiled directly, and as the real step a compiled training step takes.
+# its state break the graph at every parameter): ``opt.step()``, ``sched.step()`` break the graph and run for
+# real, whole (``opt.zero_grad()`` is traced: TRACED_IN_RUNS_FOR_REAL). ``opt.step`` of SGD, Adam and AdamW is
+# captured by its own rule instead (``rules/optimizers.py``): compiled directly, and as the real step a compiled
+# training step takes.
 # ``torch.utils.hooks``: a hook's ``RemovableHandle.remove()`` deletes it from the hooks dict through a weakref,
 # keyed by a handle id that grows on every registration (traced through, each call's new id made a new plan).
 RUNS_FOR_REAL_PACKAGES = ("torch.optim", "torch.utils.hooks")
+
+# The calls into RUNS_FOR_REAL_PACKAGES traced all the same, as torch.compile traces them: ``Optimizer.zero_grad``
+# keeps no state of its own; it reads each parameter's ``.grad`` and sets it to None or zeroes it, which the trace
+# models (a ``.grad`` write is a side effect replayed after the graph: ``rules/tensor_attrs.py``). Both the function
+# the class holds (torch's ``_disable_dynamo`` wrapper, whose body ``rules/optimizers.py`` traces in its place) and
+# that body.
+TRACED_IN_RUNS_FOR_REAL = frozenset(
+    f for fn in (torch.optim.Optimizer.zero_grad,) for f in (fn, getattr(fn, "__wrapped__", fn)))
 
 # Functions that register process-wide module hooks (``nn.modules.module``'s global dicts, which every module call
 # reads): traced through, the registration was a pending write the trace's module calls did not see.
@@ -363,7 +372,7 @@ def runs_for_real(target: Any) -> str | None:
     if hashable_key(target) in MODULE_CONVERSIONS:
         return f"Module.{target.__name__} converts the module's parameters and buffers in place: it runs for real"
     module = getattr(target, "__module__", None)
-    if not isinstance(module, str):
+    if not isinstance(module, str) or hashable_key(target) in TRACED_IN_RUNS_FOR_REAL:
         return None
     for package in RUNS_FOR_REAL_PACKAGES:
         if module == package or module.startswith(package + "."):

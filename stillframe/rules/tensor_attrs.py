@@ -139,15 +139,18 @@ def _store_grad(tx: Any, var: TensorVariable, value: VariableTracker) -> None:
     touches nothing else: no version counter, no autograd metadata.
 
     Raises:
-        Unsupported: a tensor made in the trace or not a leaf; a tensor value (eager checks it against the
-            tensor's ``grad_dtype``, size and device, and against the tensor itself: the write runs for real, with
-            eager's own ``TypeError`` or ``RuntimeError``), or any other value (``TypeError`` there).
+        Unsupported: a tensor made in the trace, not a leaf, or of a subclass other than ``Parameter`` (its
+            ``__torch_function__`` sees the write); a tensor value (eager checks it against the tensor's
+            ``grad_dtype``, size and device, and against the tensor itself: the write runs for real, with eager's
+            own ``TypeError`` or ``RuntimeError``), or any other value (``TypeError`` there).
     """
     entry = tx.tensor(var)
     live = tx.input_values.get(var.tid)
     if entry.source is None or live is None:
         tx.unsupported("side_effect", "assigning .grad of a tensor made inside the compiled function",
                        ("the assignment runs for real",))
+    if type(live) not in (torch.Tensor, torch.nn.Parameter):
+        tx.unsupported("side_effect", f"assigning .grad of a {type(live).__name__}", ("the assignment runs for real",))
     if not entry.meta.is_leaf:  # (eager warns at every later read of a non-leaf's .grad, which this would answer)
         tx.unsupported("side_effect", "assigning .grad of a tensor that is not a leaf",
                        ("the assignment runs for real",))

@@ -80,7 +80,7 @@ def _live_tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracke
     """``.grad`` / ``.data`` of a tensor that entered the trace from outside, untouched so far: the live attribute,
     read through its own source and guarded like any input (``.grad`` is ``None`` or a tensor of this shape;
     ``.data`` shares the storage, does not require grad and has its own version counter, as eager's). Within one
-    trace nothing else can change them: a backward, an optimizer step or a ``.grad =`` breaks the graph, and the
+    trace nothing else can change them: a backward, an optimizer step or a ``.grad = t`` breaks the graph, and the
     segment after the break reads them again. ``.data`` of a tensor already written in the trace would give
     the storage's old values to the graph, so that breaks; so does either attribute of a tensor made in the trace
     (its ``.grad`` could only come from a backward, which breaks). A ``.grad`` the trace wrote

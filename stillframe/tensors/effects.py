@@ -26,6 +26,7 @@ there as data-dependent, before any fake runs.
 
 from __future__ import annotations
 
+import inspect
 import operator
 from typing import Any, Callable
 
@@ -281,11 +282,10 @@ RUNS_FOR_REAL_PACKAGES = ("torch.optim", "torch.utils.hooks")
 
 # The calls into RUNS_FOR_REAL_PACKAGES traced all the same, as torch.compile traces them: ``Optimizer.zero_grad``
 # keeps no state of its own; it reads each parameter's ``.grad`` and sets it to None or zeroes it, which the trace
-# models (a ``.grad`` write is a side effect replayed after the graph: ``rules/tensor_attrs.py``). Both the function
-# the class holds (torch's ``_disable_dynamo`` wrapper, whose body ``rules/optimizers.py`` traces in its place) and
-# that body.
-TRACED_IN_RUNS_FOR_REAL = frozenset(
-    f for fn in (torch.optim.Optimizer.zero_grad,) for f in (fn, getattr(fn, "__wrapped__", fn)))
+# models (a ``.grad`` write is a side effect replayed after the graph: ``rules/tensor_attrs.py``). Its body: the
+# function the class holds is torch's ``_disable_dynamo`` wrapper, which ``rules/optimizers.py`` (TRACED_METHODS)
+# replaces by the body where the trace calls it, and which otherwise runs for real.
+TRACED_IN_RUNS_FOR_REAL = frozenset({inspect.unwrap(torch.optim.Optimizer.zero_grad)})
 
 # Functions that register process-wide module hooks (``nn.modules.module``'s global dicts, which every module call
 # reads): traced through, the registration was a pending write the trace's module calls did not see.

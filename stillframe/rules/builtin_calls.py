@@ -674,7 +674,10 @@ def construct(tx: Tracer, cls: type, args: list, kwargs: dict) -> VariableTracke
         tx.unsupported("unsupported_call", f"constructing {cls.__qualname__}: its __init__ is not Python")
     depth = len(tx.state.frames)
     frames.inline_call(tx, init, None, [obj, *args], kwargs)
-    tx.run_until_return(depth)
+    returned = tx.run_until_return(depth)
+    if not (isinstance(returned, ConstantVariable) and returned.value is None):  # CPython's type_call check
+        tx.user_error(TypeError(f"__init__() should return None, not "
+                                f"'{type_checks.python_type_of(tx, returned).__name__}'"))
     return obj
 
 

@@ -198,3 +198,23 @@ def test_a_c_attribute_that_refuses_its_value_raises_where_the_user_catches_it()
     # was: the write was deferred to a replay after the graph, whose TypeError reached the user outside their
     # `try` (an internal error: test_descr test_mutable_bases, test_qualname, test_set_dict)
     assert_parity(_c_attributes, lambda: (torch.randn(2), _Plain()))
+
+
+class _InitReturns:
+    def __init__(self, value):
+        self.value = value
+        return value
+
+
+def _construct(x, value):
+    try:
+        made = _InitReturns(value)
+    except TypeError as e:
+        return x + 1, str(e)
+    return x + 2, made.value
+
+
+@pytest.mark.parametrize("value", [None, 10])
+def test_init_returning_a_value_is_a_type_error(value):
+    # was: the value was ignored and the object made (test_descr test_init)
+    assert_parity(_construct, lambda: (torch.randn(2), value))

@@ -42,7 +42,7 @@ from .shapes import (  # noqa: F401,E402
 from .views import (  # noqa: F401,E402
     CreationMeta, autograd_flags, geometry, grad_fn_made_on_read, is_aot_graph_output, is_leaf, is_stale_view,
     made_without_grad_fn, no_grad_view_before_write, rebase_on_own_node, recorded_as, restore_geometry,
-    restore_storages, stale_view, storage_key, storage_snapshot, view_creation, view_made_as)
+    restore_storages, shares_memory, stale_view, storage_key, storage_snapshot, view_creation, view_made_as)
 from .optim import (  # noqa: F401,E402
     default_foreach, guard_function, guarded_symbols, optimizer_fake_mode, optimizer_hooks, optimizer_init_group,
     public_calls, symbol_name, trace_aten)

@@ -176,6 +176,12 @@ def storage_key(t: Any) -> tuple | None:
     return (t.device, ptr) if ptr else None
 
 
+def shares_memory(a: Any, b: Any) -> bool:
+    """Whether tensors ``a`` and ``b`` (live or fake) share one storage: a view, a ``detach()``, or the tensor
+    itself; ``False`` where either is no tensor."""
+    return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and torch._C._is_alias_of(a, b)
+
+
 def storage_snapshot(tensors: list, limit: int) -> list | None:
     """A copy of the storage of each of ``tensors`` (dense, strided; one copy per storage) and their version
     counters, for :func:`restore_storages`. The copy is made at the storage level: no version counter moves, an

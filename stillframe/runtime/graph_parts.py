@@ -32,7 +32,7 @@ import torch.fx
 
 from .. import compat
 from ..rules.speculation import draws_random_numbers
-from .input_grads import may_write
+from .input_grads import may_write, written_operands
 
 _GLOBAL_STATE = (compat.set_grad_enabled, torch.amp.autocast_mode._enter_autocast,
                  torch.amp.autocast_mode._exit_autocast)
@@ -94,9 +94,10 @@ def independent_parts(gm: torch.fx.GraphModule) -> list[Part] | None:
         groups.setdefault(find(node), []).append(node)
     differentiable = []  # roots of the parts with a differentiable output or write, in graph order
     for out in (*output.args[0], *writers):  # (a written input's new value comes out of the part's node)
-        if isinstance(out, torch.fx.Node) and out.op != "placeholder" and \
-                getattr(out.meta.get("val"), "requires_grad", False) and find(out) not in differentiable:
-            differentiable.append(find(out))
+        if isinstance(out, torch.fx.Node) and out.op != "placeholder" and find(out) not in differentiable and \
+                (_requires_grad(out) or out in writers and any(map(_requires_grad, out.all_input_nodes))):
+            differentiable.append(find(out))  # (a write requires grad where what it reads does: ``setitem``'s
+            # node has no value)
     if len(differentiable) < 2:
         return None
     differentiable.sort(key=lambda root: nodes.index(groups[root][0]))
@@ -196,7 +197,12 @@ def saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset) -> Prefix | 
     symbolic sizes and ints (``x * (0 - k)``'s ``0 - k``) saves nothing, and counts as such an op where it is made
     from the graph's inputs only (no unbacked symbol: no ``.item()``); one the rest reads too is computed again
     there, from the same inputs, rather than handed on. The part takes every symbolic size, as each part does, and
-    so does the rest."""
+    so does the rest.
+
+    An op may read a graph input that an op after it writes (``t6 = t2.t() * 1.0`` before ``t2[1:] = t1``): run
+    before the rest, it reads what it reads in the graph. Cut apart so, a backward through ``t6`` no longer passes
+    through a node with an edge to ``t1``, whose history eager never reaches there and that may raise (the engine
+    runs the node behind every edge, even one given no gradient: fuzz 63:545, 65:17)."""
     nodes = list(gm.graph.nodes)
     output = nodes[-1]
     if output.op != "output" or not isinstance(output.args[0], (tuple, list)):
@@ -205,15 +211,34 @@ def saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset) -> Prefix | 
     if any(node.op not in ("call_function", "call_method") or node.target in _GLOBAL_STATE or
            isinstance(node.target, compat.HigherOrderOperator) for node in body):
         return None
+    prefix = _saving_free_prefix(gm, saving, body, output, before_writes=True)
+    return prefix if prefix is not None else _saving_free_prefix(gm, saving, body, output, before_writes=False)
+
+
+def _saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset, body: list, output: torch.fx.Node,
+                        before_writes: bool) -> Prefix | None:
+    """:func:`saving_free_prefix`, where ``before_writes`` lets an op read a graph input that an op after it
+    writes; ``None`` also where such an op's result, returned or handed on, shares memory with that input."""
+    nodes = list(gm.graph.nodes)
     writers = [node for node in body if node.meta.get("writes") or may_write(node)]
-    written: set = set()  # what a write may reach: the writers' operands and all they are made from (a view's base)
-    stack = [arg for node in writers for arg in node.all_input_nodes]
-    while stack:
-        node = stack.pop()
-        if node not in written:
-            written.add(node)
-            stack.extend(node.all_input_nodes)
-    free: set = set()  # made from unwritten inputs by ops that save nothing, and never written
+    order = {node: i for i, node in enumerate(nodes)}
+    first_write: dict = {}  # what a write may reach (what it writes and all that is made from: a view's base) ->
+    for writer in writers:  # the position of the first op that may write it
+        stack = list(written_operands(writer))
+        while stack:
+            node = stack.pop()
+            if node not in first_write:
+                first_write[node] = order[writer]
+                stack.extend(node.all_input_nodes)
+    written = set(first_write)
+    free: set = set()  # made by ops that save nothing from inputs no op writes before them, and never written
+    taint: dict = {}  # a free node -> the written graph inputs it is made from (read before their first write)
+
+    def readable(node: torch.fx.Node, arg: torch.fx.Node) -> bool:
+        if arg.op == "placeholder":
+            return arg not in written or before_writes and order[node] < first_write[arg]
+        return arg in free and all(order[node] < first_write[p] for p in taint[arg])
+
     for node in body:
         if node in writers or node in written or draws_random_numbers(node):
             continue
@@ -221,11 +246,14 @@ def saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset) -> Prefix | 
             if all(arg.op == "placeholder" and arg not in written or arg in free and _is_symbolic_scalar(arg)
                    for arg in node.all_input_nodes):
                 free.add(node)
+                taint[node] = frozenset()
             continue
         if node.meta.get("location", saving) in saving or not isinstance(node.meta.get("val"), torch.Tensor):
             continue
-        if all(arg in free or arg.op == "placeholder" and arg not in written for arg in node.all_input_nodes):
+        if all(readable(node, arg) for arg in node.all_input_nodes):
             free.add(node)
+            taint[node] = frozenset().union(*(taint[arg] if arg in free else {arg} & written
+                                              for arg in node.all_input_nodes))
     needed: set = set()
     stack = [out for out in output.args[0] if isinstance(out, torch.fx.Node) and out in free and
              getattr(out.meta.get("val"), "requires_grad", False)]
@@ -252,6 +280,9 @@ def saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset) -> Prefix | 
     handed = [node for node in group if node not in again and
               any(user not in needed and user.op != "output" for user in node.users)]
     returned = [out for out in output.args[0] if out in needed and out not in handed]
+    if any(compat.shares_memory(node.meta.get("val"), p.meta.get("val")) for node in handed + returned
+           for p in taint[node]):  # (a view of an input the rest writes: it would come out of the rest as such)
+        return None
     carried = handed + list(dict.fromkeys(returned))
     part = _part(gm, group, placeholders, tuple(carried))
     where: list = []
@@ -281,6 +312,11 @@ def saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset) -> Prefix | 
         env[node] = graph.node_copy(node, env.__getitem__)
     graph.output(tuple(env[out] if isinstance(out, torch.fx.Node) else out for out in rest_outputs))
     return Prefix(part, torch.fx.GraphModule(gm, graph), tuple(where), len(handed), tuple(taken))
+
+
+def _requires_grad(node: torch.fx.Node) -> bool:
+    """Whether ``node``'s value (``node.meta["val"]``) is a tensor that requires grad."""
+    return bool(getattr(node.meta.get("val"), "requires_grad", False))
 
 
 def _is_symbolic_scalar(node: torch.fx.Node) -> bool:

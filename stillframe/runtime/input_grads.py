@@ -41,6 +41,22 @@ def may_write(node: torch.fx.Node) -> bool:
     return name.endswith("_") and not name.startswith("_") or name in ("__setitem__", "batch_norm", "instance_norm")
 
 
+def written_operands(node: torch.fx.Node) -> list:
+    """The operands writer ``node`` may write in place: its ``out=`` tensors, or the tensor an in-place method,
+    operator or ``inplace=True`` function writes (its first argument); every operand where the name does not say
+    (``batch_norm``'s running statistics, a write only the trace recorded)."""
+    out = node.kwargs.get("out")
+    if out is not None:
+        return [arg for arg in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(arg, torch.fx.Node)]
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    first = node.args[0] if node.args else None
+    if isinstance(first, torch.fx.Node) and (node.target in _INPLACE_OPERATORS or node.kwargs.get("inplace") is True
+                                             or name.endswith("_") and not name.startswith("_")
+                                             or name == "__setitem__"):
+        return [first]
+    return list(node.all_input_nodes)
+
+
 def _subgraph_may_write(sub: Any) -> bool:
     """Whether subgraph ``sub`` (a ``GraphModule``, else it may) or one it calls looks like it writes a tensor in
     place: its op's call would then write what its data flow does not show."""

@@ -1,0 +1,51 @@
+"""Backwards that eager runs and stillframe made raise on ``aot_eager`` (issue 11), found by the differential fuzzer
+(``python -m stillframe.check.fuzz --backend aot_eager``) and minimized by hand.
+
+AOTAutograd runs a graph as one autograd node with an edge to every input that requires grad, and the engine
+calls the node behind each edge even where the node passes it no gradient; so a backward through one output of
+the graph ran a node that eager never reaches (one whose saved tensor was written since, or was freed by an
+earlier backward) and raised. Each test is a parity test against eager (:func:`assert_parity`) on ``aot_eager``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from stillframe.check.parity import assert_parity
+
+
+def _x_and_w():
+    return torch.randn(3, 3, requires_grad=True), torch.randn(3, requires_grad=True)
+
+
+def test_backward_through_a_value_read_before_a_write_skips_a_broken_input_history():
+    # fuzz 63:545: t1's history is broken (sigmoid saved t1, then t1 was written); after the break the graph
+    # reads t2 (into t6), then writes t1 into t2; a backward through t6 reached t1's SigmoidBackward through
+    # the graph's one node and raised "modified by an inplace operation", where eager never reaches t1
+    def f(x, w):
+        t1 = torch.sigmoid(w)
+        t2 = x * 2
+        t1[0] += 1
+        vars()
+        t1.sigmoid_()
+        t6 = t2.t() * 1.0
+        t2[1:] = t1
+        (t6 * t6).sum().backward()
+        return t2
+
+    assert_parity(f, _x_and_w, backend="aot_eager")
+
+
+def test_backward_through_an_input_only_read_by_a_write_skips_the_written_input():
+    # fuzz 65:17: the graph writes y's rows into t11 (whose SigmoidBackward saved t11) and returns y.sum();
+    # y.sum().backward() reached t11's node through the graph's one node and raised; eager's SumBackward leads
+    # to y only
+    def f(x, y):
+        t11 = torch.sigmoid(y)
+        t11[1:] = y[1:]
+        loss = y.sum()
+        loss.backward()
+        return t11
+
+    assert_parity(f, _x_and_w, backend="aot_eager")
+

@@ -358,7 +358,8 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         one_node = compat.makes_one_autograd_node(backend)
         # on a backend making one autograd node of a graph: the differentiable outputs made by ops that save nothing
         # run as eager ops (a backward may pass them twice), and a node per part that shares no op with the others
-        prefix = saving_free_prefix(gm, frozenset(at for _, at in tracer.saved_for_backward)) \
+        prefix = saving_free_prefix(gm, frozenset(at for _, at in tracer.saved_for_backward),
+                                    torch.is_grad_enabled() if call_mode is None else call_mode) \
             if one_node and tracer.functional_backend else None
         rest, rest_examples, rest_live = gm if prefix is None else prefix.rest, examples, values
         parts = independent_parts(rest) if one_node and rest is not None else None

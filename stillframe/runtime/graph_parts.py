@@ -31,6 +31,7 @@ import torch
 import torch.fx
 
 from .. import compat
+from ..graph import passes
 from ..rules.speculation import draws_random_numbers
 from .input_grads import may_write, written_operands
 
@@ -179,7 +180,7 @@ class Prefix:
         return [combined[i] for i in self.rest_inputs]
 
 
-def saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset) -> Prefix | None:
+def saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset, grad_enabled: bool) -> Prefix | None:
     """The differentiable outputs of ``gm`` made from its inputs by ops that save nothing for backward in eager
     (none of their instructions, ``node.meta["location"]``, is in ``saving``), with those ops, cut out of the
     graph: ``None`` where there are none.
@@ -202,7 +203,9 @@ def saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset) -> Prefix | 
     An op may read a graph input that an op after it writes (``t6 = t2.t() * 1.0`` before ``t2[1:] = t1``): run
     before the rest, it reads what it reads in the graph. Cut apart so, a backward through ``t6`` no longer passes
     through a node with an edge to ``t1``, whose history eager never reaches there and that may raise (the engine
-    runs the node behind every edge, even one given no gradient: fuzz 63:545, 65:17)."""
+    runs the node behind every edge, even one given no gradient: fuzz 63:545, 65:17). A graph whose ops all save
+    nothing and that writes with history in grad mode (``grad_enabled``: the mode it is called in) runs whole as
+    eager ops (:func:`_all_saving_free`)."""
     nodes = list(gm.graph.nodes)
     output = nodes[-1]
     if output.op != "output" or not isinstance(output.args[0], (tuple, list)):
@@ -211,8 +214,43 @@ def saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset) -> Prefix | 
     if any(node.op not in ("call_function", "call_method") or node.target in _GLOBAL_STATE or
            isinstance(node.target, compat.HigherOrderOperator) for node in body):
         return None
-    prefix = _saving_free_prefix(gm, saving, body, output, before_writes=True)
+    prefix = _all_saving_free(gm, saving, body, output, grad_enabled)
+    if prefix is None:
+        prefix = _saving_free_prefix(gm, saving, body, output, before_writes=True)
     return prefix if prefix is not None else _saving_free_prefix(gm, saving, body, output, before_writes=False)
+
+
+def _all_saving_free(gm: torch.fx.GraphModule, saving: frozenset, body: list, output: torch.fx.Node,
+                     grad_enabled: bool) -> Prefix | None:
+    """The whole of ``gm`` as the part run as eager ops (no rest), where an in-place write in it makes autograd
+    history (its result requires grad, in grad mode) and none of its ops saves anything for backward; ``None``
+    elsewhere, or where it draws random numbers, or an op after its first write may raise at run time (a write
+    made as an eager op gives its input a history that putting back the input's data for a run for real does not
+    undo).
+
+    A write that saves nothing (``y.sub_(x, alpha=0.5)``: eager's ``SubBackward`` keeps no tensor) made inside
+    AOTAutograd's one node could be passed by a single backward: ``(y * y).sum().backward()``, then a backward
+    through ``y`` again raised "Trying to backward through the graph a second time" where eager's runs (fuzz
+    63:570; torch.compile raises too). Run as the graph's own ops, in graph order, it is eager's."""
+    writers = [node for node in body if node.meta.get("writes") or may_write(node)]
+    if not grad_enabled or not any(map(_requires_grad, writers)):
+        return None  # (a write in no_grad, an optimizer's step, makes no history: its graph is compiled whole)
+    for node in body:  # (an op without a location counts as saving)
+        if draws_random_numbers(node) or not _is_symbolic_scalar(node) and node.meta.get("location", None) in {
+                None, *saving}:
+            return None
+    first = body.index(writers[0])
+    if any(passes.may_raise_at_run_time(node) for node in body[first + 1:]):
+        return None
+    outputs = output.args[0]
+    if not all(isinstance(out, torch.fx.Node) for out in outputs):
+        return None
+    placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
+    returned = list(dict.fromkeys(out for out in outputs if out.op != "placeholder"))
+    part = _part(gm, body, placeholders, tuple(returned))
+    where = tuple(("input", placeholders.index(out)) if out.op == "placeholder" else ("prefix", returned.index(out))
+                  for out in outputs)
+    return Prefix(part, None, where, 0, ())
 
 
 def _saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset, body: list, output: torch.fx.Node,

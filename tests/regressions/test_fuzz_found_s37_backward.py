@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import torch
 
+from stillframe.check.fuzz import check_program, compiler_for
 from stillframe.check.parity import assert_parity
+from stillframe.check.program_writer import HEADER
+from stillframe.check.programs import load
 
 
 def _x_and_w():
@@ -49,3 +52,31 @@ def test_backward_through_an_input_only_read_by_a_write_skips_the_written_input(
 
     assert_parity(f, _x_and_w, backend="aot_eager")
 
+
+def test_second_backward_through_a_write_that_saves_nothing():
+    # fuzz 63:570: y.sub_(x, alpha=0.5) alone in a graph (y requires no grad); (y * y).sum().backward() freed
+    # the graph's one node, and a backward through y again raised "Trying to backward through the graph a
+    # second time", where eager's SubBackward0 saved nothing and runs again
+    def f(x, y):
+        y.sub_(x, alpha=0.5)
+        torch._dynamo.graph_break()
+        (y * y).sum().backward()
+        return y * 2
+
+    assert_parity(f, lambda: (torch.randn(3, 3, requires_grad=True), torch.randn(3, 3)), backend="aot_eager")
+
+
+def test_second_backward_through_a_write_on_three_calls_with_a_size_change():
+    # fuzz 63:570 as the fuzzer checks it (three calls, the third with other sizes: a symbolic graph), cut down
+    source = HEADER % {"n0": 3, "n2": 4, "x_rg": True, "w_rg": True, "ks": (2, 2, 2)} + '''
+
+def f(x, y, w, k):
+    y.sub_(x, alpha=0.5)
+    torch._dynamo.graph_break()
+    (y * y).sum().backward()
+    scale2 = k * 0.5
+    t3 = y * scale2 + y.shape[0]
+    return (w, t3,)
+'''
+    finding = check_program(load(source), compiler_for("stillframe", "aot_eager"))
+    assert finding.kind == "ok", finding.format()

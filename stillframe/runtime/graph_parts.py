@@ -11,8 +11,8 @@ backward through the other raises "Trying to backward through the graph a second
 compiled by the backend as a graph of its own (:func:`run_parts` runs them): one autograd node per part, as
 eager's nodes would be. A graph is cut only where running its parts one after another is exactly running it:
 every op that reads a graph input some op writes in place (or a view of one) is in the part of that write, the
-graph calls no submodule or higher-order op, and it draws random numbers in at most one part (the stream's
-order). A switch of grad mode or autocast is copied into every part, among its ops as in the graph. A part none of
+graph calls no submodule (a higher-order op goes whole into one part, with its subgraphs, where they write
+nothing), and it draws random numbers in at most one part (the stream's order, in subgraphs too). A switch of grad mode or autocast is copied into every part, among its ops as in the graph. A part none of
 whose outputs and writes is differentiable joins the first part: it needs no node of its own. Every part takes
 the graph's symbolic sizes, as the whole graph would.
 
@@ -33,7 +33,7 @@ import torch.fx
 from .. import compat
 from ..graph import passes
 from ..rules.speculation import draws_random_numbers
-from .input_grads import may_write, written_operands
+from .input_grads import subgraph_may_write, may_write, written_operands
 
 _GLOBAL_STATE = (compat.set_grad_enabled, torch.amp.autocast_mode._enter_autocast,
                  torch.amp.autocast_mode._exit_autocast)
@@ -76,9 +76,11 @@ def independent_parts(gm: torch.fx.GraphModule) -> list[Part] | None:
     reads: dict = {node: frozenset((node,)) for node in placeholders}  # node -> the placeholders it is made from
     written: set = set()  # placeholders some node may write (through a view of them, too)
     for node in body:
-        if node.op in ("call_module", "get_attr") or node.op == "call_function" and \
-                isinstance(node.target, compat.HigherOrderOperator):
-            return None
+        if node.op == "call_module" or node.op == "get_attr" and not all(map(_is_higher_order, node.users)) or \
+                _is_higher_order(node) and (node.kwargs.get("dirty_idx") or any(
+                    subgraph_may_write(getattr(gm, arg.target, None)) for arg in node.all_input_nodes
+                    if arg.op == "get_attr")):
+            return None  # (a higher-order op is cut as one op, with its subgraphs: where they write nothing)
         reads[node] = frozenset().union(*(reads[arg] for arg in node.all_input_nodes))
     writers = [node for node in body if node.meta.get("writes") or may_write(node)]
     for node in writers:
@@ -105,7 +107,7 @@ def independent_parts(gm: torch.fx.GraphModule) -> list[Part] | None:
     members: dict = {root: [] for root in differentiable}
     for root, group in groups.items():
         members[root if root in members else differentiable[0]].extend(group)
-    drawing = [root for root, group in members.items() if any(draws_random_numbers(node) for node in group)]
+    drawing = [root for root, group in members.items() if any(_draws(gm, node) for node in group)]
     if len(drawing) > 1:
         return None
     order = {node: i for i, node in enumerate(nodes)}
@@ -350,6 +352,21 @@ def _saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset, body: list,
         env[node] = graph.node_copy(node, env.__getitem__)
     graph.output(tuple(env[out] if isinstance(out, torch.fx.Node) else out for out in rest_outputs))
     return Prefix(part, torch.fx.GraphModule(gm, graph), tuple(where), len(handed), tuple(taken))
+
+
+def _is_higher_order(node: torch.fx.Node) -> bool:
+    """Whether ``node`` calls a higher-order op (its subgraphs are ``get_attr`` operands)."""
+    return node.op == "call_function" and isinstance(node.target, compat.HigherOrderOperator)
+
+
+def _draws(gm: torch.fx.GraphModule, node: torch.fx.Node) -> bool:
+    """Whether ``node`` of ``gm`` draws random numbers, in a higher-order op's subgraphs (and theirs) too."""
+    if draws_random_numbers(node):
+        return True
+    subgraphs = [getattr(gm, arg.target, None) for arg in node.all_input_nodes if arg.op == "get_attr"] \
+        if _is_higher_order(node) else []
+    return any(not isinstance(sub, torch.fx.GraphModule) or any(_draws(sub, inner) for inner in sub.graph.nodes)
+               for sub in subgraphs)
 
 
 def _requires_grad(node: torch.fx.Node) -> bool:

@@ -57,14 +57,14 @@ def written_operands(node: torch.fx.Node) -> list:
     return list(node.all_input_nodes)
 
 
-def _subgraph_may_write(sub: Any) -> bool:
+def subgraph_may_write(sub: Any) -> bool:
     """Whether subgraph ``sub`` (a ``GraphModule``, else it may) or one it calls looks like it writes a tensor in
     place: its op's call would then write what its data flow does not show."""
     if not isinstance(sub, torch.fx.GraphModule):
         return True
     for node in sub.graph.nodes:
         if node.op == "call_module" or may_write(node) or node.kwargs.get("dirty_idx") or \
-                node.op == "get_attr" and _subgraph_may_write(getattr(sub, node.target, None)):
+                node.op == "get_attr" and subgraph_may_write(getattr(sub, node.target, None)):
             return True
     return False
 
@@ -92,7 +92,7 @@ def input_dependencies(gm: torch.fx.GraphModule,
         elif node.op == "call_module":
             return None
         elif node.op == "get_attr":  # a higher-order op's subgraph: its call reads the op's operands only
-            if _subgraph_may_write(getattr(gm, node.target, None)):
+            if subgraph_may_write(getattr(gm, node.target, None)):
                 return None
             flows[node] = frozenset()
         elif node.op == "output":

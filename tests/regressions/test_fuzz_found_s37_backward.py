@@ -80,3 +80,32 @@ def f(x, y, w, k):
 '''
     finding = check_program(load(source), compiler_for("stillframe", "aot_eager"))
     assert finding.kind == "ok", finding.format()
+
+
+class _Twice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t):
+        ctx.save_for_backward(t)
+        return t * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        (t,) = ctx.saved_tensors
+        return g * 2 + t * 0
+
+
+def test_backward_through_a_function_skips_an_input_written_beside_it():
+    # fuzz 65:242, cut down: after t4's SinBackward was freed by a backward, a graph applies a Function to t3 and
+    # writes w into t4; the backward through the Function's result ran t4's freed node through the graph's one
+    # node ("Trying to backward through the graph a second time"); eager's path leads to t3 only. The Function
+    # (a higher-order op) and the write now are parts of their own
+    def f(x, w):
+        t3 = x * 1.0
+        t4 = x.sin()
+        torch._dynamo.graph_break()
+        (t4 * t4).sum().backward()
+        t5 = _Twice.apply(t3)
+        t4[0] = w
+        return t5
+
+    assert_parity(f, _x_and_w, backend="aot_eager")

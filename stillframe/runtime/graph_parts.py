@@ -12,9 +12,10 @@ compiled by the backend as a graph of its own (:func:`run_parts` runs them): one
 eager's nodes would be. A graph is cut only where running its parts one after another is exactly running it:
 every op that reads a graph input some op writes in place (or a view of one) is in the part of that write, the
 graph calls no submodule (a higher-order op goes whole into one part, with its subgraphs, where they write
-nothing), and it draws random numbers in at most one part (the stream's order, in subgraphs too). A switch of grad mode or autocast is copied into every part, among its ops as in the graph. A part none of
-whose outputs and writes is differentiable joins the first part: it needs no node of its own. Every part takes
-the graph's symbolic sizes, as the whole graph would.
+nothing), and it draws random numbers in at most one part (the stream's order, in subgraphs too). A switch of
+grad mode or autocast is copied into every part, among its ops as in the graph. A part none of whose outputs and
+writes is differentiable joins the first part: it needs no node of its own. Every part takes the graph's symbolic
+sizes, as the whole graph would.
 
 Where two outputs share an op (``h = x @ w`` read by both), they stay one node, as torch.compile's do; the
 gradients it passes on are still eager's (``runtime/input_grads.py``). A second backward through that node raises
@@ -33,7 +34,7 @@ import torch.fx
 from .. import compat
 from ..graph import passes
 from ..rules.speculation import draws_random_numbers
-from .input_grads import subgraph_may_write, may_write, written_operands
+from .input_grads import may_write, subgraph_may_write, written_operands
 
 _GLOBAL_STATE = (compat.set_grad_enabled, torch.amp.autocast_mode._enter_autocast,
                  torch.amp.autocast_mode._exit_autocast)

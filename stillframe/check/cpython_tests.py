@@ -30,6 +30,7 @@ see the same order). Times are wall seconds.
 from __future__ import annotations
 
 import argparse
+import doctest
 import importlib
 import signal
 import sys
@@ -87,7 +88,8 @@ def test_cases(module_name: str, pattern: str | None = None) -> Iterator[unittes
         for test in suite:
             if isinstance(test, unittest.TestSuite):
                 stack.append(test)
-            elif isinstance(test, unittest.TestCase) and not isinstance(test, unittest.FunctionTestCase) \
+            elif isinstance(test, unittest.TestCase) \
+                    and not isinstance(test, (unittest.FunctionTestCase, doctest.DocTestCase)) \
                     and callable(getattr(type(test), test._testMethodName, None)) \
                     and getattr(getattr(type(test), test._testMethodName), "__code__", None) is not None:
                 if pattern is None or pattern in test.id():

@@ -68,3 +68,18 @@ def test_a_compiled_failure_is_a_finding_of_its_kind(cases_module, monkeypatch, 
     compared, findings = cpython_tests.run_module(cases_module, "broken", out=out)
     assert compared == 1 and [f.kind for f in findings] == [kind]
     assert findings[0].test == "_Cases.test_generator_chaining" and "made by the test's compiler" in out.getvalue()
+
+
+def test_doctests_a_module_loads_are_left_out(cases_module):
+    # test_generators's load_tests adds its doctests (DocTestCase, method runTest): they were taken for test methods
+    # and remaking one by name raised AttributeError out of the runner, which stopped before the module's summary
+    import doctest
+
+    documented = types.ModuleType("sf_cpython_doctests", ">>> 1 + 1\n2\n")
+
+    def load_tests(loader, tests, pattern):
+        tests.addTest(doctest.DocTestSuite(documented))
+        return tests
+    sys.modules[cases_module].load_tests = load_tests
+    assert [case._testMethodName for case in cpython_tests.test_cases(cases_module)] == \
+        ["test_eager_fails", "test_generator_chaining", "test_skipped"]

@@ -178,7 +178,7 @@ def _store_outside_attr(tx: Any, obj: VariableTracker, name: str, value: Variabl
         if isinstance(real, type) or not hasattr(real, "__dict__"):
             if not isinstance(real, type):
                 tx.unsupported("side_effect", f"assigning .{name} of a {type(real).__name__}")
-        _refuse_c_attribute(tx, real, name, "assigning")
+        _refuse_c_attribute(tx, real, name, "assigning", (types.GetSetDescriptorType,))
         key = ("attr", id(real), name)
         deleted = tx.state.side_effects.get(key)
         if deleted is not None and deleted[1][1] is DELETED:
@@ -195,14 +195,17 @@ def _store_outside_attr(tx: Any, obj: VariableTracker, name: str, value: Variabl
     tx.unsupported("side_effect", f"assigning .{name} of a {obj.python_type().__name__} value")
 
 
-def _refuse_c_attribute(tx: Any, real: Any, name: str, doing: str) -> None:
-    """Unsupported (the write or delete runs for real) when ``name`` is a C getset descriptor of ``real``'s type:
-    ``C.__bases__``, ``C.__qualname__``, ``obj.__dict__``, ``fn.__code__``. Its setter is C code that checks
-    the value and may raise (``del C.__bases__``, ``obj.__dict__ = None``: TypeError), so it cannot be deferred
-    to a replay after the graph, where the user's ``except`` would not see the error (test_descr
-    test_mutable_bases, test_qualname, test_set_dict)."""
-    if isinstance(_static_lookup_type(type(real), name), types.GetSetDescriptorType):
-        tx.unsupported("side_effect", f"{doing} .{name} of a {type(real).__name__} runs C code that checks it")
+def _refuse_c_attribute(tx: Any, real: Any, name: str, doing: str, kinds: tuple) -> None:
+    """Unsupported (the write or delete runs for real) when ``name`` is a C descriptor of one of ``kinds`` on
+    ``real``'s type: a getset (``C.__bases__``, ``C.__qualname__``, ``obj.__dict__``, a function's ``__code__``, a
+    generator's ``__name__``) or, deleted, a slot's member descriptor. Its setter or deleter is C code that checks
+    the value and may refuse (``del C.__bases__``, ``obj.__dict__ = None``: TypeError) or deletes what the trace
+    does not model (a slot of an object that also has a ``__dict__``), so it cannot be deferred to a replay after
+    the graph, where the user's ``except`` would not see the error (test_descr test_mutable_bases, test_qualname,
+    test_set_dict; test_generators test_name)."""
+    if isinstance(_static_lookup_type(type(real), name), kinds):
+        tx.unsupported("side_effect", f"{doing} .{name} of a {type(real).__name__} (a C descriptor)",
+                       (f"the {'deletion' if doing == 'deleting' else 'assignment'} runs for real",))
 
 
 def data_descriptor(cls: type, name: str) -> Any:
@@ -290,7 +293,7 @@ def delete_attr(tx: Any, obj: VariableTracker, name: str) -> None:
             tx.unsupported("side_effect", f"{type(real).__name__} defines __delattr__")
         if _descriptor_delete(tx, data_descriptor(type(real), name), obj, name):
             return
-        _refuse_c_attribute(tx, real, name, "deleting")
+        _refuse_c_attribute(tx, real, name, "deleting", C_DATA_DESCRIPTORS)
         pending = pending_attr(tx, obj, name)  # (raises AttributeError where the trace deleted it already)
         if pending is None and isinstance(obj, PythonObjectVariable) and _own_dict(real) is not None:
             present = name in _own_dict(real)  # a class attribute of that name is not deleted: AttributeError
@@ -699,6 +702,9 @@ FUNCTION_SLOTS = ("__name__", "__qualname__", "__doc__", "__module__", "__type_p
 def function_attr_key(name: str) -> Any:
     """The key under which a function made in the trace stores attribute ``name`` (slots apart from __dict__)."""
     return ("slot", name) if name in FUNCTION_SLOTS else name
+
+
+C_DATA_DESCRIPTORS = (types.GetSetDescriptorType, types.MemberDescriptorType)
 
 
 def _static_lookup_type(cls: type, name: str) -> Any:

@@ -80,14 +80,14 @@ class Continuation:
             run(self, frame, inst)
         except StillframeError:  # ours, never the user's: no `except` of the user's code may see it
             raise
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit, GeneratorExit, KeyboardInterrupt reach the user's handlers too
             if inst.opname not in ("RERAISE", "RAISE_VARARGS") and exc.__context__ is None and \
                     isinstance(self.handling, BaseException) and exc is not self.handling:
                 exc.__context__ = self.handling  # raised inside the user's `except`, as CPython chains it
             self._unwind(exc, inst.index)
         return not self.frames
 
-    def _unwind(self, exc: Exception, index: int) -> None:
+    def _unwind(self, exc: BaseException, index: int) -> None:
         """Send an exception raised by a real step to the innermost ``except``/``finally`` of the user's frames
         (their exception tables), as CPython would; with none, it reaches the caller through stand-ins of
         the user's frames it passed through (:mod:`stillframe.runtime.tracebacks`)."""

@@ -81,3 +81,52 @@ def test_delete_slot_of_object_with_dict():
         return torch.ones(2), obj
 
     assert_same(f, make)
+
+
+def test_system_exit_of_a_real_step_reaches_the_users_except():
+    # test_exceptions ExceptionTests.testRaising: SystemExit raised by a real step (sys.exit) went past the user's
+    # ``except SystemExit`` out of the call (the real step caught Exception only)
+    import sys
+
+    def f(x):
+        log = []
+        try:
+            sys.exit(3)
+        except SystemExit as e:
+            log.append(("caught", e.code))
+        return x + 1, log
+
+    assert_same(f, lambda: (torch.ones(2),))
+
+
+def test_generator_exit_of_a_real_step_runs_the_users_finally():
+    # test_with ExceptionalTestCase.testRaisedGeneratorExit1/2: GeneratorExit raised in a ``with`` of a
+    # @contextmanager skipped the context manager's exit and the user's ``finally``
+    import contextlib
+
+    log = []
+
+    @contextlib.contextmanager
+    def cm():
+        log.append("enter")
+        yield
+        log.append("exit")
+
+    def f(x):
+        del log[:]
+        try:
+            with cm():
+                print("", end="")  # a real step
+                raise GeneratorExit("from with")
+        finally:
+            log.append("finally")
+
+    def run(fn):
+        try:
+            fn(torch.ones(2))
+        except GeneratorExit as e:
+            return str(e), list(log)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert run(stillframe.compile(f, backend="eager")) == run(f)

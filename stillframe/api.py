@@ -39,6 +39,7 @@ from .rules.disable import ORIGINAL, disable, is_disabled  # noqa: F401  (public
 from .rules.frames import make_binder
 from .runtime.compiler import compile_frame, compile_retrying, eager_entry, start_resume
 from .runtime.entry import CacheEntries, CacheEntry, RunForReal, counters, drop_entry, lookup, watch  # noqa: F401
+from .runtime.stack import stack_room
 from .runtime.step_router import StepRouter
 from .runtime.shapes import ShapePolicy, mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: F401  (public)
 from .diagnostics import log
@@ -169,9 +170,14 @@ class CompiledFunction:
         entries = self._cache.get(fn.__code__)
         if entries is None:
             entries = self._cache.setdefault(fn.__code__, CacheEntries())
-        entry = lookup(entries, L, G, fn)
+        try:
+            entry = lookup(entries, L, G, fn)
+        except RecursionError:  # called just under the user's recursion limit: the guards again, with room
+            with stack_room():
+                entry = lookup(entries, L, G, fn)
         if entry is None:
-            entry = self._miss(fn, L, G, entries)
+            with stack_room():  # (the user's code runs outside such blocks, under the user's recursion limit)
+                entry = self._miss(fn, L, G, entries)
         if isinstance(entry, UserError):
             return self._eager_after_user_error(fn, args, kwargs, entry)
         if entry is None or entry.eager:
@@ -336,6 +342,12 @@ class CompiledFunction:
         cont.reroute = self._router
         if cont.step():
             return cont.returned
+        with stack_room():  # (the real step above runs under the user's recursion limit)
+            return self._after_step(cont, G)
+
+    def _after_step(self, cont: live.Continuation, G: dict) -> Any:
+        """What comes after a real step of ``cont``: ``cont`` itself, to run on for real, or the result of the
+        plan cached (traced if new) for where it leaves the call stack (:meth:`_resume`)."""
         if cont.handling is not None:  # inside an `except` block of the user's: on for real until POP_EXCEPT
             cont.concrete = True      # (as runtime/live.py runs a handler a real step's exception reached)
             return cont

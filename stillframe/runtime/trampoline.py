@@ -15,6 +15,8 @@ import operator
 import types
 from typing import TYPE_CHECKING, Any
 
+from .stack import stack_room
+
 if TYPE_CHECKING:
     from .live import LiveFrame
 
@@ -41,11 +43,12 @@ def call_through_frames(frames: list, fn: Any, args: Any, kwargs: dict) -> Any:
     last is the frame making the call): the Python stack above ``fn`` is the user's, inlined callers included, so
     ``warnings.warn(..., stacklevel=2)`` in a helper names the helper's caller, and ``sys._getframe(1)`` is a
     frame of the user's, as in eager."""
-    step = frame_trampoline(frames[-1], "call")
+    with stack_room():  # (made with stillframe's room: only fn runs under the user's recursion limit)
+        step = frame_trampoline(frames[-1], "call")
+        outer = [frame_trampoline(frame, "call") for frame in frames[:-1]]
     if len(frames) == 1:
         return step(fn, args, kwargs)
     call = functools.partial(step, fn, args, kwargs)
-    outer = [frame_trampoline(frame, "call") for frame in frames[:-1]]
     for step in reversed(outer[1:]):
         call = functools.partial(step, call, (), {})
     try:

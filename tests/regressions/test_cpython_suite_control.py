@@ -130,3 +130,51 @@ def test_generator_exit_of_a_real_step_runs_the_users_finally():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert run(stillframe.compile(f, backend="eager")) == run(f)
+
+
+def _set_relative_recursion_limit(n):
+    import sys
+
+    depth = 1
+    while True:
+        try:
+            sys.setrecursionlimit(depth)
+        except RecursionError:
+            depth += 1
+        else:
+            break
+    sys.setrecursionlimit(depth + n)
+
+
+def _recurse_in_except():
+    try:
+        1 / 0
+    except ZeroDivisionError:
+        _recurse_in_except()
+
+
+def test_recursion_limit_set_near_the_users_depth():
+    # test_exceptions ExceptionTests.test_recursion_in_except_handler: the user sets the recursion limit 10 frames
+    # above its depth to meet a RecursionError in its own recursion. The next trace (and the next real step's
+    # trampolines) raised that RecursionError inside stillframe, out of the call past the user's ``finally``, which
+    # then never set the limit back
+    import sys
+
+    def f(x):
+        limit = sys.getrecursionlimit()
+        out = []
+        try:
+            _set_relative_recursion_limit(10)
+            try:
+                _recurse_in_except()
+            except RecursionError:
+                out.append("recursion")
+        finally:
+            sys.setrecursionlimit(limit)
+        return x + 1, out, sys.getrecursionlimit() == limit
+
+    limit = sys.getrecursionlimit()
+    try:
+        assert_same(f, lambda: (torch.ones(2),))
+    finally:
+        sys.setrecursionlimit(limit)

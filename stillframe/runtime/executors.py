@@ -18,6 +18,7 @@ from __future__ import annotations
 import builtins
 import functools
 import operator
+import sys
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -324,8 +325,11 @@ def BUILD_STRING(cont: Continuation, frame: LiveFrame, inst: Instruction) -> Non
 
 @executor("RAISE_VARARGS")
 def RAISE_VARARGS(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    if inst.arg == 0:
-        raise cont.handling
+    if inst.arg == 0:  # a bare `raise`: the exception the user's `except` handles, else the caller's (CPython's
+        active = cont.handling if isinstance(cont.handling, BaseException) else sys.exc_info()[1]  # exc_info)
+        if active is None:
+            raise RuntimeError("No active exception to reraise")
+        raise active
     cause = frame.stack.pop() if inst.arg == 2 else None
     exc = frame.stack.pop()
     if isinstance(exc, type):

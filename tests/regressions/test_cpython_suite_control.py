@@ -178,3 +178,39 @@ def test_recursion_limit_set_near_the_users_depth():
         assert_same(f, lambda: (torch.ones(2),))
     finally:
         sys.setrecursionlimit(limit)
+
+
+def test_bare_raise_with_no_active_exception_after_a_break():
+    # test_raise TestRaise.test_invalid_reraise: a bare ``raise`` run for real with no exception being handled
+    # raised TypeError("exceptions must derive from BaseException") (the executor raised None)
+    def f(x):
+        print("", end="")  # a real step: the raise below runs for real
+        try:
+            raise
+        except RuntimeError as e:
+            return x + 1, str(e)
+
+    assert_same(f, lambda: (torch.ones(2),))
+
+
+def test_bare_raise_reraises_the_callers_exception_after_a_break():
+    # a bare ``raise`` in a function called from the caller's ``except`` re-raises the caller's exception
+    def f(x):
+        print("", end="")
+        raise
+
+    def caller(fn):
+        try:
+            raise KeyError("outer")
+        except KeyError:
+            fn(torch.ones(2))
+
+    def outcome(fn):
+        try:
+            caller(fn)
+        except BaseException as e:
+            return _describe(e)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert outcome(stillframe.compile(f, backend="eager")) == outcome(f)

@@ -549,7 +549,9 @@ def RERAISE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
 def WITH_EXCEPT_START(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
     exc = frame.stack[-1]
     exit_fn = frame.stack[-4]
-    frame.stack.append(exit_fn(type(exc), exc, exc.__traceback__))
+    # called as the user's frame calls it, inside its handler: sys.exc_info() in __exit__ is ``exc`` (ExitStack
+    # reads it to chain what its callbacks raise, as nested `with` statements would)
+    _call(cont, frame, exit_fn, [type(exc), exc, exc.__traceback__], {})
 
 
 @executor("MATCH_CLASS")

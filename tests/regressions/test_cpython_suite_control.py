@@ -214,3 +214,39 @@ def test_bare_raise_reraises_the_callers_exception_after_a_break():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert outcome(stillframe.compile(f, backend="eager")) == outcome(f)
+
+
+def _raise(exc):
+    raise exc
+
+
+def _chain(exc, depth=0):
+    return None if exc is None or depth > 5 else (type(exc).__name__, _chain(exc.__context__, depth + 1))
+
+
+def test_exit_stack_chains_its_callbacks_exceptions():
+    # test_contextlib TestExitStack.test_exit_exception_chaining / ..._with_existing_context: ExitStack.__exit__,
+    # run for real, reads sys.exc_info() to chain what its callbacks raise as nested ``with`` statements would; it
+    # was called outside the handler, so it saw no exception and the chain was wrong (IndexError's __context__ was
+    # the ZeroDivisionError, not the KeyError)
+    import contextlib
+
+    def f(x):
+        saved = []
+
+        def suppress(*details):
+            saved.append(details[1])
+            return True
+
+        try:
+            with contextlib.ExitStack() as stack:
+                stack.callback(_raise, IndexError)
+                stack.callback(_raise, KeyError)
+                stack.callback(_raise, AttributeError)
+                stack.push(suppress)
+                stack.callback(_raise, ValueError)
+                1 / 0
+        except IndexError as exc:
+            return x + 1, _chain(exc), _chain(saved[0])
+
+    assert_same(f, lambda: (torch.ones(2),))

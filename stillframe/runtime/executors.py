@@ -69,6 +69,7 @@ def _call(cont: Continuation, frame: LiveFrame, fn: Any, args: list, kwargs: dic
     at = next((i for i, f in enumerate(cont.frames) if f is frame), None)  # (the callers: inlined frames)
     frames = cont.frames[:at + 1] if at is not None else [frame]
     if isinstance(cont.handling, BaseException):
+        cont.chained = True
         frame.stack.append(_handling(cont.handling, functools.partial(call_through_frames, frames), fn, args,
                                      kwargs))
         return

@@ -62,6 +62,9 @@ class Continuation:
     # called with each callable a real step calls, returns what to call instead (runtime/optimizer_step.py's
     # StepRouter: a compiled opt.step); None: call it as is
     reroute: Any = None
+    # the current step called the user's code inside ``handling`` (executors._handling): CPython chained what it
+    # raised already, an explicit ``__context__ = None`` included
+    chained: bool = False
 
     def key(self) -> tuple:
         """What resumed cache entries are keyed by: the code objects and instruction indexes of the stack."""
@@ -76,12 +79,13 @@ class Continuation:
         run = EXECUTORS.get(inst.opname)
         if run is None:  # (code with such an opcode is never traced: executors.unsteppable)
             raise InternalError(f"no real step for the opcode {inst.opname}")
+        self.chained = False
         try:
             run(self, frame, inst)
         except StillframeError:  # ours, never the user's: no `except` of the user's code may see it
             raise
         except BaseException as exc:  # SystemExit, GeneratorExit, KeyboardInterrupt reach the user's handlers too
-            if inst.opname not in ("RERAISE", "RAISE_VARARGS") and exc.__context__ is None and \
+            if inst.opname not in ("RERAISE", "RAISE_VARARGS") and not self.chained and exc.__context__ is None and \
                     isinstance(self.handling, BaseException) and exc is not self.handling:
                 exc.__context__ = self.handling  # raised inside the user's `except`, as CPython chains it
             self._unwind(exc, inst.index)

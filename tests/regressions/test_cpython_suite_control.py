@@ -250,3 +250,33 @@ def test_exit_stack_chains_its_callbacks_exceptions():
             return x + 1, _chain(exc), _chain(saved[0])
 
     assert_same(f, lambda: (torch.ones(2),))
+
+
+class _MyException(Exception):
+    pass
+
+
+def test_exit_keeps_an_explicit_none_context():
+    # test_contextlib TestExitStack.test_exit_exception_explicit_none_context: a context manager's exit raises an
+    # exception whose __context__ it set to None; the real step chained the body's exception to it again
+    import contextlib
+
+    @contextlib.contextmanager
+    def cm():
+        try:
+            yield
+        except BaseException:
+            exc = _MyException()
+            try:
+                raise exc
+            finally:
+                exc.__context__ = None
+
+    def f(x):
+        try:
+            with cm():
+                raise IndexError()
+        except _MyException as exc:
+            return x + 1, _chain(exc)
+
+    assert_same(f, lambda: (torch.ones(2),))

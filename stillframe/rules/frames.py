@@ -29,6 +29,16 @@ if TYPE_CHECKING:
 EMPTY_CELLS: immutables.Map = immutables.Map()
 
 
+def unbound_cell_error(code: types.CodeType, name: str) -> NameError:
+    """The error CPython raises reading cell ``name`` of ``code`` while it is empty (``_PyEval_FormatExcUnbound``):
+    for a cell of the frame's own (a local a nested function captures), ``UnboundLocalError`` as for any local;
+    for a free variable, ``NameError`` naming the enclosing scope."""
+    if name in code.co_cellvars:
+        return UnboundLocalError(f"cannot access local variable '{name}' where it is not associated with a value")
+    return NameError(f"cannot access free variable '{name}' where it is not associated with a value in enclosing "
+                     "scope")
+
+
 def inline_call(tx: Tracer, fn: types.FunctionType, fn_source: Any, args: list, kwargs: dict) -> None:
     """Push a child frame interpreting the live function ``fn`` with ``args`` bound to its parameters."""
     if isinstance(fn, types.MethodType):

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..bytecode.operators import BINARY_OPERATORS, COMPARE_OPERATORS
 from ..bytecode.reader import OPNAMES_311, OPNAMES_312, OPNAMES_313, Instruction
 from ..errors import InternalError
+from ..rules.frames import unbound_cell_error
 from ..variables.standins import NULL
 from .trampoline import call_through_frames, frame_trampoline
 
@@ -417,9 +418,10 @@ def MAKE_CELL(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
 def LOAD_DEREF(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
     try:
         frame.stack.append(frame.cells[inst.argval].cell_contents)
-    except ValueError:
-        raise NameError(f"cannot access free variable '{inst.argval}' where it is not associated with a value "
-                        "in enclosing scope") from None
+        return
+    except ValueError:  # (raised outside this handler: eager's error has no __context__)
+        pass
+    raise unbound_cell_error(frame.code.code, inst.argval)
 
 
 @executor("STORE_DEREF")

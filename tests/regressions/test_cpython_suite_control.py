@@ -280,3 +280,47 @@ def test_exit_keeps_an_explicit_none_context():
             return x + 1, _chain(exc)
 
     assert_same(f, lambda: (torch.ones(2),))
+
+
+def test_exec_and_eval_read_the_users_locals_after_a_break():
+    # test_scope ScopeTests.testClassAndGlobal: ``exec(src)`` run for real found stillframe's frame as its caller
+    # (NameError: name 'self' is not defined where eager reads the user's local)
+    def f(x):
+        y = 5
+        print("", end="")
+        exec("z = y + 1")
+        return x + eval("y * 2")
+
+    assert_same(f, lambda: (torch.ones(2),))
+
+
+def test_unbound_own_cell_is_an_unbound_local_error():
+    # test_scope ScopeTests.testUnboundLocal / testUnboundLocal_AfterDel: reading a cell of the frame's own before
+    # it is bound raised NameError ("free variable") where eager raises UnboundLocalError ("local variable"),
+    # traced and after a break alike
+    def traced(x):
+        x = x + 1
+        print(y)
+
+        def inner():
+            return y
+        y = 1
+
+    def after_break(x):
+        print("", end="")
+        y = 1
+        del y
+        return x + y
+
+        def inner():
+            return y
+
+    def free(x):
+        def inner():
+            return x + y
+        z = inner()
+        y = 1
+        return z
+
+    for fn in (traced, after_break, free):
+        assert_same(fn, lambda: (torch.ones(2),))

@@ -7,6 +7,7 @@ from ...guards.source import AttrSource, GlobalSource
 from ...variables.base import CellEntry, CellVariable, ConstantVariable, NULL, TupleVariable
 from ...variables.builder import wrap, load_local
 from ...rules.attrs import getattr_var
+from ...rules.frames import unbound_cell_error
 from ...rules.objects import delete_attr, record_side_effect, store_attr
 from ..interpreter import handler
 
@@ -110,16 +111,14 @@ def LOAD_DEREF(tx, inst):
     if isinstance(cell, int):
         contents = tx.heap(cell).contents
         if contents is None:
-            tx.user_error(NameError(f"cannot access free variable '{inst.argval}' where it is not associated "
-                                    "with a value in enclosing scope"))
+            tx.user_error(unbound_cell_error(tx.frame.code.code, inst.argval))
         tx.push(contents)
         return
     _, real_cell, cell_source = cell
     try:
         contents = real_cell.cell_contents
     except ValueError:
-        tx.user_error(NameError(f"cannot access free variable '{inst.argval}' where it is not associated with "
-                                "a value in enclosing scope"))
+        tx.user_error(unbound_cell_error(tx.frame.code.code, inst.argval))
     tx.push(wrap(tx, contents, AttrSource(cell_source, "cell_contents") if cell_source is not None else None))
 
 

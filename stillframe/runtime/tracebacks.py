@@ -27,7 +27,7 @@ from __future__ import annotations
 import linecache
 import os
 import types
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from .trampoline import relink, trampoline
 
@@ -56,12 +56,21 @@ def frames_traceback(entries: tuple, tail: types.TracebackType | None = None) ->
     for entry in reversed(entries):
         code = entry.code
         step = trampoline(code, entry.lineno or code.co_firstlineno, "raise", entry.positions, entry.module)
-        try:
-            step(_Unwinding())
-        except _Unwinding as e:
-            made = e.__traceback__.tb_next  # the trampoline's own entry
+        made = next(_raised_through(step))
         tb = types.TracebackType(tb, made.tb_frame, made.tb_lasti, made.tb_lineno)
     return tb
+
+
+def _raised_through(step: Any) -> Iterator[types.TracebackType]:
+    """The traceback entry of ``step`` raising, made inside a generator: the trampoline's frame, which the user's
+    traceback keeps, then has the generator's frame as its ``f_back``, which links to no caller once it is not
+    running. Raised from the caller directly, the frame kept every frame of ours under it alive, with their locals
+    (a plan's live values: a ``del x`` in the user's ``except`` then did not collect ``x``, test_raise's
+    test_3611)."""
+    try:
+        step(_Unwinding())
+    except _Unwinding as e:
+        yield e.__traceback__.tb_next  # the trampoline's own entry
 
 
 def handled_traceback(tb: types.TracebackType | None, passed: list) -> types.TracebackType | None:

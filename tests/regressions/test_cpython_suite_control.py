@@ -324,3 +324,34 @@ def test_unbound_own_cell_is_an_unbound_local_error():
 
     for fn in (traced, after_break, free):
         assert_same(fn, lambda: (torch.ones(2),))
+
+
+_FINALIZED: list = []
+
+
+class _Finalized:
+    def __del__(self):
+        _FINALIZED.append("del")
+
+
+def test_del_in_a_handler_of_a_traced_exception_collects_at_once():
+    # test_raise TestContext.test_3611: ``del x`` in the ``except`` of an exception the plan raised did not collect
+    # ``x`` (its __del__ ran at some later collection): the traceback's frames, made by trampolines, linked through
+    # f_back to the plan's frames, which held every live value of the call
+    def f(x):
+        obj = _Finalized()
+        try:
+            try:
+                f.missing
+            except AttributeError:
+                del obj
+                _FINALIZED.append("after del")
+                raise TypeError
+        except TypeError as e:
+            return x + 1, type(e.__context__).__name__, list(_FINALIZED)
+
+    def make():
+        del _FINALIZED[:]
+        return (torch.ones(2),)
+
+    assert_same(f, make)

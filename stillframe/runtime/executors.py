@@ -431,10 +431,29 @@ def STORE_DEREF(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None
 
 @executor("BEFORE_WITH")
 def BEFORE_WITH(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    """CPython 3.11's BEFORE_WITH: ``__enter__`` and ``__exit__`` looked up on the type (bound through their
+    ``__get__``), a missing one a ``TypeError`` naming the protocol; then ``__enter__()``."""
     manager = frame.stack.pop()
-    exit_ = type(manager).__exit__.__get__(manager)
+    enter = _lookup_special(manager, "__enter__")
+    if enter is None:
+        raise TypeError(f"'{type(manager).__name__}' object does not support the context manager protocol")
+    exit_ = _lookup_special(manager, "__exit__")
+    if exit_ is None:
+        raise TypeError(f"'{type(manager).__name__}' object does not support the context manager protocol "
+                        "(missed __exit__ method)")
     frame.stack.append(exit_)
-    frame.stack.append(type(manager).__enter__(manager))
+    frame.stack.append(enter())
+
+
+def _lookup_special(obj: Any, name: str) -> Any:
+    """``_PyObject_LookupSpecial``: ``name`` found on ``type(obj)``'s MRO (never the instance), bound to ``obj``
+    through its type's ``__get__``; None where no class has it."""
+    for klass in type(obj).__mro__:
+        if name in klass.__dict__:
+            attr = klass.__dict__[name]
+            get = getattr(type(attr), "__get__", None)
+            return attr if get is None else get(attr, obj, type(obj))
+    return None
 
 
 @executor("RETURN_VALUE")

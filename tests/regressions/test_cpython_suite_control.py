@@ -355,3 +355,28 @@ def test_del_in_a_handler_of_a_traced_exception_collects_at_once():
         return (torch.ones(2),)
 
     assert_same(f, make)
+
+
+class _LacksEnter:
+    def __exit__(self, *exc_info):
+        pass
+
+
+class _LacksExit:
+    def __enter__(self):
+        return self
+
+
+def test_with_on_an_object_lacking_enter_or_exit():
+    # test_with FailureTestCase.testEnterAttributeError1/2, testExitAttributeError (and test_contextlib
+    # test_typo_enter/exit): CPython 3.11 raises TypeError "... does not support the context manager protocol";
+    # the real step raised AttributeError "type object ... has no attribute '__enter__'"
+    def f(x, manager):
+        try:
+            with manager:
+                x = x + 1
+        except TypeError as e:
+            return x, str(e)
+
+    for manager in (_LacksEnter, _LacksExit, object):
+        assert_same(f, lambda: (torch.ones(2), manager()))

@@ -134,7 +134,7 @@ def _container_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTrac
             return UserMethodVariable(method, obj)
     if hasattr(obj.python_type(), name):
         return ContainerMethodVariable(obj, name)
-    tx.user_error(AttributeError(f"'{obj.python_type().__name__}' object has no attribute '{name}'"))
+    tx.user_error(AttributeError(f"'{obj.python_type().__name__}' object has no attribute '{name}'", name=name))
 
 
 def _python_method_of(cls: type, name: str) -> Any:
@@ -309,7 +309,7 @@ def instance_attr(tx: Any, obj: Any, name: str) -> VariableTracker:
     if found is MISSING:
         if hasattr(entry.cls, "__getattr__"):
             return _class_getattr(tx, obj, entry.cls, name)
-        tx.user_error(AttributeError(f"'{entry.cls.__name__}' object has no attribute '{name}'"))
+        tx.user_error(AttributeError(f"'{entry.cls.__name__}' object has no attribute '{name}'", name=name))
     return _bind_found(tx, obj, None, name, ("class", found), None)
 
 
@@ -493,7 +493,7 @@ def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> Va
     src = AttrSource(var.source, name) if var.source is not None else None
     if isinstance(value, types.ModuleType):
         if not hasattr(value, name):
-            tx.user_error(AttributeError(f"module '{value.__name__}' has no attribute '{name}'"))
+            tx.user_error(AttributeError(f"module '{value.__name__}' has no attribute '{name}'", name=name))
         return wrap(tx, getattr(value, name), src, trusted=any(value is m for m in TRUSTED_MODULES))
     if isinstance(value, type):
         found = _static_lookup_type(value, name)
@@ -505,7 +505,7 @@ def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> Va
                 except AttributeError as e:  # a class made where globals had no __name__ has no __module__
                     tx.user_error(e)
                 return wrap(tx, found, src)
-            tx.user_error(AttributeError(f"type object '{value.__name__}' has no attribute '{name}'"))
+            tx.user_error(AttributeError(f"type object '{value.__name__}' has no attribute '{name}'", name=name))
         if isinstance(found, staticmethod):
             return wrap(tx, found.__func__, src)
         if isinstance(found, classmethod):
@@ -533,7 +533,7 @@ def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> Va
         guard_not_on_class(tx, var, value, name)
         if hasattr(type(value), "__getattr__"):
             return _class_getattr(tx, var, type(value), name)
-        tx.user_error(AttributeError(f"'{type(value).__name__}' object has no attribute '{name}'"))
+        tx.user_error(AttributeError(f"'{type(value).__name__}' object has no attribute '{name}'", name=name))
     return _bind_found(tx, var, value, name, found, src)
 
 

@@ -370,7 +370,7 @@ def LOAD_GLOBAL(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None
     elif hasattr(builtins, name):
         frame.stack.append(getattr(builtins, name))
     else:
-        raise NameError(f"name '{name}' is not defined")
+        raise NameError(f"name '{name}' is not defined", name=name)
 
 
 @executor("SWAP")

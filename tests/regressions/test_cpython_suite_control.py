@@ -380,3 +380,36 @@ def test_with_on_an_object_lacking_enter_or_exit():
 
     for manager in (_LacksEnter, _LacksExit, object):
         assert_same(f, lambda: (torch.ones(2), manager()))
+
+
+class _Blech:
+    blech = None
+
+
+def test_name_and_attribute_errors_carry_the_name():
+    # test_exceptions NameErrorTests.test_name_error_has_name, AttributeErrorTests.test_getattr_has_name_and_obj:
+    # the NameError / AttributeError the trace raised for a missing name had ``.name`` None (CPython sets it; the
+    # traceback's "Did you mean" reads it). (``AttributeError.obj`` is still None: see the module's report.)
+    def undefined(x):
+        try:
+            bluch  # noqa: F821
+        except NameError as e:
+            return x + 1, e.name
+
+    def undefined_after_break(x):
+        print("", end="")
+        try:
+            bluch  # noqa: F821
+        except NameError as e:
+            return x + 1, e.name
+
+    def missing_attr(x, obj):
+        try:
+            obj.bluch
+        except AttributeError as e:
+            return x + 1, e.name
+
+    assert_same(undefined, lambda: (torch.ones(2),))
+    assert_same(undefined_after_break, lambda: (torch.ones(2),))
+    assert_same(missing_attr, lambda: (torch.ones(2), _Blech()))
+    assert_same(missing_attr, lambda: (torch.ones(2), _Blech))

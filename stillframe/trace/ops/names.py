@@ -84,7 +84,7 @@ def LOAD_GLOBAL(tx, inst):
     b = frame.globals.get("__builtins__", builtins)
     table = b if isinstance(b, dict) else vars(b)
     if name not in table:
-        tx.user_error(NameError(f"name '{name}' is not defined"))
+        tx.user_error(NameError(f"name '{name}' is not defined", name=name))  # (.name: CPython sets it too)
     tx.push(wrap(tx, table[name], None))
 
 

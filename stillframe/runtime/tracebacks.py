@@ -132,8 +132,11 @@ def _stand_in(code: types.CodeType, positions: Any, inner: Callable, raises: boo
     if lineno < 2:
         col = 0  # no line above for the block that lets the statement be indented
     header = "if 1:\n" if col else ""  # a module-level statement may be indented only inside a block
-    source = "\n" * (lineno - 1 - bool(header)) + header + " " * col + text + "\n"
+    # lines counted from the user's function's first line (its co_firstlineno, as PEP 626 tests measure a
+    # traceback frame's line), where the statement comes after it
+    first = code.co_firstlineno if 1 <= code.co_firstlineno <= lineno - bool(header) else 1
+    source = "\n" * (lineno - first - bool(header)) + header + " " * col + text + "\n"
     stand_in = compile(source, code.co_filename, "exec", dont_inherit=True)
-    stand_in = stand_in.replace(co_name=code.co_name, co_qualname=code.co_qualname)
+    stand_in = stand_in.replace(co_name=code.co_name, co_qualname=code.co_qualname, co_firstlineno=first)
     namespace = {name: value, "__builtins__": {}}
     return lambda: exec(stand_in, namespace)

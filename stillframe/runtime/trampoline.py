@@ -115,13 +115,21 @@ _FUTURE_FLAGS = functools.reduce(operator.or_, (getattr(__future__, name).compil
 
 
 def _make(code: types.CodeType, line: int, kind: str, col: int, width: int, module: str | None) -> Any:
+    # the ``def`` sits on the user's function's first line where the body leaves room (blank lines between), so
+    # that ``f_code.co_firstlineno`` and ``f_lineno`` of the trampoline's frame are the user's (PEP 626 tests
+    # measure a traceback frame's line from its code's first line)
+    first = code.co_firstlineno
     if kind == "call" and line >= 3:  # `name()` spans the columns; name is fn bound to its arguments
         name = "_" * max(width - 2, 3)
-        text = ("\n" * (line - 3) + "def ___step(___fn, ___a, ___k, ___partial=___partial):\n"
-                f" {name} = ___partial(___fn, *___a, **___k); return (\n" + " " * col + f"{name}()\n )\n")
+        head = "\n" * (first - 1) + "def ___step(___fn, ___a, ___k, ___partial=___partial):\n" + \
+            "\n" * (line - first - 2) if 1 <= first <= line - 2 else \
+            "\n" * (line - 3) + "def ___step(___fn, ___a, ___k, ___partial=___partial):\n"
+        text = head + f" {name} = ___partial(___fn, *___a, **___k); return (\n" + " " * col + f"{name}()\n )\n"
     elif kind == "raise" and line >= 2 and col >= 1:  # `raise name` spans the columns
         name = "_" * max(width - len("raise "), 3)
-        text = "\n" * (line - 2) + f"def ___step({name}):\n" + " " * col + f"raise {name}\n"
+        head = "\n" * (first - 1) + f"def ___step({name}):\n" + "\n" * (line - first - 1) \
+            if 1 <= first <= line - 1 else "\n" * (line - 2) + f"def ___step({name}):\n"
+        text = head + " " * col + f"raise {name}\n"
     else:  # the whole line, at its first column
         body = "return ___fn(*___a, **___k)" if kind == "call" else "raise ___e"
         params = "___fn, ___a, ___k" if kind == "call" else "___e"

@@ -413,3 +413,37 @@ def test_name_and_attribute_errors_carry_the_name():
     assert_same(undefined_after_break, lambda: (torch.ones(2),))
     assert_same(missing_attr, lambda: (torch.ones(2), _Blech()))
     assert_same(missing_attr, lambda: (torch.ones(2), _Blech))
+
+
+def _in_except():
+    try:
+        1 / 0
+    except ZeroDivisionError:
+        print("", end="")
+        1 / 0
+        pass
+
+
+def test_traceback_frame_lines_are_measured_from_the_users_first_line():
+    # test_exceptions PEP626Tests (test_lineno_after_raise_in_except, ..._in_named_except, ..._in_finally_*): a
+    # traceback entry made by a trampoline had a frame whose f_code.co_firstlineno was the trampoline's own (its
+    # ``def`` two lines above the user's line), so f_lineno - co_firstlineno was 1 or 2 whatever the user's line
+    def f(x):
+        _in_except()
+        return x
+
+    def lines(fn):
+        try:
+            fn(torch.ones(2))
+        except ZeroDivisionError as e:
+            tb, found = e.__traceback__, []
+            while tb is not None:
+                code = tb.tb_frame.f_code
+                if code.co_name in ("f", "_in_except"):
+                    found.append((code.co_name, tb.tb_frame.f_lineno - code.co_firstlineno))
+                tb = tb.tb_next
+            return found
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert lines(stillframe.compile(f, backend="eager")) == lines(f)

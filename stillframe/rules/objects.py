@@ -47,7 +47,7 @@ from ..variables.base import (
     same_key,
 )
 from ..variables.builder import is_constant, wrap
-from . import calls, exceptions, known, tensor_attrs
+from . import calls, exceptions, known, method_arity, tensor_attrs
 from .deques import deque_method
 from . import operators
 from .operators import identical
@@ -367,8 +367,10 @@ def _reorder(tx: Any, obj: DictVariable, entry: DictEntry, name: str, args: list
 
 
 def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, kwargs: dict) -> VariableTracker:
-    """Rules for the methods of traced lists, dicts and tuples; mutations bind new heap entries."""
+    """Rules for the methods of traced lists, dicts and tuples; mutations bind new heap entries. A call whose
+    arity or keywords the real method refuses raises its TypeError first (:func:`method_arity.check`)."""
     obj, name = method.obj, method.name
+    method_arity.check(tx, python_type_of(tx, method.owner if method.owner is not None else obj), name, args, kwargs)
     if isinstance(obj, SetVariable):
         return _set_method(tx, obj, name, args, kwargs)
     if isinstance(obj, DequeVariable):
@@ -414,7 +416,7 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
         elif name == "copy":
             return tx.new_list(tuple(items))
         elif name == "index":
-            index = _index_of(tx, items, args[0])
+            index = _index_of(tx, items, args[0], args[1:])
             if index is None:
                 tx.user_error(ValueError(f"{known.const_value(tx, args[0])!r} is not in list"))
             return ConstantVariable(index)
@@ -481,7 +483,7 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
         tx.unsupported("unsupported_call", f"dict.{name}")
     if isinstance(obj, TupleVariable):
         if name == "index":
-            index = _index_of(tx, list(obj.items), args[0])
+            index = _index_of(tx, list(obj.items), args[0], args[1:])
             if index is None:
                 tx.user_error(ValueError("tuple.index(x): x not in tuple"))
             return ConstantVariable(index)
@@ -606,9 +608,22 @@ def _python_eq(tx: Any, v: VariableTracker) -> bool:
         isinstance(getattr(python_type_of(tx, v), "__eq__", None), types.FunctionType)
 
 
-def _index_of(tx: Any, items: list, value: VariableTracker) -> int | None:
-    for i, v in enumerate(items):
-        if _same_value(tx, v, value):
+def _index_of(tx: Any, items: list, value: VariableTracker, bounds: tuple | list = ()) -> int | None:
+    """The first index of ``value`` in ``items[start:stop]`` as ``list.index(value, start, stop)`` and tuple's find
+    it (``bounds``: the ``start, stop`` given, CPython's ``_PyEval_SliceIndexNotNone`` bounds, negative ones counted
+    from the end and clipped to the items); None where it is absent. Only the items within the bounds are compared.
+
+    Raises the user's TypeError for a bound that is not an integer (``[].index(x, None)``), as eager does."""
+    limits = [known.const_value(tx, b) for b in bounds]
+    try:
+        [].index(None, *limits)  # CPython's own conversion of the bounds (an empty list: nothing is compared)
+    except TypeError as e:
+        tx.user_error(TypeError(*e.args))
+    except ValueError:
+        pass
+    start, stop, _ = slice(*(limits + [None, None])[:2]).indices(len(items))
+    for i in range(start, stop):
+        if _same_value(tx, items[i], value):
             return i
     return None
 

@@ -1,0 +1,109 @@
+"""Whether a call of a builtin container's method passes the arguments its real method accepts.
+
+The trace models ``list``, ``dict``, ``tuple``, ``set``, ``deque`` and ``OrderedDict`` methods by rules
+(:func:`stillframe.rules.objects.call_container_method`) that read only the arguments they use; CPython first
+checks the call's arity and keywords against the method's own signature and raises ``TypeError`` before it
+looks at the container (``[].pop(1, 2)`` is a TypeError, not "pop from empty list"; ``d.get()``, ``l.copy(1)``,
+``d.clear(None)``, ``l.index(x=1)`` too). :func:`check` is that first step, for every such method in one place.
+
+The accepted arity comes from the method's ``inspect.signature`` where CPython gives one (``list.index``:
+``(self, value, start=0, stop=sys.maxsize, /)``), else from :data:`ARITY` (the methods whose C definitions carry
+no text signature in 3.11). A call that does not fit raises the exact ``TypeError`` the real method raises: the
+real method is called on a fresh empty instance of its builtin class with the same number of placeholder
+arguments and keyword names (CPython checks counts before it converts or reads anything, so the message is
+eager's own). Where that cannot be done (a class that cannot be made empty, a call that raised no TypeError) the
+trace breaks and the real call runs.
+"""
+
+from __future__ import annotations
+
+import collections
+import inspect
+import math
+import types
+from typing import Any
+
+import torch
+
+__all__ = ["ARITY", "check"]
+
+_ANY = math.inf
+
+#: ``(class, method) -> (fewest positional arguments, most, whether keywords are accepted)`` for the methods of
+#: builtin containers that have no ``inspect.signature`` (CPython 3.11, ``Objects/dictobject.c``, ``setobject.c``,
+#: ``Modules/_collectionsmodule.c``: METH_NOARGS is 0, METH_O is 1, ``PyArg_UnpackTuple`` gives its bounds).
+ARITY: dict[tuple[type, str], tuple[int, float, bool]] = {
+    **{(cls, name): (0, 0, False) for cls in (dict, collections.OrderedDict)
+       for name in ("clear", "copy", "items", "keys", "values")},
+    **{(cls, "pop"): (1, 2, False) for cls in (dict, collections.OrderedDict)},
+    **{(cls, "update"): (0, 1, True) for cls in (dict, collections.OrderedDict)},
+    **{(cls, "__getitem__"): (1, 1, False) for cls in (list, dict, collections.OrderedDict)},
+    **{(cls, name): (1, 1, False) for cls in (set, frozenset)
+       for name in ("__contains__", "isdisjoint", "issubset", "issuperset", "symmetric_difference")},
+    **{(cls, name): (0, _ANY, False) for cls in (set, frozenset) for name in ("difference", "intersection", "union")},
+    **{(cls, "copy"): (0, 0, False) for cls in (set, frozenset)},
+    **{(set, name): (1, 1, False) for name in ("add", "discard", "remove", "symmetric_difference_update")},
+    **{(set, name): (0, 0, False) for name in ("clear", "pop")},
+    **{(set, name): (0, _ANY, False) for name in ("difference_update", "intersection_update", "update")},
+    **{(collections.deque, name): (0, 0, False) for name in ("clear", "copy", "__copy__", "pop", "popleft",
+                                                             "reverse")},
+    **{(collections.deque, name): (1, 1, False) for name in ("append", "appendleft", "count", "extend",
+                                                             "extendleft", "remove")},
+    (collections.deque, "index"): (1, 3, False),
+    (collections.deque, "insert"): (2, 2, False),
+    (collections.deque, "rotate"): (0, 1, False),
+    (torch.Size, "numel"): (0, 0, False),
+}
+
+_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType, types.FunctionType)
+
+
+def _defining_class(cls: type, name: str) -> tuple[type, Any] | tuple[None, None]:
+    """The first class of ``cls``'s MRO that defines ``name``, and what it holds there."""
+    for base in cls.__mro__:
+        if name in vars(base):
+            return base, vars(base)[name]
+    return None, None
+
+
+def _fits(base: type, name: str, method: Any, positional: int, keywords: tuple) -> bool | None:
+    """Whether ``positional`` arguments and ``keywords`` fit the method; None where its arity is not known."""
+    try:
+        signature = inspect.signature(method)
+    except (TypeError, ValueError):
+        bounds = ARITY.get((base, name))
+        if bounds is None:
+            return None
+        low, high, keyword_ok = bounds
+        return low <= positional <= high and (keyword_ok or not keywords)
+    try:
+        signature.bind(None, *([None] * positional), **dict.fromkeys(keywords))
+    except TypeError:
+        return False
+    return True
+
+
+def check(tx: Any, cls: type, name: str, args: list, kwargs: dict) -> None:
+    """Raise eager's ``TypeError`` where ``cls.name(obj, *args, **kwargs)`` does not fit the real method's arity
+    or keywords (CPython's argument parsing, before the method runs); return where it fits or is not known.
+
+    Raises the user's ``TypeError`` (``"list.copy() takes no arguments (1 given)"``), or breaks the graph where
+    the exact message cannot be had without the real container."""
+    base, method = _defining_class(cls, name)
+    if base is None or not isinstance(method, _METHODS):
+        return
+    fits = _fits(base, name, method, len(args), tuple(kwargs))
+    if fits is None or fits:
+        return
+    try:
+        empty = base()
+    except Exception:  # a class that cannot be made empty (a namedtuple): the real call decides
+        empty = None
+    if empty is not None:
+        try:
+            getattr(empty, name)(*([None] * len(args)), **dict.fromkeys(kwargs))
+        except TypeError as e:
+            tx.user_error(TypeError(*e.args))
+        except Exception:  # another error than the arity's: the real call decides
+            pass
+    tx.unsupported("unsupported_call", f"{base.__name__}.{name} called with arguments its signature refuses")

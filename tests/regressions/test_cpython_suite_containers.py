@@ -1,0 +1,84 @@
+"""Regressions found by running CPython's own container tests (``test.test_list``, ``test.test_dict`` ... through
+:mod:`stillframe.check.cpython_tests`) compiled: each construct of a failing test reduced to a plain function and
+compared with eager (values, and the exception's type and message)."""
+
+from __future__ import annotations
+
+import collections
+import warnings
+
+import pytest
+import torch
+
+import stillframe
+from stillframe.errors import StillframeWarning
+from stillframe.rules import method_arity
+
+
+def _outcomes(*calls):
+    """What each call returns, or the type and message of what it raises."""
+    out = []
+    for call in calls:
+        try:
+            out.append(("ok", call()))
+        except Exception as e:
+            out.append((type(e).__name__, str(e)))
+    return out
+
+
+def _same(fn, *args):
+    """The compiled ``fn`` returns eager's value, traced (a fallback to eager after an internal error fails)."""
+    expected = fn(*args)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = stillframe.compile(fn, backend="eager")(*args)
+    assert got == expected
+    assert not [w for w in caught if issubclass(w.category, StillframeWarning)], [str(w.message) for w in caught]
+
+
+# ------------------------------------------------------------------ arity and keywords of builtin methods
+
+
+def test_builtin_method_arity_and_keywords_raise_eagers_type_error():
+    # test_list test_clear/test_copy/test_reverse/test_keyword_args/test_pop, test_dict test_get/test_clear/
+    # test_invalid_keyword_arguments: the rules read only the arguments they use; CPython checks the count first
+    def fn():
+        return _outcomes(
+            lambda: [].pop(1, 2), lambda: [1].copy(1), lambda: {}.get(), lambda: {}.clear(None),
+            lambda: [1].reverse(1), lambda: [1].append(x=1), lambda: {}.pop(), lambda: set().add(1, 2),
+            lambda: collections.deque().rotate(1, 2), lambda: [1].index(), lambda: (1,).index(1, x=2),
+            lambda: collections.OrderedDict().popitem(1, 2), lambda: {}.update({}, {}), lambda: {}.keys(1),
+            lambda: {"a": 1}.get("a", 2, 3), lambda: [1].clear(1), lambda: {}.copy(1), lambda: [2, 1].sort(1),
+            lambda: {}.setdefault(), lambda: [1].count(), lambda: {1: 2}.items(), lambda: [].pop())
+
+    _same(fn)
+
+
+# ------------------------------------------------------------------ list.index / tuple.index bounds
+
+
+def test_list_and_tuple_index_honour_start_and_stop():
+    # test_list test_index "2 != 3": u.index(0, 3) searched from 0
+    def fn():
+        u = [-2, -1, 0, 0, 1, 2]
+        t = tuple(u)
+        return _outcomes(
+            lambda: u.index(0, 3), lambda: u.index(0, 3, 4), lambda: u.index(2, 0, -10), lambda: u.index(-2, -10),
+            lambda: t.index(0, 3), lambda: t.index(0, 4, 100), lambda: u.index(0, None), lambda: t.index(0, 1.5),
+            lambda: u.index(0, -3), lambda: u.index(0, 10))
+
+    _same(fn)
+
+
+@pytest.mark.parametrize("cls, name", sorted(method_arity.ARITY, key=lambda k: (k[0].__name__, k[1])))
+def test_arity_table_matches_cpython(cls, name):
+    # the table stands in for the signatures CPython does not publish: one argument too few or too many (and a
+    # keyword where none is taken) raises TypeError on the real method; the bounds themselves pass its arity check
+    low, high, keywords = method_arity.ARITY[(cls, name)]
+    empty = cls() if cls is not torch.Size else torch.Size([])
+    for count in ([low - 1] if low else []) + ([high + 1] if high != float("inf") else []):
+        with pytest.raises(TypeError, match="argument"):
+            getattr(empty, name)(*[[]] * count)
+    if not keywords:
+        with pytest.raises(TypeError, match="keyword"):
+            getattr(empty, name)(*[[]] * low, unknown=1)

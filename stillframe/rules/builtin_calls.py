@@ -81,7 +81,7 @@ from .operators import binary_op
 from .truthiness import truthiness
 from ..variables.builder import load_local
 
-from . import calls, exceptions, frames, live_dicts, nn_modules, polyfills, type_checks
+from . import arity, calls, exceptions, frames, live_dicts, nn_modules, polyfills, type_checks
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -185,6 +185,9 @@ def _setattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 
 def call_builtin(tx: Tracer, fn: Any, args: list, kwargs: dict) -> None:
+    """``fn(*args, **kwargs)`` for a builtin: first CPython's check of the arity and keywords
+    (:func:`arity.check_call`), then its rule, a fold on constants, or a graph break."""
+    arity.check_call(tx, fn, args, kwargs)
     rule = BUILTIN_RULES.get(fn)
     if rule is not None:
         return tx.push(rule(tx, args, kwargs))

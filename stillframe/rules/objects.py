@@ -47,7 +47,7 @@ from ..variables.base import (
     same_key,
 )
 from ..variables.builder import is_constant, wrap
-from . import calls, exceptions, known, method_arity, tensor_attrs
+from . import arity, calls, exceptions, known, tensor_attrs
 from .deques import deque_method
 from . import operators
 from .operators import identical
@@ -368,9 +368,9 @@ def _reorder(tx: Any, obj: DictVariable, entry: DictEntry, name: str, args: list
 
 def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, kwargs: dict) -> VariableTracker:
     """Rules for the methods of traced lists, dicts and tuples; mutations bind new heap entries. A call whose
-    arity or keywords the real method refuses raises its TypeError first (:func:`method_arity.check`)."""
+    arity or keywords the real method refuses raises its TypeError first (:func:`arity.check`)."""
     obj, name = method.obj, method.name
-    method_arity.check(tx, python_type_of(tx, method.owner if method.owner is not None else obj), name, args, kwargs)
+    arity.check(tx, python_type_of(tx, method.owner if method.owner is not None else obj), name, args, kwargs)
     if isinstance(obj, SetVariable):
         return _set_method(tx, obj, name, args, kwargs)
     if isinstance(obj, DequeVariable):

@@ -512,6 +512,11 @@ def _rebuild_numpy_array(cg: StateCodegen, var: NumpyArrayVariable) -> str:
 
 @REBUILD.rule(DictViewVariable)
 def _rebuild_dict_view(cg: StateCodegen, var: DictViewVariable) -> str:
+    """``d.keys()`` of the rebuilt ``d``; of a dict subclass's instance made in the trace, the view is dict's own
+    over that instance (its ``.mapping`` is the instance, as eager's), not over a copy of its dict part."""
+    owner = cg.tracer.state.memo.get(("storage_owner", var.mapping.oid))
+    if owner is not None:
+        return f"{cg.gen.const(dict)}.{var.kind}({cg.expr(ObjectVariable(*owner))})"
     return f"{cg.expr(var.mapping)}.{var.kind}()"
 
 

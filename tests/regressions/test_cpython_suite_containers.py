@@ -4,6 +4,7 @@ compared with eager (values, and the exception's type and message)."""
 
 from __future__ import annotations
 
+import builtins
 import collections
 import warnings
 
@@ -12,7 +13,7 @@ import torch
 
 import stillframe
 from stillframe.errors import StillframeWarning
-from stillframe.rules import method_arity
+from stillframe.rules import arity
 
 
 def _outcomes(*calls):
@@ -39,7 +40,7 @@ def _same(fn, *args):
 # ------------------------------------------------------------------ arity and keywords of builtin methods
 
 
-def test_builtin_method_arity_and_keywords_raise_eagers_type_error():
+def test_builtin_arity_and_keywords_raise_eagers_type_error():
     # test_list test_clear/test_copy/test_reverse/test_keyword_args/test_pop, test_dict test_get/test_clear/
     # test_invalid_keyword_arguments: the rules read only the arguments they use; CPython checks the count first
     def fn():
@@ -70,15 +71,73 @@ def test_list_and_tuple_index_honour_start_and_stop():
     _same(fn)
 
 
-@pytest.mark.parametrize("cls, name", sorted(method_arity.ARITY, key=lambda k: (k[0].__name__, k[1])))
+@pytest.mark.parametrize("cls, name", sorted(arity.ARITY, key=lambda k: (k[0].__name__, k[1])))
 def test_arity_table_matches_cpython(cls, name):
     # the table stands in for the signatures CPython does not publish: one argument too few or too many (and a
     # keyword where none is taken) raises TypeError on the real method; the bounds themselves pass its arity check
-    low, high, keywords = method_arity.ARITY[(cls, name)]
-    empty = cls() if cls is not torch.Size else torch.Size([])
+    low, high, keywords = arity.ARITY[(cls, name)]
+    if cls is builtins:
+        call = getattr(builtins, name)
+    else:
+        call = getattr(cls() if cls is not torch.Size else torch.Size([]), name)
     for count in ([low - 1] if low else []) + ([high + 1] if high != float("inf") else []):
         with pytest.raises(TypeError, match="argument"):
-            getattr(empty, name)(*[[]] * count)
+            call(*[[]] * count)
     if not keywords:
         with pytest.raises(TypeError, match="keyword"):
-            getattr(empty, name)(*[[]] * low, unknown=1)
+            call(*[[]] * low, unknown=1)
+
+
+# ------------------------------------------------------------------ dict views
+
+
+class _Dict(dict):
+    pass
+
+
+def test_view_of_a_dict_subclass_made_in_the_trace_sees_the_instance_after_a_break():
+    # test_dict test_views_mapping: d.keys().mapping (a graph break) was the mapping of a copy of the instance's
+    # dict part rebuilt apart from it, so d["foo"] = "bar" after it did not show: mappingproxy({})
+    def fn():
+        out = []
+        for cls in (dict, _Dict):
+            d = cls()
+            m1 = d.keys().mapping
+            m2 = d.values().mapping
+            m3 = d.items().mapping
+            d["foo"] = "bar"
+            out.append((repr(m1), repr(m2), repr(m3), m1 == d, list(m3.items())))
+        return out
+
+    _same(fn)
+
+
+# ------------------------------------------------------------------ keywords of builtin calls
+
+
+def test_builtin_types_refuse_keywords_and_extra_arguments_as_eager():
+    # test_list test_keyword_args: list(sequence=[]) made a list, eager raises 'list() takes no keyword arguments'
+    def fn():
+        return _outcomes(lambda: list(sequence=[]), lambda: tuple(x=1), lambda: set(x=1), lambda: frozenset(x=1),
+                         lambda: list([], []), lambda: set([], []), lambda: bool(x=1), lambda: len([], []),
+                         lambda: isinstance(1), lambda: list((1, 2)), lambda: dict(a=1))
+
+    _same(fn)
+
+
+def _keywords(**kw):
+    return kw
+
+
+class _Custom(dict):
+    pass
+
+
+@pytest.mark.parametrize("mapping", [{1: 2}, _Custom({1: 2}), {"a": 1, 2: 3}])
+def test_double_star_with_a_key_that_is_not_a_string_raises(mapping):
+    # test_dict test_invalid_keyword_arguments: dict(**{1: 2}) and {}.update(**{1: 2}) made {1: 2}; CPython's call
+    # raises 'keywords must be strings' (a Python callee: in the trace; a C one: the call runs for real)
+    def fn(m):
+        return _outcomes(lambda: _keywords(**m), lambda: dict(**m), lambda: {}.update(**m))
+
+    _same(fn, mapping)

@@ -75,7 +75,18 @@ def CALL_FUNCTION_EX(tx, inst):
         if not isinstance(kwargs_var, DictVariable):
             tx.unsupported("unsupported_call", "** of a value that is not a dict")
         kwargs = {const_value(tx, _k(k)): v for k, v in tx.dict_entry(kwargs_var).items}
+        if not all(isinstance(k, str) for k in kwargs):
+            _non_string_keywords(tx, fn)
     call(tx, fn, args, kwargs)
+
+
+def _non_string_keywords(tx, fn):
+    """``f(**{1: 2})``: CPython's vectorcall of a Python function (``_PyStack_UnpackDict``) raises
+    ``TypeError: keywords must be strings``; another callee (a C function called through ``tp_call`` sees the dict
+    as it is) runs for real."""
+    if _passes_values_through(fn) and not isinstance(fn, ContainerMethodVariable):
+        tx.user_error(TypeError("keywords must be strings"))
+    tx.unsupported("unsupported_call", "a call with ** of a dict whose keys are not all strings: it runs for real")
 
 
 def _k(key):

@@ -1,4 +1,4 @@
-"""Whether a call of a builtin container's method passes the arguments its real method accepts.
+"""Whether a call of a builtin function, type or container method passes the arguments the real one accepts.
 
 The trace models ``list``, ``dict``, ``tuple``, ``set``, ``deque`` and ``OrderedDict`` methods by rules
 (:func:`stillframe.rules.objects.call_container_method`) that read only the arguments they use; CPython first
@@ -13,10 +13,16 @@ real method is called on a fresh empty instance of its builtin class with the sa
 arguments and keyword names (CPython checks counts before it converts or reads anything, so the message is
 eager's own). Where that cannot be done (a class that cannot be made empty, a call that raised no TypeError) the
 trace breaks and the real call runs.
+
+:func:`check_call` does the same for the builtins the trace models by a rule (``list(sequence=[])``,
+``set(x=1)``, ``tuple(1, 2)``: CPython raises before it reads the arguments, the rules read the ones they use):
+the builtin types of :data:`EMPTY_SAFE` are called for real with placeholders for the message (they have no
+effect), any other builtin breaks the graph and runs for real.
 """
 
 from __future__ import annotations
 
+import builtins
 import collections
 import inspect
 import math
@@ -25,7 +31,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["ARITY", "check"]
+__all__ = ["ARITY", "EMPTY_SAFE", "check", "check_call"]
 
 _ANY = math.inf
 
@@ -53,7 +59,14 @@ ARITY: dict[tuple[type, str], tuple[int, float, bool]] = {
     (collections.deque, "insert"): (2, 2, False),
     (collections.deque, "rotate"): (0, 1, False),
     (torch.Size, "numel"): (0, 0, False),
+    **{(builtins, name): (0, 1, False) for name in ("set", "frozenset", "bool")},
+    (builtins, "dict"): (0, 1, True),
 }
+
+#: Builtins whose call with placeholder arguments has no effect (types that make an empty value, Argument Clinic
+#: functions that check their arity before they run): called for real for an arity error's text.
+EMPTY_SAFE = frozenset({list, tuple, set, frozenset, dict, bool, float, len, isinstance, issubclass, hasattr, abs,
+                        callable, id, repr, ord, chr, hash, divmod, sum})
 
 _METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType, types.FunctionType)
 
@@ -66,8 +79,9 @@ def _defining_class(cls: type, name: str) -> tuple[type, Any] | tuple[None, None
     return None, None
 
 
-def _fits(base: type, name: str, method: Any, positional: int, keywords: tuple) -> bool | None:
-    """Whether ``positional`` arguments and ``keywords`` fit the method; None where its arity is not known."""
+def _fits(base: Any, name: str, method: Any, positional: int, keywords: tuple, bound: bool = True) -> bool | None:
+    """Whether ``positional`` arguments and ``keywords`` fit the method (``bound``: its signature's first
+    parameter is the instance) or callable; None where its arity is not known."""
     try:
         signature = inspect.signature(method)
     except (TypeError, ValueError):
@@ -77,7 +91,7 @@ def _fits(base: type, name: str, method: Any, positional: int, keywords: tuple) 
         low, high, keyword_ok = bounds
         return low <= positional <= high and (keyword_ok or not keywords)
     try:
-        signature.bind(None, *([None] * positional), **dict.fromkeys(keywords))
+        signature.bind(*([None] * (positional + bound)), **dict.fromkeys(keywords))
     except TypeError:
         return False
     return True
@@ -107,3 +121,25 @@ def check(tx: Any, cls: type, name: str, args: list, kwargs: dict) -> None:
         except Exception:  # another error than the arity's: the real call decides
             pass
     tx.unsupported("unsupported_call", f"{base.__name__}.{name} called with arguments its signature refuses")
+
+
+def check_call(tx: Any, fn: Any, args: list, kwargs: dict) -> None:
+    """Raise eager's ``TypeError`` where the builtin ``fn(*args, **kwargs)`` does not fit its arity or keywords;
+    return where it fits or is not known.
+
+    Raises the user's ``TypeError`` (``"list() takes no keyword arguments"``) for a builtin of :data:`EMPTY_SAFE`;
+    breaks the graph for another builtin (the real call raises)."""
+    name = getattr(fn, "__name__", None)
+    if not isinstance(name, str) or getattr(builtins, name, None) is not fn:
+        return
+    fits = _fits(builtins, name, fn, len(args), tuple(kwargs), bound=False)
+    if fits is None or fits:
+        return
+    if fn in EMPTY_SAFE:
+        try:
+            fn(*([None] * len(args)), **dict.fromkeys(kwargs))
+        except TypeError as e:
+            tx.user_error(TypeError(*e.args))
+        except Exception:  # another error than the arity's: the real call decides
+            pass
+    tx.unsupported("unsupported_builtin", f"{name}() called with arguments its signature refuses: it runs for real")

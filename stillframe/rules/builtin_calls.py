@@ -365,7 +365,25 @@ def iterator_of(tx: Tracer, seq: VariableTracker) -> VariableTracker:
     view = container_view(seq)
     if view is not None:  # reads the container at each next, as CPython's listiterator / dictiter / setiter
         return tx.new_container_iterator(seq.mapping if isinstance(seq, DictViewVariable) else seq, view)
-    return tx.new_iterator(tuple(sequence_items(tx, seq)))
+    return tx.new_iterator(tuple(sequence_items(tx, seq)), cls=iterator_type(tx, iter, seq))
+
+
+def iterator_type(tx: Tracer, fn: Any, seq: VariableTracker) -> type | None:
+    """The type of eager's ``fn(seq)`` (``fn``: ``iter`` or ``reversed``) for a sequence whose iterator holds its
+    items: a constant's own (``iter("ab")``: ``str_ascii_iterator``), a tuple's, a range's; None otherwise (the
+    iterator's default, ``tuple_iterator``)."""
+    if isinstance(seq, TupleVariable):
+        value: Any = ()
+    elif isinstance(seq, RangeVariable):
+        value = seq.value
+    elif is_const(tx, seq):
+        value = const_value(tx, seq)
+    else:
+        return None
+    try:
+        return type(fn(value))
+    except Exception:  # (not iterable: the items' rule raised already)
+        return None
 
 
 def watched_iterator(tx: Tracer, seq: VariableTracker, fn: str) -> VariableTracker | None:

@@ -177,6 +177,11 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
             return tx.push(ConstantVariable(answer))
     if (target is torch.finfo or target is torch.iinfo) and all(is_const(tx, a) for a in args) and not kwargs:
         return tx.push(ConstantVariable(fold(tx, target, args, kwargs).value))  # torch.finfo(x.dtype).min
+    if target in (copy.copy, copy.deepcopy) and any(isinstance(a, (IteratorVariable, LiveIteratorVariable))
+                                                    for a in args):
+        # copy reduces it (__reduce_ex__) and rebuilds one with __setstate__: the real call copies the iterator that
+        # stands for it at the break, which reduces itself as eager's (standins.ResumableIterator._eager)
+        tx.unsupported("unsupported_call", "copying an iterator", ("it runs for real; tracing resumes after it",))
     if target is copy.deepcopy and len(args) == 1 and not kwargs:
         return tx.push(deepcopy_var(tx, args[0], {}))
     if target is inspect.signature and len(args) == 1 and not kwargs:

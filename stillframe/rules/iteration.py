@@ -27,7 +27,7 @@ from ..variables.base import (ConstantVariable, DictVariable, GeneratorVariable,
                               UserFunctionVariable, VariableTracker)
 from . import calls, polyfills
 from .objects import sort_keys
-from .builtin_calls import BUILTIN_RULES, fold, watched_iterator
+from .builtin_calls import BUILTIN_RULES, fold, iterator_type, watched_iterator
 from .generators import step as step_generator
 from .known import const_value, sequence_items
 from .truthiness import truthiness
@@ -119,7 +119,7 @@ def _reversed(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     watched = watched_iterator(tx, args[0], "reversed")  # a dict's, an OrderedDict's, a deque's
     if watched is not None:
         return watched
-    return tx.new_iterator(tuple(reversed(sequence_items(tx, args[0]))))
+    return tx.new_iterator(tuple(reversed(sequence_items(tx, args[0]))), cls=iterator_type(tx, reversed, args[0]))
 
 
 def _all_any(fn: Any) -> Callable:

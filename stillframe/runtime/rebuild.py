@@ -629,8 +629,9 @@ def _rebuild_iterator(cg: StateCodegen, var: IteratorVariable) -> str:
             f"{cg.gen.const(standins.ResumableIterator)}({cg.gen.const(rest)}, 0, None)"
     elif cg.final:
         create = f"{cg.gen.const(standins.as_builtin)}({entry.kind!r}, [{cg._items(entry.rest)}])"
-    else:
-        create = f"{cg.gen.const(standins.ResumableIterator)}([{cg._items(entry.rest)}], 0, {entry.kind!r})"
+    else:  # (cls: eager's type, which it keeps in the resumed trace and where it is pickled or copied)
+        create = f"{cg.gen.const(standins.ResumableIterator)}([{cg._items(entry.rest)}], 0, {entry.kind!r}, " \
+                 f"cls={cg.gen.const(var.cls)})"
     return cg._once(("iterator", var.oid), create, lambda name: "pass")
 
 

@@ -216,14 +216,15 @@ class Tracer:
     def set_set_values(self, var: SetVariable, values: set) -> None:
         self.heap_set(var.oid, SetEntry(tuple(values)))
 
-    def new_iterator(self, items: tuple, kind: str | None = None) -> "IteratorVariable":
-        """A fresh iterator over ``items`` (VTs), at its first item; ``kind``: the builtin that made it."""
+    def new_iterator(self, items: tuple, kind: str | None = None, cls: type | None = None) -> "IteratorVariable":
+        """A fresh iterator over ``items`` (VTs), at its first item; ``kind``: the builtin that made it; ``cls``: the
+        type eager's iterator has (``type(it)``), default the one ``kind`` makes, else ``tuple_iterator``."""
         oid = self.new_id()
         if isinstance(items, RangeItems):
             self.heap_set(oid, IteratorEntry(items, 0, kind))
             return IteratorVariable(oid, _RANGE_ITERATOR)
         self.heap_set(oid, IteratorEntry(tuple(items), 0, kind))
-        return IteratorVariable(oid)
+        return IteratorVariable(oid, cls or _KIND_TYPES.get(kind))
 
     def new_watched_iterator(self, items: tuple, container: VariableTracker, oid: int, view: str = "",
                              fn: str = "iter") -> "IteratorVariable":
@@ -231,7 +232,7 @@ class Tracer:
         CPython's ``fn(container<view>)`` yields them (``view``: ``""``, ``".keys()"``, ``".values()"`` or
         ``".items()"``; ``fn``: ``"iter"`` or ``"reversed"``) while nothing changes ``heap[oid]``: see
         ``IteratorEntry.watch``."""
-        iterator = self.new_iterator(items)
+        iterator = self.new_iterator(items, cls=_watched_type(container.python_type(), view, fn))
         entry, watched = self.heap(iterator.oid), self.heap(oid)
         keys = ()
         if isinstance(watched, DictEntry):
@@ -281,10 +282,10 @@ class Tracer:
                 oid = self.new_id()
                 self.heap_set(oid, IteratorEntry((), 0, kind, container.oid, view, size, keys, start, pos=0,
                                                  left=size))
-                return IteratorVariable(oid)
+                return IteratorVariable(oid, _KIND_TYPES.get(kind) or _VIEW_TYPES[view])
         oid = self.new_id()
         self.heap_set(oid, IteratorEntry((), 0, kind, container.oid, view, size, keys, start))  # seen: not yet
-        return IteratorVariable(oid)
+        return IteratorVariable(oid, _KIND_TYPES.get(kind) or _VIEW_TYPES[view])
 
     def iterator_next(self, var: "IteratorVariable") -> VariableTracker | None:
         """Advance ``var``: its next item, or ``None`` when it is exhausted. Over a list, dict or set it reads the
@@ -801,6 +802,26 @@ def _changed_layout(old: DictEntry, items: tuple) -> Any:
 
 
 _RANGE_ITERATOR = type(iter(range(0)))
+
+#: The type of the iterator each builtin (``IteratorEntry.kind``) makes.
+_KIND_TYPES = {"zip": zip, "enumerate": enumerate}
+
+#: The type of CPython's iterator over a container the trace reads at each next (``IteratorEntry.view``).
+_VIEW_TYPES = {"list": type(iter([])), "keys": type(iter({})), "values": type(iter({}.values())),
+               "items": type(iter({}.items())), "set": type(iter(set()))}
+
+
+def _watched_type(cls: type, view: str, fn: str) -> type | None:
+    """The type of ``fn(container<view>)`` for a container of type ``cls`` (``iter(deque)``: ``_deque_iterator``,
+    ``reversed(od.items())``: ``odict_iterator``): CPython's, asked of an empty instance of the builtin base that
+    defines it; None where none can be made."""
+    base = next((c for c in cls.__mro__ if c.__module__ in ("builtins", "collections")), None)
+    try:
+        empty = base()
+        made = {"iter": iter, "reversed": reversed}[fn](getattr(empty, view[1:-2])() if view else empty)
+    except Exception:
+        return None
+    return type(made)
 
 
 def _caught_in_frame(code: Any, index: int) -> bool:

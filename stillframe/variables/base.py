@@ -254,11 +254,14 @@ class LiveIteratorVariable(VariableTracker):
     kind: str | None = None  # the builtin that made it (IteratorEntry.kind)
     # the type of CPython's own iterator it steps (ResumableIterator._real, guarded), or None: taken only for real
     real: type | None = None
+    # the type eager's iterator has where the stand-in knows it (over the user's list: list_iterator; over a dict or
+    # a set: dict_keyiterator ..., set_iterator; see standins.eager_type), guarded with the stand-in's type
+    cls: type | None = None
 
     def python_type(self) -> type:
         if self.real is None and self.kind is None and type(self.values) is range:
             return type(iter(self.values))  # range_iterator
-        return self.real or {"zip": zip, "enumerate": enumerate}.get(self.kind) or type(iter(()))
+        return self.real or {"zip": zip, "enumerate": enumerate}.get(self.kind) or self.cls or type(iter(()))
 
 
 @dataclass(frozen=True, slots=True)

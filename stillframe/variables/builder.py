@@ -242,7 +242,12 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
         _guard(tx, AttrSource(source, "_index"), "EQUALS", value._index)
         _guard(tx, AttrSource(source, "_kind"), "EQUALS", value._kind)
         items = value._items if type(value._items) is range else tuple(value._items)  # (range(10**9): as it is)
-        return LiveIteratorVariable(AttrSource(source, "_items"), items, value._index, id(value), value._kind)
+        cls = standins.eager_type(value)
+        _guard(tx, AttrSource(source, "_items"), "TYPE", type(value._items))  # (eager_type reads the types only)
+        _guard(tx, AttrSource(source, "_over"), "TYPE", type(value._over))
+        _guard(tx, AttrSource(source, "_view"), "EQUALS", value._view)
+        _guard(tx, AttrSource(source, "_cls"), "ID", id(value._cls))
+        return LiveIteratorVariable(AttrSource(source, "_items"), items, value._index, id(value), value._kind, cls=cls)
     if isinstance(value, standins.AutocastExit):
         _guard(tx, source, "TYPE", standins.AutocastExit)
         return AutocastExitVariable(None, value.args, source)

@@ -6,6 +6,7 @@ A plan rebuilds them at a graph break; the builder recognises them when tracing 
 
 from __future__ import annotations
 
+import operator
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -52,11 +53,12 @@ class ResumableIterator:
 
     # underscored: user code duck-types iterators (C OrderedDict.update calls an ``items`` attribute)
     __slots__ = ("_items", "_index", "_kind", "_over", "_size", "_keys", "_view", "_known", "_left", "_real",
-                 "_release", "__weakref__")
+                 "_release", "_cls", "__weakref__")
 
     def __init__(self, items: list, index: int = 0, kind: str | None = None, over: Any = None, size: int = 0,
                  keys: list | None = None, view: str | None = None, known: Any = None, left: int | None = None,
-                 real: Any = None):
+                 real: Any = None, cls: type | None = None):
+        self._cls = cls  # the type of eager's iterator where the trace knew it (IteratorVariable.cls)
         self._items = items
         self._index = index
         self._kind = kind
@@ -68,6 +70,7 @@ class ResumableIterator:
         # CPython's own iterator over the container, standing where eager's stands (see :func:`real_iterator`):
         # each next is its next, so CPython itself sees the container change ("deque mutated during iteration")
         self._real = self._release = None
+        self._cls = eager_type(self)  # kept when it drops its items, exhausted
         if real is not None:
             self._real = real
             _ITERATED[id(over)] = _ITERATED.get(id(over), 0) + 1
@@ -104,6 +107,35 @@ class ResumableIterator:
         self._index += 1
         return self._items[self._index - 1]
 
+    def _eager(self) -> Any:
+        """A new iterator of eager's type standing where this one stands (CPython's own where it steps one; a
+        ``listiterator`` over the user's list; over a dict or set, an iterator over the items still to come, as
+        ``dictiter_reduce`` makes its list: a copy is drained, this one does not move), for the protocols a
+        stand-in cannot follow as itself: pickling and copying reduce the iterator, and the result must be
+        eager's (the stand-in itself never reaches user code). Raises RuntimeError where the dict or set changed
+        size, as CPython's reduce does when it drains its copy."""
+        if self._real is not None:
+            return self._real
+        made = as_builtin_at(self, self._index)
+        if not isinstance(made, ResumableIterator):
+            return made
+        made._known = set(made._known) if made._known is not None else None
+        rest = [item for item in made]  # (no list(made): it asks __length_hint__, which asks this)
+        return iter(rest) if self._over is not None or self._cls is type(iter([])) else iter(tuple(rest))
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return self._eager().__reduce_ex__(protocol)
+
+    def __reduce__(self) -> Any:
+        return self._eager().__reduce__()
+
+    def __length_hint__(self) -> int:
+        return operator.length_hint(self._eager())
+
+    # stillframe's own code: a compiled caller (copy.copy traced) runs them for real (rules.disable.is_disabled)
+    __reduce_ex__.__stillframe_disable__ = __reduce__.__stillframe_disable__ = True  # type: ignore[attr-defined]
+    __length_hint__.__stillframe_disable__ = True  # type: ignore[attr-defined]
+
     def _dict_next(self) -> Any:
         d, keys = self._over, self._keys
         found = self._next_present()
@@ -137,6 +169,22 @@ def _release(key: int) -> None:
         _ITERATED[key] = count
     else:
         _ITERATED.pop(key, None)
+
+
+def eager_type(it: ResumableIterator) -> type | None:
+    """The type of eager's iterator that ``it`` stands for, where it says: over the user's list, ``list_iterator``
+    (or ``enumerate``); over a dict, its view's (``dict_keyiterator`` ...); over a set, ``set_iterator``."""
+    if it._cls is not None:
+        return it._cls
+    if type(it._items) is EnumerateTail or it._kind == "enumerate":
+        return enumerate
+    if type(it._items) is ListTail:
+        return type(iter([]))
+    if isinstance(it._over, (set, frozenset)):
+        return type(iter(set()))
+    if isinstance(it._over, dict) and it._view in ("keys", "values", "items"):
+        return type(iter(getattr({}, it._view)()))
+    return None
 
 
 def has_keys(d: dict, keys: list) -> bool:
@@ -210,7 +258,8 @@ def resume_at(it: ResumableIterator, index: int) -> ResumableIterator:
     items = it._items
     rest = items.shifted(index) if isinstance(items, ListTail) else items[index:]
     keys = None if it._keys is None else it._keys[index:]
-    return ResumableIterator(rest, 0, it._kind, it._over, it._size, keys, it._view, it._known, it._left)
+    return ResumableIterator(rest, 0, it._kind, it._over, it._size, keys, it._view, it._known, it._left,
+                             cls=it._cls)
 
 
 def resume_in_place(it: ResumableIterator, index: int) -> ResumableIterator:

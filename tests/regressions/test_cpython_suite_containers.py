@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import builtins
 import collections
+import copy
+import pickle
 import warnings
 
 import pytest
@@ -141,3 +143,70 @@ def test_double_star_with_a_key_that_is_not_a_string_raises(mapping):
         return _outcomes(lambda: _keywords(**m), lambda: dict(**m), lambda: {}.update(**m))
 
     _same(fn, mapping)
+
+
+# ------------------------------------------------------------------ iterators: their type, pickled and copied
+
+
+def test_type_of_an_iterator_made_in_the_trace_is_eagers():
+    # test_list test_iterator_pickle compares type(it) with type(itorig): every iterator made in the trace was a
+    # tuple_iterator (iter(list), iter(dict), its views, a set, a deque, an OrderedDict, enumerate, reversed ...)
+    def fn():
+        items, d, s = [1, 2], {"a": 1}, {1}
+        q, od = collections.deque([1]), collections.OrderedDict(a=1)
+        made = [iter(items), iter(d), iter(d.keys()), iter(d.values()), iter(d.items()), iter(s), iter((1,)),
+                iter(range(3)), enumerate(items), zip(items, items), reversed(d), iter(q), reversed(q), iter(od),
+                iter(od.items()), reversed((1, 2)), reversed(range(2)), iter("ab"), iter("é")]
+        return [type(it).__name__ for it in made]
+
+    _same(fn)
+
+
+def _opaque():
+    print(end="")  # a graph break
+
+
+def test_type_of_an_iterator_over_a_list_after_a_graph_break_is_list_iterator():
+    def fn():
+        items, out = [1, 2, 3], []
+        it = iter(items)
+        for _ in it:
+            out.append(type(it).__name__)
+            _opaque()
+        d = {"a": 1, "b": 2}
+        it = iter(d.items())
+        for _ in it:
+            out.append(type(it).__name__)
+            _opaque()
+        return out
+
+    _same(fn)
+
+
+def test_iterator_pickled_and_copied_across_a_graph_break_is_eagers():
+    # test_list test_iterator_pickle, test_dict test_*iterator_pickling: at a break the iterator is rebuilt as
+    # stillframe's stand-in, which reached pickle ('a class that defines __slots__ without defining __getstate__
+    # cannot be pickled') and copy.copy (it has no __setstate__)
+    def fn():
+        orig, out = [4, 5, 6, 7], []
+        for proto in range(2):
+            itorig = iter(orig)
+            it, a = pickle.loads(pickle.dumps((itorig, orig), proto))
+            a[:] = [10, 11, 12, 13, 14]
+            out.append((type(it).__name__, list(it)))
+            next(itorig)
+            it, a = pickle.loads(pickle.dumps((itorig, orig), proto))
+            out.append((type(it).__name__, list(it), list(copy.copy(itorig)), list(copy.deepcopy(itorig))))
+            for _ in range(4):  # exhausted: eager pickles an empty list_iterator
+                next(itorig, None)
+            it, a = pickle.loads(pickle.dumps((itorig, orig), proto))
+            out.append((type(it).__name__, list(it), type(itorig).__name__))
+        d = {"a": 1, "b": 2, "c": 3}
+        for view in ("keys", "values", "items"):
+            it = iter(getattr(d, view)())
+            next(it)
+            _opaque()
+            out.append((list(pickle.loads(pickle.dumps(it))), list(copy.copy(it)), list(it)))
+        return out
+
+    _same(fn)

@@ -777,7 +777,10 @@ def _set_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 
 def _frozenset_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    """``frozenset(iterable)``: immutable, so a constant."""
+    """``frozenset(iterable)``: immutable, so a constant; of a frozenset (exactly), that frozenset itself, as
+    CPython's ``frozenset_new`` returns it (``frozenset(s) is s``)."""
+    if args and is_const(tx, args[0]) and type(const_value(tx, args[0])) is frozenset:
+        return args[0]
     items = sequence_items(tx, args[0]) if args else ()
     members = frozenset(_hashable(tx, v) for v in items)
     if any(type(m) is TensorKey for m in members):

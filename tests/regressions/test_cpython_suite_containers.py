@@ -210,3 +210,17 @@ def test_iterator_pickled_and_copied_across_a_graph_break_is_eagers():
         return out
 
     _same(fn)
+
+
+# ------------------------------------------------------------------ sets
+
+
+def test_frozenset_of_a_frozenset_is_that_frozenset():
+    # test_set TestFrozenSet test_constructor_identity: frozenset(s) is s in CPython; the trace made a new one
+    def fn(s):
+        t = frozenset(s)
+        u = frozenset(range(3))
+        v = frozenset(u)
+        return id(s) == id(t), t is s, u is v, id(u) == id(v), frozenset(frozenset()) is frozenset()
+
+    _same(fn, frozenset(range(6)))

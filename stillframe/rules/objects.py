@@ -507,9 +507,11 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
 MISSING = object()
 
 
-#: Methods of ``set`` that change it in place (the rest return a value and leave it alone).
+#: Methods of ``set`` that change it in place (the rest return a value and leave it alone), called by name too
+#: (``s.__init__(iterable)`` empties it and adds the items; ``s.__ior__(t)`` updates it and returns it).
 _SET_MUTATORS = frozenset({"add", "discard", "remove", "pop", "clear", "update", "difference_update",
-                           "intersection_update", "symmetric_difference_update"})
+                           "intersection_update", "symmetric_difference_update", "__init__", "__ior__", "__iand__",
+                           "__isub__", "__ixor__"})
 
 
 #: Methods of ``set`` whose argument is one member (the rest take iterables of members).
@@ -535,6 +537,8 @@ def _set_method(tx: Any, obj: SetVariable, name: str, args: list, kwargs: dict) 
         tx.user_error(e)
     if name in _SET_MUTATORS:
         tx.set_set_values(obj, values)
+    if result is values:  # (s.__ior__(t) returns s itself)
+        return obj
     if type(result) is set:
         return tx.new_set(result)
     if type(result) is TensorKey:  # set.pop() of a tensor member

@@ -224,3 +224,19 @@ def test_frozenset_of_a_frozenset_is_that_frozenset():
         return id(s) == id(t), t is s, u is v, id(u) == id(v), frozenset(frozenset()) is frozenset()
 
     _same(fn, frozenset(range(6)))
+
+
+def test_set_methods_called_by_name_change_the_set():
+    # test_set TestSet test_init: s.__init__(iterable) ran on a copy of the members and the change was dropped
+    # (set() stayed empty); s.__ior__(t) gave a new set, not s
+    def fn():
+        s = set()
+        s.__init__("simsalabim")
+        a = sorted(s)
+        s.__init__("madagascar")
+        b = sorted(s)
+        t = {1}
+        return a, b, t.__ior__({2}) is t, t.__isub__({1}) is t, sorted(t), t.__iand__({2, 3}) is t, t.__ixor__({4}), \
+            _outcomes(lambda: s.__init__(s, 2), lambda: s.__init__(1))
+
+    _same(fn)

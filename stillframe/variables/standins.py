@@ -121,6 +121,8 @@ class ResumableIterator:
             return made
         made._known = set(made._known) if made._known is not None else None
         rest = [item for item in made]  # (no list(made): it asks __length_hint__, which asks this)
+        if self._cls is reversed:  # reversed(tuple): eager's reduces to reversed over the sequence
+            return reversed(tuple(rest[::-1]))
         return iter(rest) if self._over is not None or self._cls is type(iter([])) else iter(tuple(rest))
 
     def __reduce_ex__(self, protocol: Any) -> Any:

@@ -212,6 +212,21 @@ def test_iterator_pickled_and_copied_across_a_graph_break_is_eagers():
     _same(fn)
 
 
+def test_reversed_tuple_pickled_across_a_graph_break_is_reversed():
+    # test_tuple test_reversed_pickle: the stand-in for reversed(tuple) pickled as a tuple_iterator
+    def fn():
+        out = []
+        for data in ((1, 2, 3), "abc"):
+            it = reversed(data)
+            next(it)
+            _opaque()
+            r = pickle.loads(pickle.dumps(it))
+            out.append((type(r).__name__, list(r), type(it).__name__, list(it)))
+        return out
+
+    _same(fn)
+
+
 # ------------------------------------------------------------------ sets
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["ARITY", "EMPTY_SAFE", "check", "check_call"]
+__all__ = ["ARITY", "EMPTY_SAFE", "check", "check_call", "positional"]
 
 _ANY = math.inf
 
@@ -143,3 +143,23 @@ def check_call(tx: Any, fn: Any, args: list, kwargs: dict) -> None:
         except Exception:  # another error than the arity's: the real call decides
             pass
     tx.unsupported("unsupported_builtin", f"{name}() called with arguments its signature refuses: it runs for real")
+
+
+def positional(cls: type, name: str, args: list, kwargs: dict) -> tuple[list, dict]:
+    """``args`` and ``kwargs`` of a call of ``cls.name`` that :func:`check` passed, with the keywords that name
+    positional parameters moved into place (``od.setdefault("g", default=9)`` is ``od.setdefault("g", 9)``), so
+    the rules, which read arguments by position, read them all. Keyword-only ones (``sort(key=)``) stay keywords;
+    where a parameter before one given by keyword is left out (its default is C's), the call is as it was."""
+    if not kwargs:
+        return args, kwargs
+    base, method = _defining_class(cls, name)
+    try:
+        parameters = list(inspect.signature(method).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return args, kwargs
+    moved, rest = list(args), dict(kwargs)
+    for parameter in parameters[len(args):]:
+        if parameter.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD or parameter.name not in rest:
+            break
+        moved.append(rest.pop(parameter.name))
+    return moved, rest

@@ -370,7 +370,9 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
     """Rules for the methods of traced lists, dicts and tuples; mutations bind new heap entries. A call whose
     arity or keywords the real method refuses raises its TypeError first (:func:`arity.check`)."""
     obj, name = method.obj, method.name
-    arity.check(tx, python_type_of(tx, method.owner if method.owner is not None else obj), name, args, kwargs)
+    cls = python_type_of(tx, method.owner if method.owner is not None else obj)
+    arity.check(tx, cls, name, args, kwargs)
+    args, kwargs = arity.positional(cls, name, args, kwargs)
     if isinstance(obj, SetVariable):
         return _set_method(tx, obj, name, args, kwargs)
     if isinstance(obj, DequeVariable):

@@ -255,3 +255,18 @@ def test_set_methods_called_by_name_change_the_set():
             _outcomes(lambda: s.__init__(s, 2), lambda: s.__init__(1))
 
     _same(fn)
+
+
+def test_ordered_dict_methods_take_their_arguments_by_keyword():
+    # test_ordered_dict test_setdefault: od.setdefault('g', default=9) returned None (the rules read arguments by
+    # position, the keyword was dropped)
+    def fn():
+        od = collections.OrderedDict(a=1)
+        out = [od.setdefault("g", default=9), od.setdefault(key="h"), od.pop("a", default=5),
+               od.pop("zz", default=7), list(od.items())]
+        od.move_to_end("g", last=False)
+        out.append(list(od))
+        out.append(od.popitem(last=False))
+        return out
+
+    _same(fn)

@@ -270,3 +270,21 @@ def test_ordered_dict_methods_take_their_arguments_by_keyword():
         return out
 
     _same(fn)
+
+
+# ------------------------------------------------------------------ real steps that read their caller's frame
+
+
+def test_eval_and_exec_without_namespaces_see_the_users_frame():
+    # test_ordered_dict test_repr: eval(repr(od)) raised NameError: name 'OrderedDict' is not defined (OrderedDict a
+    # local of the test): at the graph break eval ran with stillframe's own frame as its caller
+    def fn(x):
+        OrderedDict = collections.OrderedDict  # noqa: N806 (as the CPython test names it)
+        od = OrderedDict(a=1)
+        y = 5
+        out = [eval(repr(od)) == od, eval("x + y"), eval("len")]
+        exec("z = x * 2; out.append(z)")
+        exec("out.append(y)")
+        return out
+
+    _same(fn, 3)

@@ -71,7 +71,7 @@ EMPTY_SAFE = frozenset({list, tuple, set, frozenset, dict, bool, float, len, isi
 _METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType, types.FunctionType)
 
 
-def _defining_class(cls: type, name: str) -> tuple[type, Any] | tuple[None, None]:
+def defining_class(cls: type, name: str) -> tuple[type, Any] | tuple[None, None]:
     """The first class of ``cls``'s MRO that defines ``name``, and what it holds there."""
     for base in cls.__mro__:
         if name in vars(base):
@@ -103,7 +103,7 @@ def check(tx: Any, cls: type, name: str, args: list, kwargs: dict) -> None:
 
     Raises the user's ``TypeError`` (``"list.copy() takes no arguments (1 given)"``), or breaks the graph where
     the exact message cannot be had without the real container."""
-    base, method = _defining_class(cls, name)
+    base, method = defining_class(cls, name)
     if base is None or not isinstance(method, _METHODS):
         return
     fits = _fits(base, name, method, len(args), tuple(kwargs))
@@ -152,7 +152,7 @@ def positional(cls: type, name: str, args: list, kwargs: dict) -> tuple[list, di
     where a parameter before one given by keyword is left out (its default is C's), the call is as it was."""
     if not kwargs:
         return args, kwargs
-    base, method = _defining_class(cls, name)
+    base, method = defining_class(cls, name)
     try:
         parameters = list(inspect.signature(method).parameters.values())[1:]
     except (TypeError, ValueError):

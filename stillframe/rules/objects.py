@@ -373,6 +373,9 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
     cls = python_type_of(tx, method.owner if method.owner is not None else obj)
     arity.check(tx, cls, name, args, kwargs)
     args, kwargs = arity.positional(cls, name, args, kwargs)
+    if method.owner is not None and name == "copy" and arity.defining_class(cls, name)[0] is not dict:
+        # OrderedDict.copy, defaultdict.copy make one of the instance's class (dict.copy, inherited, a plain dict)
+        tx.unsupported("unsupported_call", f"{cls.__name__}.copy() makes a {cls.__name__}: it runs for real")
     if isinstance(obj, SetVariable):
         return _set_method(tx, obj, name, args, kwargs)
     if isinstance(obj, DequeVariable):

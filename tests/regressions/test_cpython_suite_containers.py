@@ -288,3 +288,19 @@ def test_eval_and_exec_without_namespaces_see_the_users_frame():
         return out
 
     _same(fn, 3)
+
+
+class _OrderedSub(collections.OrderedDict):
+    pass
+
+
+def test_copy_of_an_ordered_dict_or_defaultdict_made_in_the_trace_keeps_its_class():
+    # test_ordered_dict test_copying: od.copy() of an OrderedDict made in the trace was a plain dict (the rule of
+    # dict.copy served OrderedDict.copy); dict.copy inherited by a dict subclass does give a plain dict
+    def fn():
+        od = collections.OrderedDict([("c", 1), ("b", 2)])
+        dup = od.copy()
+        made = [c().copy() for c in (_Dict, _OrderedSub, lambda: collections.defaultdict(list))]
+        return type(dup).__name__, list(dup.items()), dup is od, [type(m).__name__ for m in made]
+
+    _same(fn)

@@ -309,6 +309,8 @@ def _observed_collection(value: Any) -> bool:
     for ref in weakref.getweakrefs(value):
         if type(ref) is OwnRef or type(ref).__module__.startswith("torch"):
             continue
+        if type(ref) in (weakref.ProxyType, weakref.CallableProxyType):
+            return True  # a weakref.proxy: its attributes are its referent's (no __callback__ to read), the user's
         owner = getattr(ref.__callback__, "__module__", None) or ""
         if not owner.startswith(("torch.", "stillframe.")):
             return True

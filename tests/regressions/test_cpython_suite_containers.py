@@ -9,6 +9,7 @@ import collections
 import copy
 import pickle
 import warnings
+import weakref
 
 import pytest
 import torch
@@ -302,5 +303,26 @@ def test_copy_of_an_ordered_dict_or_defaultdict_made_in_the_trace_keeps_its_clas
         dup = od.copy()
         made = [c().copy() for c in (_Dict, _OrderedSub, lambda: collections.defaultdict(list))]
         return type(dup).__name__, list(dup.items()), dup is od, [type(m).__name__ for m in made]
+
+    _same(fn)
+
+
+class _Link:
+    __slots__ = "prev", "next", "key", "__weakref__"
+
+
+def test_a_weakref_proxy_to_a_local_is_no_internal_error():
+    # test_ordered_dict PurePython* test_issue24347: the pure-Python OrderedDict links its nodes by weakref.proxy;
+    # the guard asking whether the user watches a local's collection read ref.__callback__ of the proxy, which
+    # forwards to the referent: AttributeError, an internal error (the frame fell back with a warning)
+    def fn():
+        root = _Link()
+        p = weakref.proxy(root)
+        root.prev = root.next = p
+        out = [p.next is p]
+        p.key = 3
+        out.append(root.key)
+        out.append(p.key)
+        return out
 
     _same(fn)

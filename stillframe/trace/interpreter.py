@@ -791,12 +791,21 @@ def _changed_layout(old: DictEntry, items: tuple) -> Any:
     if layout is None:
         return None
     new_keys = [k for k, _ in items]
-    kept = [(i, k) for i, (k, _) in enumerate(old.items) if any(same_key(k, n) for n in new_keys)]
-    if [k for _, k in kept] != new_keys[:len(kept)]:
+    # One walk (linear: a loop filling or draining a dict of n keys costs O(n) per change, not O(n^2)): each old key
+    # is kept when it is the next new key, else deleted; the new keys left over were inserted at the end. Where a
+    # deleted old key is among those (it moved: a reordering), the change is not of that form.
+    kept, deleted = 0, []
+    for i, (k, _) in enumerate(old.items):
+        if kept < len(new_keys) and same_key(k, new_keys[kept]):
+            kept += 1
+        else:
+            deleted.append(i)
+    inserted = new_keys[kept:]
+    if any(same_key(old.items[i][0], n) for i in deleted for n in inserted):
         return None
-    for i in reversed([i for i in range(len(old.items)) if i not in {j for j, _ in kept}]):
+    for i in reversed(deleted):
         layout = layout.without(i)
-    for key in new_keys[len(kept):]:
+    for key in inserted:
         layout = layout.insert(key)
     return layout
 

@@ -27,6 +27,7 @@ from typing import Any, Callable
 import torch
 from .. import compat
 from ..errors import InternalError
+from ..bytecode.operators import BINARY_OPERATORS, COMPARE_OPERATORS
 from ..guards.guard import Guard
 from ..guards.source import AttrSource, CallSource, GetItemSource
 from ..variables.base import (
@@ -86,13 +87,13 @@ from .attrs import (
     _noop,
     getattr_var,
 )
-from .containers import subscript
+from .containers import delete_subscript, store_subscript, subscript
 from .context import exit_autocast, profiler_off, record_function_manager, set_grad_mode
 from .deques import make_deque
 from .disable import compiled_original, is_disabled
 from .higher_order import higher_order_rule
 from .optimizers import TRACED_METHODS
-from . import exceptions, live_dicts, nn_modules, numpy_interop
+from . import exceptions, live_dicts, nn_modules, numpy_interop, operators
 from .protocol import Protocol
 from .generators import drain
 from .frames import inline_call, inline_nested
@@ -533,6 +534,10 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
     if hashable_key(value) in PURE_FUNCTIONS and all(is_const(tx, a) for a in args) and \
             all(is_const(tx, v) for v in kwargs.values()):  # (a weakref.ref to a dict hashes as the dict: raises)
         return tx.push(fold(tx, value, args, kwargs))
+    if module in ("operator", "_operator"):
+        made = _operator_call(tx, value, args, kwargs)
+        if made is not None:
+            return tx.push(made)
     if module in ("math", "operator", "_operator") or module.startswith("math"):
         if any(isinstance(a, TensorVariable) for a in args) and module in ("operator", "_operator"):
             return tx.push(call_tensor_op(tx, "call_function", value, tuple(args), kwargs))
@@ -555,6 +560,61 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
                    ("stillframe captures torch functions, tensor methods and Python functions",))
 
 
+
+
+#: ``operator`` functions that are a statement or an operator of the bytecode, traced by the same rule (a write, an
+#: identity or membership test: folding them on constant copies of their arguments would drop the write, or compare
+#: the copies).
+_OPERATOR_STATEMENTS: dict = {
+    operator.setitem: lambda tx, a, k, v: (store_subscript(tx, a, k, v), ConstantVariable(None))[1],
+    operator.delitem: lambda tx, a, k: (delete_subscript(tx, a, k), ConstantVariable(None))[1],
+    operator.is_: lambda tx, a, b: ConstantVariable(operators.identical(tx, a, b)),
+    operator.is_not: lambda tx, a, b: ConstantVariable(not operators.identical(tx, a, b)),
+    operator.contains: lambda tx, a, b: ConstantVariable(operators.contains(tx, a, b)),
+    **{fn: functools.partial(lambda symbol, tx, a, b: operators.binary_op(tx, symbol, a, b), symbol)
+       for symbol, fn in BINARY_OPERATORS.items()},
+    **{fn: functools.partial(lambda symbol, tx, a, b: operators.compare(tx, symbol, a, b), symbol)
+       for symbol, fn in COMPARE_OPERATORS.items()},
+}
+
+#: The statements of :data:`_OPERATOR_STATEMENTS` whose rule takes tensor arguments as the bytecode's does.
+_OPERATOR_STATEMENTS_ON_TENSORS = frozenset({operator.setitem, operator.delitem, operator.is_, operator.is_not,
+                                             operator.contains})
+
+
+def _operator_call(tx: Tracer, value: Any, args: list, kwargs: dict) -> VariableTracker | None:
+    """``operator.f(*args)``: the bytecode's own rule where ``f`` is a statement or an operator
+    (:data:`_OPERATOR_STATEMENTS`: ``operator.setitem(l, 0, 2)`` writes ``l``, ``operator.iadd(l, m)`` extends it,
+    ``operator.is_(a, a)`` is True); a fold where every argument is an immutable constant; ``None`` for the caller's
+    other rules (a tensor argument: a graph op). Anything else (a list given to ``operator.indexOf``, which may run
+    its items' ``__eq__``) breaks the graph and runs for real.
+
+    Raises:
+        Unsupported: a mutable or opaque argument to an ``operator`` function with no rule.
+    """
+    rule = _OPERATOR_STATEMENTS.get(hashable_key(value))
+    tensors = any(isinstance(a, TensorVariable) for a in args)
+    if rule is not None and not kwargs and len(args) == (3 if value is operator.setitem else 2) and \
+            (not tensors or value in _OPERATOR_STATEMENTS_ON_TENSORS):
+        return rule(tx, *args)
+    if tensors:  # (operator.add(t, 1): a graph op, the caller's rule)
+        return None
+    if all(_immutable_constant(a) for a in (*args, *kwargs.values())):
+        return fold(tx, value, args, kwargs)
+    tx.unsupported("unsupported_call", f"operator.{getattr(value, '__name__', value)} of a mutable or opaque value",
+                   ("it runs for real",))
+
+
+def _immutable_constant(var: VariableTracker) -> bool:
+    """Whether ``var`` is a constant no call can change (a number, a string, None, a range, a tuple or slice of
+    such): folding a function on it gives eager's answer."""
+    if isinstance(var, (ConstantVariable, RangeVariable)):
+        return True
+    if isinstance(var, TupleVariable):
+        return all(_immutable_constant(v) for v in var.items)
+    if isinstance(var, SliceVariable):
+        return all(_immutable_constant(v) for v in (var.start, var.stop, var.step))
+    return False
 
 
 def _apply_methodcaller(tx: Tracer, caller: operator.methodcaller, obj: VariableTracker) -> None:

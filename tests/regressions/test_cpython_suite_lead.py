@@ -218,3 +218,22 @@ def _construct(x, value):
 def test_init_returning_a_value_is_a_type_error(value):
     # was: the value was ignored and the object made (test_descr test_init)
     assert_parity(_construct, lambda: (torch.randn(2), value))
+
+
+def _operator_module(x):
+    import operator
+    a = [4, 3, 2, 1]
+    operator.delitem(a, 1)
+    b = [0, 1, 2]
+    operator.setitem(b, 0, 2)
+    c = [1]
+    d = operator.iadd(c, [2])  # extends c itself
+    return (x + 1, a, b, c, d is c, operator.is_(a, a), operator.is_not(a, b), operator.contains(a, 4),
+            operator.add([1], [2]), operator.indexOf(b, 2), operator.lt(1, 2))
+
+
+def test_operator_functions_are_the_bytecodes_statements():
+    # was: every operator function of constant arguments was folded on copies of them, so operator.setitem and
+    # operator.delitem were silently dropped, operator.iadd did not extend the list, and operator.is_(a, a) was False
+    # (test_operator test_delitem, test_setitem)
+    assert_parity(_operator_module, lambda: (torch.randn(2),))

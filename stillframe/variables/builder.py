@@ -80,10 +80,29 @@ def is_lazy_scalar(value: Any) -> bool:
 
 
 def is_constant(value: Any) -> bool:
-    """Immutable values a trace may bake in (behind an EQUALS guard): Python scalars, dtypes, NumPy scalars ..."""
+    """Immutable values a trace may bake in (behind an EQUALS guard): Python scalars, dtypes, NumPy scalars ...
+    A subclass of a scalar type whose own classes define a dunder method (``class g(int): def __lt__``) is not one:
+    folding its operators at trace time would run that Python code then, not at each call (test_heapq)."""
     if isinstance(value, CONSTANT_TYPES):
-        return True
+        return type(value) in CONSTANT_TYPES or isinstance(value, enum.Enum) or not _own_dunders(type(value))
     return type(value).__module__ == "numpy" and isinstance(value, numbers.Number)
+
+
+#: Dunders every class statement gives its class (no behaviour of their own).
+_CLASS_BOOKKEEPING = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__slots__",
+                                "__annotations__", "__firstlineno__", "__static_attributes__", "__orig_bases__",
+                                "__parameters__", "__match_args__"})
+
+
+def _own_dunders(cls: type) -> bool:
+    """Whether a class between ``cls`` and its builtin scalar base defines a dunder method of its own."""
+    for klass in cls.__mro__:
+        if klass in CONSTANT_TYPES or klass is object:
+            break
+        if any(name.startswith("__") and name.endswith("__") and name not in _CLASS_BOOKKEEPING
+               for name in vars(klass)):
+            return True
+    return False
 
 
 def is_class_key(value: Any) -> bool:

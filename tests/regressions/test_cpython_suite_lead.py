@@ -237,3 +237,28 @@ def test_operator_functions_are_the_bytecodes_statements():
     # operator.delitem were silently dropped, operator.iadd did not extend the list, and operator.is_(a, a) was False
     # (test_operator test_delitem, test_setitem)
     assert_parity(_operator_module, lambda: (torch.randn(2),))
+
+
+_LOG = []
+
+
+class _LoggingInt(int):
+    def __lt__(self, other):
+        _LOG.append("lt")
+        return NotImplemented
+
+    def __add__(self, other):
+        _LOG.append("add")
+        return 7
+
+
+def _scalar_subclass(x, item):
+    _LOG.clear()
+    return x + 1, item < 0, item + 1, list(_LOG)
+
+
+def test_a_scalar_subclass_with_dunders_is_no_constant():
+    # was: an int subclass input was a constant, so `item < 0` and `item + 1` ran its Python dunders at trace time
+    # (their appends to _LOG were lost behind the traced clear, and a cached plan would not run them at all):
+    # test_heapq test_comparison_operator_modifiying_heap_two_heaps
+    assert_parity(_scalar_subclass, lambda: (torch.randn(2), _LoggingInt(1)), calls=2)

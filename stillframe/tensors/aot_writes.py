@@ -19,7 +19,7 @@ from .. import compat
 from ..errors import RetraceRunForReal
 from ..variables.base import ListVariable, TensorVariable, TupleVariable
 from .effects import hashable_key
-from .saved import location
+from .saved import location, sharing_version
 
 RUNS_FOR_REAL = ("the graph before it runs, then the call itself, then tracing resumes",)
 
@@ -79,6 +79,11 @@ def refuse_writes_aot_cannot_take(tx: Any, kind: str, target: Any, args: tuple, 
         tx.unsupported("unsupported_call", f"{describe} writes into graph inputs that share memory, a leaf and a "
                        "view of it that is not: AOTAutograd refuses to take them as inputs of one graph",
                        RUNS_FOR_REAL)
+    if _gives_history_to_detached_input(tx, args, kwargs, roots, views):
+        tx.unsupported("autograd_leaf", f"{describe} gives autograd history to a detach() the graph made of a graph "
+                       "input: AOTAutograd takes it for a write into the input and its result for an alias of the "
+                       "input, so the result lost the history (or the gradient reached the input, which eager's "
+                       "detach() cuts; fuzz 68:203, torch.compile the same)", RUNS_FOR_REAL)
     direct = _inputs_written_through(tx, args, kwargs, roots, views)
     if _writes_two_aliased_inputs(tx, direct | tx.inputs_written_directly):
         tx.unsupported("unsupported_call", f"{describe} writes a graph input that requires grad and shares memory "
@@ -273,6 +278,27 @@ def _writes_input_with_grad_hooks(tx: Any, roots: list, views: list) -> bool:
         if isinstance(live, torch.Tensor) and (live.retains_grad or live._backward_hooks):
             return True
     return False
+
+
+def _gives_history_to_detached_input(tx: Any, args: tuple, kwargs: dict, roots: list, views: list) -> bool:
+    """Whether a write, with grad mode on, reads a tensor that requires grad (``t[0] = w``, ``t.add_(w)``) into
+    a ``detach()`` the graph made of a graph input (``t = x.detach()``, or a view of one: the written alias group
+    shares its version counter with the input's, ``saved.sharing_version``). Eager gives ``t`` the write's history
+    and leaves ``x`` as it was; AOTAutograd functionalizes ``detach`` into an alias of ``x``, so it counts the
+    write as one into ``x`` and returns ``t`` remade from ``x`` after the graph, without history, and the
+    gradient of what the graph read of ``t`` after the write reached ``x`` (fuzz 68:203). A write without
+    history is exact there (it only changes data)."""
+    if not tx.state.grad_enabled:
+        return False
+    family = {*roots, *views}
+    linked = sharing_version(tx, set(roots)) - set(roots)
+    if not any(tid in tx.state.heap and _root(tx, tid) in linked for tid in tx.input_values):
+        return False
+    read = []
+    for var in (*args, *kwargs.values()):
+        read.extend(var.items if isinstance(var, (TupleVariable, ListVariable)) else (var,))
+    return any(isinstance(var, TensorVariable) and var.tid not in family and tx.state.heap[var.tid].meta.requires_grad
+               for var in read)
 
 
 def _inputs_written_through(tx: Any, args: tuple, kwargs: dict, roots: list, views: list) -> set[int]:

@@ -153,7 +153,7 @@ def check_write(tx: Any, roots: list[int]) -> None:
     does an op that read one of them, a graph input, before tensors were saved (:func:`_refuse_reads_before_write`)."""
     if not tx.saved_for_backward:
         return
-    written = _sharing_version(tx, set(roots))
+    written = sharing_version(tx, set(roots))
     if tx.functional_backend and tx.input_reads:
         _refuse_reads_before_write(tx, written)
     locations = set()
@@ -185,7 +185,7 @@ def root(tx: Any, tid: int | None) -> int | None:
     return tid if base is None else base
 
 
-def _sharing_version(tx: Any, roots: set) -> set:
+def sharing_version(tx: Any, roots: set) -> set:
     """``roots`` and the roots linked to them by :func:`record_shared_version` pairs (both ways)."""
     pairs = [(root(tx, tx.tid_of_fake(a)), root(tx, tx.tid_of_fake(b))) for a, b in tx.shared_versions]
     pairs = [(a, b) for a, b in pairs if a is not None and b is not None]

@@ -178,7 +178,7 @@ def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
             return tx.push(ConstantVariable(answer))
     if (target is torch.finfo or target is torch.iinfo) and all(is_const(tx, a) for a in args) and not kwargs:
         return tx.push(ConstantVariable(fold(tx, target, args, kwargs).value))  # torch.finfo(x.dtype).min
-    if target in (copy.copy, copy.deepcopy) and any(isinstance(a, (IteratorVariable, LiveIteratorVariable))
+    if (target is copy.copy or target is copy.deepcopy) and any(isinstance(a, (IteratorVariable, LiveIteratorVariable))
                                                     for a in args):
         # copy reduces it (__reduce_ex__) and rebuilds one with __setstate__: the real call copies the iterator that
         # stands for it at the break, which reduces itself as eager's (standins.ResumableIterator._eager)

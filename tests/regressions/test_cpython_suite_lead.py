@@ -81,7 +81,7 @@ def _empty_tuple(x):
     match t:
         case tuple(z):
             pass
-    return z is t, () is t, y
+    return z is t, y
 
 
 def test_empty_tuples_are_one_object():

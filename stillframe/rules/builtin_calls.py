@@ -16,6 +16,7 @@ import contextlib
 import enum
 import math
 import operator
+import sys
 import types
 from typing import Any, Callable
 
@@ -134,10 +135,29 @@ def call_dunder(tx: Tracer, obj: VariableTracker, name: str, args: list,
     return calls.call_sync(tx, UserMethodVariable(method, obj), list(args), kwargs or {})
 
 
+def checked_len(tx: Tracer, result: VariableTracker) -> int:
+    """The length a Python ``__len__`` returned, checked as CPython's ``slot_sq_length`` checks it.
+
+    The result goes through ``__index__`` (``True`` is 1); raises the user's TypeError "'float' object cannot be
+    interpreted as an integer", ValueError "__len__() should return >= 0", or OverflowError for a length past
+    ``sys.maxsize``. A result that is not a constant (a tensor, a user object with ``__index__``) is a graph break.
+    """
+    if not isinstance(result, ConstantVariable):
+        tx.unsupported("unsupported_call", "__len__ returned a value that is not a Python constant")
+    value = result.value
+    if not isinstance(value, int):
+        tx.user_error(TypeError(f"'{type(value).__name__}' object cannot be interpreted as an integer"))
+    if value < 0:
+        tx.user_error(ValueError("__len__() should return >= 0"))
+    if value > sys.maxsize:
+        tx.user_error(OverflowError("cannot fit 'int' into an index-sized integer"))
+    return int(value)
+
+
 def _len(tx: Tracer, var: VariableTracker) -> int:
     result = call_dunder(tx, var, "__len__", [])
     if result is not None:
-        return const_value(tx, result)
+        return checked_len(tx, result)
     if isinstance(var, TupleVariable):
         return len(var.items)
     if isinstance(var, (ListVariable, DequeVariable)):

@@ -74,10 +74,18 @@ def _always_true(tx, var):
 
 @truthiness.rule(ObjectVariable, PythonObjectVariable)
 def _object(tx, var):
-    for dunder in ("__bool__", "__len__"):
-        result = builtin_calls.call_dunder(tx, var, dunder, [])
-        if result is not None:
-            return truthiness(tx, result)
+    result = builtin_calls.call_dunder(tx, var, "__bool__", [])
+    if result is not None:  # CPython's slot_nb_bool: exactly a bool, else TypeError
+        if isinstance(result, ConstantVariable) and type(result.value) is bool:
+            return result.value
+        if isinstance(result, TensorVariable) or not isinstance(result, (ConstantVariable, ObjectVariable,
+                                                                          PythonObjectVariable)):
+            tx.unsupported("unsupported_condition", "__bool__ returned a value that is not a Python constant")
+        returned = type_checks.python_type_of(tx, result).__name__
+        tx.user_error(TypeError(f"__bool__ should return bool, returned {returned}"))
+    result = builtin_calls.call_dunder(tx, var, "__len__", [])
+    if result is not None:  # CPython's slot_sq_length checks
+        return builtin_calls.checked_len(tx, result) > 0
     cls = type_checks.python_type_of(tx, var)
     if getattr(cls, "__bool__", None) is None and getattr(cls, "__len__", None) is None:
         return True

@@ -1,0 +1,52 @@
+"""Divergences found by running CPython's own class tests compiled (``python -m stillframe.check.cpython_tests``
+on test_class, test_dataclasses, test_enum, test_property, test_super, test_abc, test_copy, test_descr,
+test_typing), each checked against eager."""
+
+import pytest
+import torch
+
+from stillframe.check.parity import assert_parity
+
+
+def _returning(value):
+    class C:
+        def __bool__(self):
+            return value
+
+        def __len__(self):
+            return value
+    return C
+
+
+class _OnlyLen:
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+
+def _truth(obj, x):
+    y = x + 1
+    if obj:
+        return y
+    return -y
+
+
+def _length(obj, x):
+    return len(obj), x + 1
+
+
+@pytest.mark.parametrize("value", [None, 1, 0, 1.0, "", True], ids=repr)
+def test_bool_must_return_exactly_a_bool(value):
+    # was: the result of __bool__ was itself tested for truth, so a __bool__ returning None or 1 took a branch
+    # instead of raising TypeError (test_class testBadTypeReturned)
+    cls = _returning(value)
+    assert_parity(_truth, lambda: (cls(), torch.randn(2)))
+
+
+@pytest.mark.parametrize("n", [-1, 2.0, "ab", True, 0, 3, 2 ** 64], ids=repr)
+def test_len_result_is_checked_as_cpython_checks_it(n):
+    # was: whatever __len__ returned was the length (len() gave -1 or 2.0; `if obj:` took a branch)
+    assert_parity(_length, lambda: (_OnlyLen(n), torch.randn(2)))
+    assert_parity(_truth, lambda: (_OnlyLen(n), torch.randn(2)))

@@ -353,8 +353,9 @@ def super_attr(tx: Any, sup: Any, name: str) -> VariableTracker:
             storage = storage_of(tx, sup.self_var)
             if storage is not None and klass in DICT_BASES:
                 return ContainerMethodVariable(storage, name)  # super().__setitem__(k, v) in a dict subclass
-            if attr is object.__init__ or \
-                    attr is torch.nn.Module.__init__ and isinstance(sup.self_var, NNModuleVariable):
+            if attr is object.__init__:  # super().__init__(...): object_init's argument check, no effect
+                return UserMethodVariable(object_init, sup.self_var)
+            if attr is torch.nn.Module.__init__ and isinstance(sup.self_var, NNModuleVariable):
                 return PythonObjectVariable(_noop)
             if exceptions.is_exception(tx, sup.self_var) and exceptions.is_c_method(attr):
                 return PartialVariable(BuiltinVariable(attr), (sup.self_var,), ())  # super().__init__(msg)
@@ -411,6 +412,16 @@ def _builtin_base_read(tx: Any, obj: PythonObjectVariable, name: str) -> Variabl
 
 def _noop(*args: Any, **kwargs: Any) -> None:
     return None
+
+
+def object_init(obj, *args, **kwargs):
+    """``object.__init__(obj, *args, **kwargs)`` as CPython's ``object_init`` (Objects/typeobject.c), in Python for
+    the trace to inline: no effect; excess arguments raise TypeError when the type overrides ``__init__``, or
+    overrides neither ``__init__`` nor ``__new__``. Builtins only: the trace never reads this module's globals."""
+    cls = type(obj)
+    if (args or kwargs) and (cls.__init__ is not object.__init__ or cls.__new__ is object.__new__):
+        owner = "object" if cls.__init__ is not object.__init__ else cls.__name__
+        raise TypeError(f"{owner}.__init__() takes exactly one argument (the instance to initialize)")
 
 
 def _type_of(tx: Any, var: VariableTracker) -> type:

@@ -50,3 +50,54 @@ def test_len_result_is_checked_as_cpython_checks_it(n):
     # was: whatever __len__ returned was the length (len() gave -1 or 2.0; `if obj:` took a branch)
     assert_parity(_length, lambda: (_OnlyLen(n), torch.randn(2)))
     assert_parity(_truth, lambda: (_OnlyLen(n), torch.randn(2)))
+
+
+class _InitOnly:
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+
+
+class _NewAndInit:
+    def __new__(cls, *args, **kwargs):
+        return super().__new__(cls)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+
+
+class _NewOnly:
+    def __new__(cls, *args, **kwargs):
+        return super().__new__(cls)
+
+    def reinit(self, *args):
+        super().__init__(*args)
+
+
+def _init_with(make, x):
+    obj = make()
+    obj.__init__(42)
+    return x + 1
+
+
+def _reinit(x):
+    _NewOnly().reinit(42)  # the type overrides __new__ only: object.__init__ accepts the extra argument
+    return x + 1
+
+
+@pytest.mark.parametrize("make", [_InitOnly, _NewAndInit], ids=lambda c: c.__name__)
+def test_super_init_reaching_object_init_checks_its_arguments(make):
+    # was: super().__init__(...) reaching object.__init__ was a no-op, so excess arguments passed silently where
+    # CPython raises "object.__init__() takes exactly one argument" (test_class testConstructorErrorMessages)
+    assert_parity(_init_with, lambda: (make, torch.randn(2)))
+
+
+def test_super_init_accepts_arguments_when_only_new_is_overridden():
+    assert_parity(_reinit, lambda: (torch.randn(2),))
+
+
+def _construct(x):
+    return x + _InitOnly().__class__.__name__.count("I")
+
+
+def test_super_init_without_arguments_stays_in_the_graph():
+    assert_parity(_construct, lambda: (torch.randn(2),), fullgraph=True)

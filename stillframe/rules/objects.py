@@ -282,7 +282,7 @@ def delete_attr(tx: Any, obj: VariableTracker, name: str) -> None:
         if isinstance(entry, ExceptionEntry):
             exceptions.refuse_delete(tx, obj, name)
         if entry.attrs.get(name, MISSING) is MISSING:
-            tx.user_error(AttributeError(name))
+            tx.user_error(_missing_on_delete(entry.cls, name))
         attrs = DictEntry(tuple((k, v) for k, v in entry.attrs.items if k != name))
         tx.heap_set(obj.oid, entry.with_attrs(attrs))
         return
@@ -299,13 +299,28 @@ def delete_attr(tx: Any, obj: VariableTracker, name: str) -> None:
             present = name in _own_dict(real)  # a class attribute of that name is not deleted: AttributeError
             tx.add_guard(Guard(AttrSource(obj.source, "__dict__"), "HAS_KEY", (name, present)))
             if not present:
-                tx.user_error(AttributeError(f"'{type(real).__name__}' object has no attribute '{name}'"))
+                tx.user_error(_missing_on_delete(type(real), name, real))
         elif pending is None and not hasattr(real, name):
-            tx.user_error(AttributeError(f"'{type(real).__name__}' object has no attribute '{name}'"))
+            tx.user_error(_missing_on_delete(type(real), name, real))
         record_side_effect(tx, ("attr", id(real), name), (obj, DELETED))
         tx.keepalive.append(real)
         return
     tx.unsupported("side_effect", f"deleting .{name} of a {obj.python_type().__name__} value")
+
+
+def _missing_on_delete(cls: type, name: str, real: Any = None) -> AttributeError:
+    """The AttributeError of ``del obj.name`` when the instance of ``cls`` has no such attribute, as CPython's
+    ``_PyObject_GenericSetAttrWithDict`` words it: an empty slot is its bare name; a class attribute of an
+    instance without ``__dict__`` is read-only; a class (``real``, when it is one) is "type object 'A'"; anything
+    else "has no attribute"."""
+    if isinstance(real, type):
+        return AttributeError(f"type object '{real.__name__}' has no attribute '{name}'")
+    found = _static_lookup_type(cls, name)
+    if isinstance(found, types.MemberDescriptorType):  # an empty __slots__ slot: member_delete's message
+        return AttributeError(name)
+    if cls.__dictoffset__ == 0 and found is not MISSING:
+        return AttributeError(f"'{cls.__name__}' object attribute '{name}' is read-only")
+    return AttributeError(f"'{cls.__name__}' object has no attribute '{name}'")
 
 
 def _own_dict(real: Any) -> dict | None:

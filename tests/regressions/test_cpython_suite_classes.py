@@ -101,3 +101,61 @@ def _construct(x):
 
 def test_super_init_without_arguments_stays_in_the_graph():
     assert_parity(_construct, lambda: (torch.randn(2),), fullgraph=True)
+
+
+class _Plain:
+    pass
+
+
+class _Slotted:
+    y = 0
+    __slots__ = ("z",)
+
+
+def _del_x(obj):
+    del obj.x
+
+
+def _del_y(obj):
+    del obj.y
+
+
+def _del_z(obj):
+    del obj.z
+
+
+def _delete(make, deleter, x):
+    y = x + 1
+    try:
+        deleter(make())  # inlined: the DELETE_ATTR is traced, not run for real
+    except AttributeError as e:  # caught in the trace: an escaping error re-runs the frame for real
+        return y, str(e)
+    return y, None
+
+
+def _del_missing_class_attribute():
+    del _Plain.missing
+
+
+def _delete_on_class(x):
+    y = x + 1
+    try:
+        _del_missing_class_attribute()
+    except AttributeError as e:
+        return y, str(e)
+    return y, None
+
+
+@pytest.mark.parametrize("make,deleter", [(_Plain, _del_x), (_Slotted, _del_x), (_Slotted, _del_y),
+                                          (_Slotted, _del_z)],
+                         ids=["plain-x", "slotted-x", "slotted-class-attr", "slotted-empty-slot"])
+def test_deleting_a_missing_attribute_raises_cpythons_message(make, deleter):
+    # was: AttributeError('x') for every missing attribute of an object made in the trace, where CPython says
+    # "'A' object has no attribute 'x'" or "'B' object attribute 'y' is read-only"
+    # (test_class testObjectAttributeAccessErrorMessages)
+    assert_parity(_delete, lambda: (make, deleter, torch.randn(2)))
+
+
+def test_deleting_a_missing_class_attribute_names_the_type_object():
+    # was: "'type' object has no attribute 'missing'" (test_class testTypeAttributeAccessErrorMessages)
+    assert_parity(_delete_on_class, lambda: (torch.randn(2),))

@@ -218,11 +218,16 @@ def data_descriptor(cls: type, name: str) -> Any:
     return attr if is_python_data_descriptor(attr) else MISSING
 
 
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or type()), not by C
+
+
 def is_python_data_descriptor(attr: Any) -> bool:
-    """Whether ``attr`` is a ``property`` or an instance of a class that defines ``__set__`` or ``__delete__`` in
-    Python."""
-    return isinstance(attr, property) or any(isinstance(getattr(type(attr), m, None), types.FunctionType)
-                                             for m in ("__set__", "__delete__"))
+    """Whether ``attr`` is a ``property`` or an instance of a Python class that has ``__set__`` or ``__delete__``.
+
+    Any such attribute counts, whatever it is (a function, or a callable object such as a ``Mock``), as CPython's
+    ``tp_descr_set`` slot does; :func:`descriptor_call` traces a function and breaks the graph on anything else."""
+    return isinstance(attr, property) or bool(type(attr).__flags__ & _HEAPTYPE) and any(
+        getattr(type(attr), m, None) is not None for m in ("__set__", "__delete__"))
 
 
 def descriptor_call(tx: Any, attr: Any, method: str, args: list) -> VariableTracker:

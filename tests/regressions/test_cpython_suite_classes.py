@@ -159,3 +159,31 @@ def test_deleting_a_missing_attribute_raises_cpythons_message(make, deleter):
 def test_deleting_a_missing_class_attribute_names_the_type_object():
     # was: "'type' object has no attribute 'missing'" (test_class testTypeAttributeAccessErrorMessages)
     assert_parity(_delete_on_class, lambda: (torch.randn(2),))
+
+
+class _Recorder:
+    def __call__(self, *args):
+        args[1].log.append(args[2])  # (descriptor, instance, value)
+
+
+class _CallableSet:  # a data descriptor whose __set__ is a callable object, not a function (a Mock in CPython's test)
+    __set__ = _Recorder()
+
+
+class _Holder:
+    i = _CallableSet()
+
+    def __init__(self):
+        self.log = []
+
+
+def _store_through_descriptor(x):
+    h = _Holder()
+    h.i = 10
+    return x + 1, h.log
+
+
+def test_a_descriptor_whose_set_is_not_a_function_is_still_a_data_descriptor():
+    # was: only a __set__ written as a function made a data descriptor, so the store went to the instance dict and
+    # __set__ never ran (test_dataclasses TestDescriptors.test_setting_field_calls_set, test_init_calls_set)
+    assert_parity(_store_through_descriptor, lambda: (torch.randn(2),))

@@ -129,7 +129,7 @@ def _container_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTrac
         if isinstance(method, staticmethod):  # a method written in a NamedTuple subclass: traced
             return wrap(tx, method.__func__, None)
         if isinstance(method, classmethod):
-            return UserMethodVariable(method.__func__, wrap(tx, obj.cls, None))
+            return bind_classmethod(tx, method, wrap(tx, obj.cls, None))
         if isinstance(method, types.FunctionType):
             return UserMethodVariable(method, obj)
     if hasattr(obj.python_type(), name):
@@ -343,7 +343,7 @@ def super_attr(tx: Any, sup: Any, name: str) -> VariableTracker:
             if owner is not None:
                 return _bind_to_class(tx, self_var, owner, name, attr)
             if isinstance(attr, classmethod):  # bound to the object's type, not to the object
-                return UserMethodVariable(attr.__func__, wrap(tx, start, None))
+                return bind_classmethod(tx, attr, wrap(tx, start, None))
             sup = SuperVariable(sup.cls, self_var)
             if klass is dict and isinstance(sup.self_var, PythonObjectVariable):
                 return _builtin_base_read(tx, sup.self_var, name)
@@ -366,7 +366,7 @@ def super_attr(tx: Any, sup: Any, name: str) -> VariableTracker:
 def _bind_to_class(tx: Any, cls_var: VariableTracker, cls: type, name: str, attr: Any) -> VariableTracker:
     """``attr``, found on a base of the class ``cls`` by ``super(C, cls).name``, as ``attr.__get__(None, cls)``."""
     if isinstance(attr, classmethod):
-        return UserMethodVariable(attr.__func__, cls_var)
+        return bind_classmethod(tx, attr, cls_var)
     if isinstance(attr, staticmethod):
         return wrap(tx, attr.__func__, None)
     if isinstance(attr, types.FunctionType):
@@ -408,6 +408,15 @@ def _builtin_base_read(tx: Any, obj: PythonObjectVariable, name: str) -> Variabl
         var = DictVariable(oid)
         tx.state = tx.state.replace(memo=tx.state.memo.set(key, var))
     return ContainerMethodVariable(var, name)
+
+
+def bind_classmethod(tx: Any, method: classmethod, cls_var: VariableTracker) -> VariableTracker:
+    """``method.__get__(None, cls)`` of a ``classmethod``: its function bound to the class. CPython 3.11's
+    ``cm_descr_get`` chains to the wrapped object's own ``__get__`` (``@classmethod @property``), which is not
+    modelled: anything but a plain function is a graph break, and the access runs for real."""
+    if not isinstance(method.__func__, types.FunctionType):
+        tx.unsupported("unsupported_attribute", f"a classmethod wrapping a {type(method.__func__).__name__}")
+    return UserMethodVariable(method.__func__, cls_var)
 
 
 def _noop(*args: Any, **kwargs: Any) -> None:
@@ -520,7 +529,7 @@ def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> Va
         if isinstance(found, staticmethod):
             return wrap(tx, found.__func__, src)
         if isinstance(found, classmethod):
-            return UserMethodVariable(found.__func__, var)
+            return bind_classmethod(tx, found, var)
         module = getattr(value, "__module__", None)
         return wrap(tx, getattr(value, name), src, trusted=isinstance(module, str) and module.startswith("torch"))
     if name == "__get__" and isinstance(value, (types.GetSetDescriptorType, types.MemberDescriptorType)) and \
@@ -590,8 +599,7 @@ def _bind_found(tx: Any, var: VariableTracker, obj: Any, name: str, found: tuple
     if isinstance(attr, staticmethod):
         return wrap(tx, attr.__func__, None)
     if isinstance(attr, classmethod):  # bound to the class (of an object made in the trace, obj is None)
-        return UserMethodVariable(attr.__func__, PythonObjectVariable(type(obj) if obj is not None
-                                                                      else _type_of(tx, var)))
+        return bind_classmethod(tx, attr, PythonObjectVariable(type(obj) if obj is not None else _type_of(tx, var)))
     if isinstance(attr, types.FunctionType):
         return UserMethodVariable(attr, var)
     wrapped = compiled_original(attr)

@@ -187,3 +187,25 @@ def test_a_descriptor_whose_set_is_not_a_function_is_still_a_data_descriptor():
     # was: only a __set__ written as a function made a data descriptor, so the store went to the instance dict and
     # __set__ never ran (test_dataclasses TestDescriptors.test_setting_field_calls_set, test_init_calls_set)
     assert_parity(_store_through_descriptor, lambda: (torch.randn(2),))
+
+
+class _ClassProperty:
+    @classmethod
+    @property
+    def label(cls):
+        return "label of " + cls.__name__
+
+
+class _ClassPropertyChild(_ClassProperty):
+    pass
+
+
+def _class_property(make, x):
+    return x + 1, make.label, make().label
+
+
+@pytest.mark.parametrize("make", [_ClassProperty, _ClassPropertyChild], ids=lambda c: c.__name__)
+def test_a_classmethod_wrapping_a_property_chains_to_its_get(make):
+    # was: the property was bound as if it were the classmethod's function, and rebuilding that bound method
+    # raised "TypeError: first argument must be callable" inside stillframe (test_property test_class_property)
+    assert_parity(_class_property, lambda: (make, torch.randn(2)))

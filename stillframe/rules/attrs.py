@@ -69,8 +69,19 @@ from .tensor_attrs import tensor_attr, tensor_instance_attr
 def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
     """``obj.name`` as a VT; a missing attribute raises the user's AttributeError (the :data:`GETATTR` table)."""
     if name == "__class__" and not isinstance(obj, (TensorVariable, PythonObjectVariable)):
-        return PythonObjectVariable(type_checks.python_type_of(tx, obj))
+        cls = type_checks.python_type_of(tx, obj)
+        if _own_class_attribute(cls) is object.__dict__["__class__"]:  # not shadowed by the class: the type
+            return PythonObjectVariable(cls)
     return GETATTR(tx, obj, name)
+
+
+def _own_class_attribute(cls: type) -> Any:
+    """The first ``__class__`` in ``cls``'s MRO (a class may define its own: ``__class__ = 413``, a property that
+    makes a proxy); ``object``'s getset descriptor unless shadowed, as CPython's generic lookup finds it."""
+    for klass in cls.__mro__:
+        if "__class__" in klass.__dict__:
+            return klass.__dict__["__class__"]
+    return None
 
 
 def _attribute_refused(tx: Any, obj: VariableTracker, reason: str, name: str) -> VariableTracker:

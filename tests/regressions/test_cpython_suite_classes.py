@@ -209,3 +209,33 @@ def test_a_classmethod_wrapping_a_property_chains_to_its_get(make):
     # was: the property was bound as if it were the classmethod's function, and rebuilding that bound method
     # raised "TypeError: first argument must be callable" inside stillframe (test_property test_class_property)
     assert_parity(_class_property, lambda: (make, torch.randn(2)))
+
+
+class _Base:
+    def f(self):
+        return "base"
+
+
+class _ShadowsClass(_Base):
+    def f(self):
+        return super().f()  # the __class__ cell, not the class attribute below
+
+    __class__ = 413
+
+
+class _ClassProxy:
+    @property
+    def __class__(self):
+        return int
+
+
+def _read_class(make, x):
+    obj = make()
+    return x + 1, obj.__class__, type(obj) is make
+
+
+@pytest.mark.parametrize("make", [_ShadowsClass, _ClassProxy, _Base], ids=lambda c: c.__name__)
+def test_obj_class_finds_a_class_attribute_that_shadows_objects(make):
+    # was: obj.__class__ was always type(obj), so a class defining __class__ (an attribute, or a property that makes
+    # a proxy) read the wrong value (test_super test_various___class___pathologies)
+    assert_parity(_read_class, lambda: (make, torch.randn(2)))

@@ -70,12 +70,20 @@ def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
     """``obj.name`` as a VT; a missing attribute raises the user's AttributeError (the :data:`GETATTR` table)."""
     if name == "__class__" and not isinstance(obj, (TensorVariable, PythonObjectVariable)):
         cls = type_checks.python_type_of(tx, obj)
-        if _own_class_attribute(cls) is object.__dict__["__class__"]:  # not shadowed by the class: the type
+        if not shows_other_class(cls):
             return PythonObjectVariable(cls)
     return GETATTR(tx, obj, name)
 
 
-def _own_class_attribute(cls: type) -> Any:
+def shows_other_class(cls: type) -> bool:
+    """Whether ``obj.__class__`` of an instance of ``cls`` may be other than ``cls``: its class defines its own
+    ``__class__`` or a ``__getattribute__`` written in Python (a proxy). CPython's ``isinstance`` then tries that
+    class too."""
+    return own_class_attribute(cls) is not object.__dict__["__class__"] or \
+        isinstance(getattr(cls, "__getattribute__", None), types.FunctionType)
+
+
+def own_class_attribute(cls: type) -> Any:
     """The first ``__class__`` in ``cls``'s MRO (a class may define its own: ``__class__ = 413``, a property that
     makes a proxy); ``object``'s getset descriptor unless shadowed, as CPython's generic lookup finds it."""
     for klass in cls.__mro__:

@@ -16,7 +16,7 @@ from ..guards.source import AttrSource
 from ..variables.base import (ConstantVariable, LazyArgument, NNModuleVariable, NumpyArrayVariable,
                               PythonObjectVariable, TensorVariable, VariableTracker)
 from ..variables.builder import wrap
-from . import calls, known, numpy_interop, truthiness
+from . import attrs, calls, known, numpy_interop, truthiness
 
 if TYPE_CHECKING:
     from ..trace.interpreter import Tracer
@@ -68,6 +68,8 @@ def isinstance_rule(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
             continue
         if isinstance(c, type) and isinstance_type(python_type_of(tx, obj), c, tx, obj):
             return ConstantVariable(True)
+        if isinstance(c, type) and _shown_class_check(tx, obj, c):
+            return ConstantVariable(True)
         if not isinstance(c, type):
             return ConstantVariable(isinstance_type(python_type_of(tx, obj), cls, tx, obj))  # Python's TypeError
     return ConstantVariable(False)
@@ -93,6 +95,20 @@ def _legacy_storage_check(tx: Tracer, obj: VariableTracker, cls: type) -> bool:
         tx.add_guard(Guard(AttrSource(obj.source, "dtype"), "EQUALS", storage.dtype))
         tx.add_guard(Guard(AttrSource(AttrSource(obj.source, "device"), "type"), "EQUALS", storage.device.type))
     return isinstance(storage, cls)
+
+
+def _shown_class_check(tx: Tracer, obj: VariableTracker, cls: type) -> bool:
+    """CPython's ``object_isinstance`` (and ``ABCMeta.__instancecheck__``): when ``type(obj)`` is not a subclass of
+    ``cls``, ``obj.__class__`` is tried; it differs from the type only where a class defines its own ``__class__``
+    or ``__getattribute__`` (a proxy). A ``__class__`` that is not a class answers False."""
+    t = python_type_of(tx, obj)
+    if not attrs.shows_other_class(t):
+        return False
+    shown = attrs.getattr_var(tx, obj, "__class__")
+    if not known.is_const(tx, shown):
+        tx.unsupported("unsupported_call", "isinstance() of an object whose __class__ is not a constant")
+    value = known.const_value(tx, shown)
+    return isinstance(value, type) and value is not t and issubclass(value, cls)
 
 
 def _flat_classes(cls: Any) -> list:

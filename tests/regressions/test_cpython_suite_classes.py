@@ -239,3 +239,29 @@ def test_obj_class_finds_a_class_attribute_that_shadows_objects(make):
     # was: obj.__class__ was always type(obj), so a class defining __class__ (an attribute, or a property that makes
     # a proxy) read the wrong value (test_super test_various___class___pathologies)
     assert_parity(_read_class, lambda: (make, torch.randn(2)))
+
+
+class _Target:
+    pass
+
+
+class _GetattributeProxy:
+    def __init__(self, obj):
+        self._Proxy__obj = obj
+
+    def __getattribute__(self, name):
+        if name.startswith("_Proxy__"):
+            return object.__getattribute__(self, name)
+        return getattr(self._Proxy__obj, name)
+
+
+def _proxy_checks(x):
+    by_property, by_getattribute = _ClassProxy(), _GetattributeProxy(_Target())
+    return (x + 1, isinstance(by_property, int), isinstance(by_property, _ClassProxy),
+            isinstance(by_getattribute, _Target), by_getattribute.__class__, isinstance(by_getattribute, (str, int)))
+
+
+def test_isinstance_consults_the_class_an_object_shows():
+    # was: isinstance(obj, C) looked only at type(obj), where CPython's object_isinstance also tries obj.__class__
+    # (a property, or a proxy's __getattribute__): False for True (test_descr test_isinst_isclass, test_proxy_call)
+    assert_parity(_proxy_checks, lambda: (torch.randn(2),))

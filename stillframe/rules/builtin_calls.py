@@ -723,22 +723,39 @@ def construct(tx: Tracer, cls: type, args: list, kwargs: dict) -> VariableTracke
 
 
 def _super(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    """``super(cls, obj)`` and the zero-argument ``super()`` of a method, as CPython's ``super_init``: TypeError
+    for keyword arguments, more than two arguments, or an ``obj`` that is neither an instance nor a subclass of
+    ``cls``; RuntimeError for ``super()`` in a method without arguments. ``super(cls)`` is a graph break."""
+    if kwargs:
+        tx.user_error(TypeError("super() takes no keyword arguments"))
+    if len(args) > 2:
+        tx.user_error(TypeError(f"super() expected at most 2 arguments, got {len(args)}"))
     if len(args) == 2:
         cls, obj = const_value(tx, args[0]), args[1]
         if not isinstance(cls, type):
             tx.user_error(TypeError(f"super() argument 1 must be a type, not {type(cls).__name__}"))
-        value = obj.value if isinstance(obj, PythonObjectVariable) else None
-        if not issubclass(type_checks.python_type_of(tx, obj), cls) and \
-                not (isinstance(value, type) and issubclass(value, cls)):
-            tx.user_error(TypeError("super(type, obj): obj must be an instance or subtype of type"))
-        return SuperVariable(cls, obj)
+        return _checked_super(tx, cls, obj)
+    if len(args) == 1:
+        tx.unsupported("unsupported_builtin", "super(cls): an unbound super object")
     frame = tx.frame
     cell = frame.cells.get("__class__")
     names = frame.code.code.co_varnames
     if cell is None or not names:
         tx.unsupported("unsupported_builtin", "super() outside a method")
+    if frame.code.code.co_argcount == 0:
+        tx.user_error(RuntimeError("super(): no arguments"))
     cls = cell[1].cell_contents if isinstance(cell, tuple) else const_value(tx, tx.heap(cell).contents)
-    return SuperVariable(cls, load_local(tx, names[0]))
+    if not isinstance(cls, type):
+        tx.user_error(RuntimeError("super(): __class__ is not a type"))
+    return _checked_super(tx, cls, load_local(tx, names[0]))
+
+
+def _checked_super(tx: Tracer, cls: type, obj: VariableTracker) -> VariableTracker:
+    value = obj.value if isinstance(obj, PythonObjectVariable) else None
+    if not issubclass(type_checks.python_type_of(tx, obj), cls) and \
+            not (isinstance(value, type) and issubclass(value, cls)):
+        tx.user_error(TypeError("super(type, obj): obj must be an instance or subtype of type"))
+    return SuperVariable(cls, obj)
 
 
 def _object_setattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:

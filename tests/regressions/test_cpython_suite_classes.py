@@ -265,3 +265,42 @@ def test_isinstance_consults_the_class_an_object_shows():
     # was: isinstance(obj, C) looked only at type(obj), where CPython's object_isinstance also tries obj.__class__
     # (a property, or a proxy's __getattribute__): False for True (test_descr test_isinst_isclass, test_proxy_call)
     assert_parity(_proxy_checks, lambda: (torch.randn(2),))
+
+
+class _SuperUser:
+    def meth(self):
+        return super().__class__
+
+    def too_many(self):
+        return super(int, int, int)
+
+    def keywords(self):
+        return super(type=int)
+
+    @staticmethod
+    def no_arguments():
+        return super().__class__
+
+
+def _super_errors(call, arg, x):
+    y = x + 1
+    try:
+        call(arg)
+    except (TypeError, RuntimeError) as e:
+        return y, type(e).__name__, str(e)
+    return y, None
+
+
+def _closure_cell():
+    k = 1
+    return (lambda: k).__closure__[0]
+
+
+@pytest.mark.parametrize("call,make_arg", [
+    (_SuperUser.meth, _closure_cell),  # self is not an instance of the class
+    (_SuperUser.too_many, _SuperUser), (_SuperUser.keywords, _SuperUser), (_SuperUser.meth, _SuperUser),
+    (lambda arg: _SuperUser.no_arguments(), _SuperUser)], ids=["bad-self", "three", "keywords", "ok", "no-args"])
+def test_super_checks_its_arguments_as_cpython(call, make_arg):
+    # was: a method that names super had its calls taken as the zero-argument form, whatever the arguments, and
+    # self was never checked (test_super test_cell_as_self, test_super_argcount, test_obscure_super_errors)
+    assert_parity(_super_errors, lambda: (call, make_arg(), torch.randn(2)))

@@ -709,8 +709,12 @@ def deepcopy_var(tx: Any, var: VariableTracker, memo: dict) -> VariableTracker:
 
 
 def _check_plain_data_class(tx: Any, cls: type) -> None:
-    """deepcopy of instances of ``cls`` is ``cls.__new__`` plus a deep copy of ``__dict__`` (no hooks)."""
+    """deepcopy of instances of ``cls`` is ``cls.__new__`` plus a deep copy of ``__dict__`` (no hooks). A class
+    with a ``__getattr__`` is not plain: ``copy.deepcopy`` looks ``__deepcopy__`` up with ``getattr`` on the
+    instance, and ``__getattr__`` answers for it. (A ``__getattribute__`` that hides ``__reduce_ex__`` is not
+    modelled: a config's aliasing ``__getattribute__`` is copied as plain data.)"""
     plain = (not hasattr(cls, "__deepcopy__") and cls.__reduce_ex__ is object.__reduce_ex__
+             and not hasattr(cls, "__getattr__")
              and cls.__reduce__ is object.__reduce__ and getattr(cls, "__getstate__", object.__getstate__)
              is object.__getstate__ and not hasattr(cls, "__setstate__") and cls.__new__ is object.__new__
              and dict_base(cls) is None and not any("__slots__" in vars(k) for k in cls.__mro__[:-1]))

@@ -606,7 +606,8 @@ def _real_match(pattern: str, captures: int) -> Callable[[Any, Any], tuple | Non
     an attribute given twice, a duplicate key) and messages, on every Python version. ``pattern`` reads the class
     and the keys from ``ns`` (value patterns). Its frames are dropped from user tracebacks, as stillframe's are."""
     values = ", ".join(f"_{i}" for i in range(captures)) + ("," if captures == 1 else "")
-    source = f"def real_match(subject, ns):\n    match subject:\n        case {pattern}:\n            return ({values})\n"
+    source = (f"def real_match(subject, ns):\n    match subject:\n        case {pattern}:\n"
+              f"            return ({values})\n")
     namespace: dict = {}
     exec(compile(source, _MATCH_FILENAME, "exec", dont_inherit=True), namespace)
     return namespace["real_match"]

@@ -335,7 +335,8 @@ def test_deepcopy_of_an_object_whose_getattr_answers_deepcopy():
     assert_parity(_deepcopy_of, lambda: (_GetattrCopier, torch.randn(2)))
 
 
-@pytest.mark.xfail(strict=True, reason="a __getattribute__ that hides __reduce_ex__ is not modelled by the traced deepcopy "
-                          "(test_copy test_deepcopy_cant); tests/rules/test_objects.py captures an aliasing one")
+@pytest.mark.xfail(strict=True, reason="a __getattribute__ that hides __reduce_ex__ is not modelled by the traced "
+                                       "deepcopy (test_copy test_deepcopy_cant); tests/rules/test_objects.py captures "
+                                       "an aliasing one")
 def test_deepcopy_of_an_object_whose_getattribute_hides_reduce():
     assert_parity(_deepcopy_of, lambda: (_HidesReduce, torch.randn(2)))

@@ -36,6 +36,7 @@ from ..guards.source import (AttrSource, CallSource, GetItemSource, GlobalSource
 from ..tensors.meta import TensorEntry, TensorMeta, fresh_view
 from . import standins
 from .base import (
+    HEAPTYPE_FLAG,
     NumpyArrayVariable,
     AutocastExitVariable,
     BuiltinVariable,
@@ -95,11 +96,12 @@ _CLASS_BOOKKEEPING = frozenset({"__module__", "__qualname__", "__doc__", "__dict
 
 
 def _own_dunders(cls: type) -> bool:
-    """Whether a class between ``cls`` and its builtin scalar base defines a dunder method of its own."""
+    """Whether a class written in Python (a heap type: not NumPy's ``float64``, a C subclass of ``float``) between
+    ``cls`` and its builtin scalar base defines a dunder method of its own."""
     for klass in cls.__mro__:
         if klass in CONSTANT_TYPES or klass is object:
             break
-        if any(name.startswith("__") and name.endswith("__") and name not in _CLASS_BOOKKEEPING
+        if klass.__flags__ & HEAPTYPE_FLAG and any(name.startswith("__") and name.endswith("__") and name not in _CLASS_BOOKKEEPING
                for name in vars(klass)):
             return True
     return False

@@ -371,7 +371,8 @@ def super_attr(tx: Any, sup: Any, name: str) -> VariableTracker:
                 return PartialVariable(BuiltinVariable(attr), (sup.self_var,), ())
             storage = storage_of(tx, sup.self_var)
             if storage is not None and klass in DICT_BASES:
-                return ContainerMethodVariable(storage, name)  # super().__setitem__(k, v) in a dict subclass
+                # super().__setitem__(k, v) in a dict subclass
+                return ContainerMethodVariable(storage, name, via_super=(sup.self_var, attr))
             if attr is object.__init__:  # super().__init__(...): object_init's argument check, no effect
                 return UserMethodVariable(object_init, sup.self_var)
             if attr is torch.nn.Module.__init__ and isinstance(sup.self_var, NNModuleVariable):

@@ -763,6 +763,9 @@ def _rebuild_tensor_method(cg: StateCodegen, var: TensorMethodVariable) -> str:
 
 @REBUILD.rule(ContainerMethodVariable)
 def _rebuild_container_method(cg: StateCodegen, var: ContainerMethodVariable) -> str:
+    if var.via_super is not None:  # super().update: the base's method, bound to the instance itself
+        instance, method = var.via_super
+        return f"{cg.gen.const(method)}.__get__({cg.expr(instance)})"
     return f"getattr({cg.expr(var.obj if var.owner is None else var.owner)}, {var.name!r})"
 
 

@@ -117,11 +117,14 @@ class SuperVariable(VariableTracker):
 class ContainerMethodVariable(VariableTracker):
     """A bound method of a traced list, dict or tuple (``xs.append``, ``d.items``). ``owner``: for a C method
     of a dict subclass's instance (``od.move_to_end``), that instance (``obj`` is its dict part): the method is
-    rebuilt bound to it."""
+    rebuilt bound to it. ``via_super``: for ``super().update`` in a dict subclass's method, ``(instance, the
+    base's unbound C method)``: rebuilt as that method bound to the instance (not ``getattr``, which would find
+    the subclass's override, nor the dict part alone, which would be a copy)."""
 
     obj: VariableTracker
     name: str
     owner: VariableTracker | None = None
+    via_super: tuple | None = None
 
     def python_type(self) -> type:
         return types.BuiltinMethodType

@@ -262,3 +262,23 @@ def test_a_scalar_subclass_with_dunders_is_no_constant():
     # (their appends to _LOG were lost behind the traced clear, and a cached plan would not run them at all):
     # test_heapq test_comparison_operator_modifiying_heap_two_heaps
     assert_parity(_scalar_subclass, lambda: (torch.randn(2), _LoggingInt(1)), calls=2)
+
+
+class _DictWithFill(dict):
+    def fill(self, src):
+        super().update(src)  # dict.update with a Counter: the trace breaks here, inside the method
+        return len(self)
+
+
+def _super_update_across_a_break(x, src):
+    u = _DictWithFill()
+    n = u.fill(src)
+    c = collections.Counter()
+    c.update(src)  # Counter.update -> super().update(iterable), the same path
+    return x + 1, n, dict(u), dict(c)
+
+
+def test_super_method_of_a_dict_subclass_held_across_a_break_is_bound_to_the_instance():
+    # was: {} and {}: the bound super().update held on the stack at the break was rebuilt over a copy of the
+    # instance's dict part, so the real update filled the copy (test_collections TestCounter test_copying)
+    assert_parity(_super_update_across_a_break, lambda: (torch.randn(2), collections.Counter("aab")))

@@ -141,6 +141,9 @@ def _container_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTrac
         desc = data_descriptor(obj.cls, name)
         if desc is not MISSING and hasattr(type(desc), "__get__"):  # a @property written in the NamedTuple
             return _bind_found(tx, obj, None, name, ("class", desc), None)
+        if name == "__dict__" and obj.cls.__dictoffset__:  # the instance's own dict, which the trace does not model
+            tx.unsupported("unsupported_attribute", f"reading .__dict__ of a {obj.cls.__name__}",
+                           ("the read runs for real",))
         class_attr = getattr(obj.cls, name, MISSING)
         if class_attr is not MISSING and not callable(class_attr):
             return wrap(tx, class_attr, None)  # _fields, _field_defaults ...

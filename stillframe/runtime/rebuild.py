@@ -469,12 +469,18 @@ def _fresh_exception(exc: BaseException) -> BaseException:
 
 @REBUILD.rule(TupleVariable)
 def _rebuild_tuple(cg: StateCodegen, var: TupleVariable) -> str:
+    if var.source is not None and var.cls is not tuple and var.cls.__dictoffset__:
+        # the live object itself: a tuple subclass whose instances have a __dict__ (a NamedTuple subclass without
+        # __slots__) holds mutable state a new one would lose (`a.w = 5` run for real, then `vars(a)`)
+        return cg.gen.ref(var.source)
     inner = "".join(cg.expr(v) + ", " for v in var.items)
     if var.cls is tuple:
         return f"({inner})"
     cls = cg.gen.const(var.cls)
     if var.cls is torch.Size or hasattr(var.cls, "n_fields"):
         return f"{cls}(({inner}))"
+    if var.cls.__dictoffset__:  # one object for every slot that holds this value (its __dict__ is state)
+        return cg._once(("tuple", id(var)), f"{cls}({inner})", lambda name: "pass")
     return f"{cls}({inner})"
 
 

@@ -282,3 +282,29 @@ def test_super_method_of_a_dict_subclass_held_across_a_break_is_bound_to_the_ins
     # was: {} and {}: the bound super().update held on the stack at the break was rebuilt over a copy of the
     # instance's dict part, so the real update filled the copy (test_collections TestCounter test_copying)
     assert_parity(_super_update_across_a_break, lambda: (torch.randn(2), collections.Counter("aab")))
+
+
+class _PointWithDict(collections.namedtuple("_PointBase", ["x", "y"])):
+    pass  # no __slots__ = (): its instances have a __dict__
+
+
+def _named_tuple_state_from_outside(x, a):
+    a.w = 5  # runs for real: the trace does not model the instance dict
+    return x + 1, a.__dict__, vars(a)
+
+
+def _named_tuple_state_made_inside(x):
+    a = _PointWithDict(3, 4)
+    a.w = 5
+    return x + 1, a.__dict__, a.x
+
+
+@pytest.mark.parametrize("fn, make_args", [
+    (_named_tuple_state_from_outside, lambda: (torch.randn(2), _PointWithDict(3, 4))),
+    (_named_tuple_state_made_inside, lambda: (torch.randn(2),)),
+], ids=["from_outside", "made_inside"])
+def test_a_named_tuple_subclass_keeps_its_instance_dict(fn, make_args):
+    # was: a.__dict__ read the class's mappingproxy, and the real step wrote `w` on a new tuple made for the break
+    # (the input's identity and the one made in the trace were both lost): test_collections
+    # test_namedtuple_subclass_issue_24931
+    assert_parity(fn, make_args)

@@ -386,6 +386,10 @@ def read_list(tx: Any, oid: int) -> tuple:
     return items
 
 
+#: The ids of the dicts whose items are being wrapped (traces run one at a time: the compile lock).
+_WRAPPING_DICTS: set = set()
+
+
 def _wrap_dict(tx: Any, value: dict, source: Source | None) -> VariableTracker:
     _guard(tx, source, "TYPE", dict)
     keys = list(value.keys())
@@ -394,10 +398,19 @@ def _wrap_dict(tx: Any, value: dict, source: Source | None) -> VariableTracker:
         # a method) runs for real where it happens, instead of the whole resumed segment running uncompiled
         tx.keepalive.append(value)
         return PythonObjectVariable(value, source)
+    if id(value) in _WRAPPING_DICTS:
+        # a dict that holds itself (d["self"] = d; the builtins' dict once an eval has put its own __builtins__ in
+        # it, as inspect.signature does on 3.13): the inner one is opaque, where wrapping it again never ended
+        tx.keepalive.append(value)
+        return PythonObjectVariable(value, source)
     # scalar values are read (and guarded) only when the trace uses them: a dict like os.environ is
     # consulted for one key, and must not guard every other entry's value
-    items = tuple((k, LazyArgument(v, GetItemSource(source, k)) if source is not None and is_lazy_scalar(v) else
-                   wrap(tx, v, GetItemSource(source, k) if source else None)) for k, v in value.items())
+    _WRAPPING_DICTS.add(id(value))
+    try:
+        items = tuple((k, LazyArgument(v, GetItemSource(source, k)) if source is not None and is_lazy_scalar(v) else
+                       wrap(tx, v, GetItemSource(source, k) if source else None)) for k, v in value.items())
+    finally:
+        _WRAPPING_DICTS.discard(id(value))
 
     oid = tx.new_id()
     tx.heap_set(oid, DictEntry(items, source, value, keys_unguarded=source is not None))

@@ -308,3 +308,16 @@ def test_a_named_tuple_subclass_keeps_its_instance_dict(fn, make_args):
     # (the input's identity and the one made in the trace were both lost): test_collections
     # test_namedtuple_subclass_issue_24931
     assert_parity(fn, make_args)
+
+
+def _self_referential(x, d):
+    return x + d["k"], d["self"]["self"] is d, len(d["self"])
+
+
+def test_a_dict_that_holds_itself_is_wrapped_once():
+    # was: an internal RecursionError (the frame ran eagerly with a warning): wrapping the dict wrapped its items,
+    # itself among them, without end. On 3.13 inspect.signature(list.index) evaluates `sys.maxsize` in the builtins'
+    # dict, which puts __builtins__ into that dict: every later trace that wrapped a function's __globals__ failed
+    d = {"k": 1}
+    d["self"] = d
+    assert_parity(_self_referential, lambda: (torch.randn(2), d))

@@ -101,8 +101,8 @@ def _own_dunders(cls: type) -> bool:
     for klass in cls.__mro__:
         if klass in CONSTANT_TYPES or klass is object:
             break
-        if klass.__flags__ & HEAPTYPE_FLAG and any(name.startswith("__") and name.endswith("__") and name not in _CLASS_BOOKKEEPING
-               for name in vars(klass)):
+        if klass.__flags__ & HEAPTYPE_FLAG and any(name.startswith("__") and name.endswith("__") and
+                                                   name not in _CLASS_BOOKKEEPING for name in vars(klass)):
             return True
     return False
 

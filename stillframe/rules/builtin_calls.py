@@ -293,6 +293,8 @@ def _const_result(tx: Tracer, value: Any) -> VariableTracker:
 def _tuple_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     if not args:
         return TupleVariable(())
+    if isinstance(args[0], TupleVariable) and args[0].cls is tuple:
+        return args[0]  # tuple(t) of an exact tuple is t itself, as in CPython
     return TupleVariable(tuple(sequence_items(tx, args[0])))
 
 

@@ -137,6 +137,10 @@ def _sequence_operator(tx, symbol, a, b):
             return TupleVariable(_items(tx, a) + _items(tx, b), torch.Size)
         if (issubclass(ta, tuple) and issubclass(tb, tuple)) or (ta is list and tb is list):
             items = _items(tx, a) + _items(tx, b)
+            for whole in (a, b):
+                if ta is not list and isinstance(whole, TupleVariable) and whole.cls is tuple and \
+                        len(items) == len(_items(tx, whole)):
+                    return whole  # CPython's tuple concat returns an exact tuple itself when the other is empty
             return tx.new_list(items) if ta is list else TupleVariable(items)
         if ta is torch.Size:  # torch.Size's sq_concat words its own error
             tx.user_error(TypeError(f"can only concatenate tuple (not {_tp_name(tb)}) to torch.Size"))
@@ -158,6 +162,8 @@ def _sequence_operator(tx, symbol, a, b):
                     tx.set_list_items(a, items)
                     return a
                 return tx.new_list(items)
+            if n == 1 and isinstance(seq, TupleVariable) and seq.cls is tuple:
+                return seq  # t * 1 of an exact tuple is t itself, as in CPython
             return TupleVariable(items, torch.Size if seq_type is torch.Size else tuple)
     tx.user_error(TypeError(f"unsupported operand type(s) for {symbol}: '{_tp_name(ta)}' and '{_tp_name(tb)}'"))
 
@@ -341,13 +347,29 @@ def identical(tx, a, b) -> bool:
     ka, kb = IDENTITY(tx, a), IDENTITY(tx, b)
     if ka is None or kb is None:
         if isinstance(a, TupleVariable) and isinstance(b, TupleVariable):
-            if a.cls is tuple and b.cls is tuple and not a.items and not b.items:
-                return True  # CPython has one empty tuple (``() is ()``; ``case tuple(z)`` binds the subject itself)
-            return a == b
+            return _identical_tuples(tx, a, b)
         if type(a) is not type(b):
             return False
         tx.unsupported("unsupported_operator", f"`is` between {a.python_type().__name__} values")
     return ka == kb
+
+
+def _identical_tuples(tx, a, b) -> bool:
+    """``a is b`` for two tuples: True for one VT (the rules that return a tuple itself, ``t[:]``, ``tuple(t)``, ``t +
+    ()``, ``t * 1``, return its VT), for two reads of one source and for two empty tuples (CPython has one); False
+    where they differ in length or in an item's identity; otherwise unknown (two tuples equal item by item may be one
+    object or two), and the `is` runs for real."""
+    if a is b or (a.source is not None and a.source == b.source):
+        return True
+    if a.cls is tuple and b.cls is tuple and not a.items and not b.items:
+        return True  # CPython has one empty tuple (``() is ()``; ``case tuple(z)`` binds the subject itself)
+    if a.cls is not b.cls or len(a.items) != len(b.items):
+        return False
+    for x, y in zip(a.items, b.items):
+        kx, ky = IDENTITY(tx, x), IDENTITY(tx, y)
+        if kx is not None and ky is not None and kx != ky:
+            return False
+    tx.unsupported("unsupported_operator", "`is` between two tuples of the same items: one object or two")
 
 
 _ABSENT = object()

@@ -29,7 +29,7 @@ from .. import compat
 from ..bytecode.liveness import live_locals
 from ..variables.reach import reaches
 from ..guards.guard import GuardCodegen
-from ..guards.source import ScalarOutputSource
+from ..guards.source import LocalSource, ScalarOutputSource
 from ..tensors.meta import TensorMeta
 from ..tensors.symbolic import plain, reads_data
 from ..variables.base import (
@@ -469,13 +469,19 @@ def _fresh_exception(exc: BaseException) -> BaseException:
 
 @REBUILD.rule(TupleVariable)
 def _rebuild_tuple(cg: StateCodegen, var: TupleVariable) -> str:
-    if var.source is not None and var.cls is not tuple and var.cls.__dictoffset__:
-        # the live object itself: a tuple subclass whose instances have a __dict__ (a NamedTuple subclass without
-        # __slots__) holds mutable state a new one would lose (`a.w = 5` run for real, then `vars(a)`)
+    if type(var.source) is LocalSource or (var.source is not None and var.cls.__dictoffset__):
+        # the live object itself: an argument of the frame is the caller's tuple (`t is G` after the break), and
+        # a tuple subclass whose instances have a __dict__ (a NamedTuple subclass without __slots__) holds mutable
+        # state a new one would lose (`a.w = 5` run for real, then `vars(a)`)
         return cg.gen.ref(var.source)
     inner = "".join(cg.expr(v) + ", " for v in var.items)
-    if var.cls is tuple:
-        return f"({inner})"
+    if var.cls is tuple:  # one object for every slot that holds this value (`b = a` then `a is b` after the break)
+        if not var.items:
+            return "()"
+        # a display of literals is one constant of the rebuild's code: tuple([...]) makes a tuple per VT, as eager
+        # made one per BUILD_TUPLE (`tuple([1]) is tuple([1])` is False)
+        literal = all(isinstance(v, ConstantVariable) and cg.expr(v) == repr(v.value) for v in var.items)
+        return cg._once(("tuple", id(var)), f"tuple([{inner}])" if literal else f"({inner})", lambda name: "pass")
     cls = cg.gen.const(var.cls)
     if var.cls is torch.Size or hasattr(var.cls, "n_fields"):
         return f"{cls}(({inner}))"

@@ -210,10 +210,7 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
     if isinstance(value, torch.nn.Module):
         return _identity(tx, value, source, lambda: NNModuleVariable(value, source))
     if type(value) is tuple or isinstance(value, torch.Size) or _is_namedtuple(value):
-        _guard(tx, source, "TYPE", type(value))
-        _guard(tx, source, "LEN", len(value))
-        items = tuple(wrap(tx, item, GetItemSource(source, i) if source else None) for i, item in enumerate(value))
-        return TupleVariable(items, type(value), source)
+        return _identity(tx, value, source, lambda: _wrap_tuple(tx, value, source))
     if type(value) is list:
         return _identity(tx, value, source, lambda: _wrap_list(tx, value, source))
     if type(value) is dict:
@@ -362,6 +359,15 @@ def _rooted_in_globals(source: Source) -> bool:
     while hasattr(source, "base"):
         source = source.base
     return isinstance(source, GlobalSource)
+
+
+def _wrap_tuple(tx: Any, value: tuple, source: Source | None) -> VariableTracker:
+    """A tuple, a ``torch.Size`` or a named tuple: guarded by type and length, its items wrapped. One VT per live
+    tuple (``_identity``), so two locals holding one tuple are one object again when a graph break rebuilds them."""
+    _guard(tx, source, "TYPE", type(value))
+    _guard(tx, source, "LEN", len(value))
+    items = tuple(wrap(tx, item, GetItemSource(source, i) if source else None) for i, item in enumerate(value))
+    return TupleVariable(items, type(value), source)
 
 
 def _wrap_list(tx: Any, value: list, source: Source | None) -> VariableTracker:

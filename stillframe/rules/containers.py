@@ -85,7 +85,7 @@ def _sequence(tx, container, key):
     if isinstance(k, slice):
         if isinstance(container, ListVariable):
             return tx.new_list(picked)
-        if container.cls is tuple and k.indices(len(items)) in ((0, len(items), 1), (0, 0, 1)):
+        if container.cls is tuple and k.indices(len(items)) == (0, len(items), 1):
             return container  # CPython returns an exact tuple itself for a slice that covers it: t[:] is t
         cls = container.cls if isinstance(container, TupleVariable) and container.cls is torch.Size else tuple
         return TupleVariable(picked, cls)

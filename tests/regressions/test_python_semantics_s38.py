@@ -6,13 +6,14 @@ import torch
 from stillframe.check.parity import assert_parity
 
 _G = (1, 2)
+_EMPTY = tuple()
 
 
 def _returns_itself(x, t):
     # CPython returns an exact tuple itself for a slice covering it, tuple(t), t + () and () + t, and t * 1
     u = t[:]
     return x + 1, u is t, t[0:9] is t, t[::1] is t, tuple(t) is t, t + () is t, () + t is t, t * 1 is t, \
-        t[1:] is t, t[::-1] is t, t * 2 is t
+        t[1:] is t, t[::-1] is t, t * 2 is t, t[0:0], t[0:0] is _EMPTY, t[5:1]
 
 
 def _made_in_the_trace(x, t):

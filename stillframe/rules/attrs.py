@@ -49,7 +49,7 @@ from ..variables.base import (
     UserMethodVariable,
     VariableTracker,
 )
-from ..variables.builder import TRUSTED_MODULES, is_constant, wrap
+from ..variables.builder import TRUSTED_MODULES, is_constant, shows_other_class, wrap
 from ..variables.kinds import CONTEXT_VALUES, INTERNAL
 from ..variables.objects import (DELETED, ContainerMethodVariable, DICT_BASES, ExceptionEntry, ObjectVariable,
                                  SuperVariable, storage_of)
@@ -75,23 +75,6 @@ def getattr_var(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
     return GETATTR(tx, obj, name)
 
 
-def shows_other_class(cls: type) -> bool:
-    """Whether ``obj.__class__`` of an instance of ``cls`` may be other than ``cls``: its class defines its own
-    ``__class__`` or a ``__getattribute__`` written in Python (a proxy). CPython's ``isinstance`` then tries that
-    class too."""
-    return own_class_attribute(cls) is not object.__dict__["__class__"] or \
-        isinstance(getattr(cls, "__getattribute__", None), types.FunctionType)
-
-
-def own_class_attribute(cls: type) -> Any:
-    """The first ``__class__`` in ``cls``'s MRO (a class may define its own: ``__class__ = 413``, a property that
-    makes a proxy); ``object``'s getset descriptor unless shadowed, as CPython's generic lookup finds it."""
-    for klass in cls.__mro__:
-        if "__class__" in klass.__dict__:
-            return klass.__dict__["__class__"]
-    return None
-
-
 def _attribute_refused(tx: Any, obj: VariableTracker, reason: str, name: str) -> VariableTracker:
     tx.unsupported("unsupported_attribute", f"reading .{name} of a {obj.python_type().__name__} value: {reason}")
 
@@ -113,7 +96,7 @@ def _live_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
     if isinstance(obj, NNModuleVariable):
         return nn_modules.module_attr(tx, obj, name)
     getattribute = type(obj.value).__getattribute__
-    if isinstance(getattribute, types.FunctionType) and not isinstance(obj.value, (type, types.ModuleType)):
+    if isinstance(getattribute, types.FunctionType) and not issubclass(type(obj.value), (type, types.ModuleType)):
         return calls.call_sync(tx, UserFunctionVariable(getattribute), [obj, ConstantVariable(name)], {})
     return object_attr(tx, obj, obj.value, name)
 
@@ -290,7 +273,7 @@ def plain_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
     """``object.__getattribute__(obj, name)``: Python's lookup without the class's ``__getattribute__``."""
     if isinstance(obj, ObjectVariable):
         return instance_attr(tx, obj, name)
-    if isinstance(obj, PythonObjectVariable) and not isinstance(obj.value, (type, types.ModuleType)):
+    if isinstance(obj, PythonObjectVariable) and not issubclass(type(obj.value), (type, types.ModuleType)):
         written = pending_attr(tx, obj, name)
         return written if written is not None else object_attr(tx, obj, obj.value, name)
     return getattr_var(tx, obj, name)
@@ -518,7 +501,7 @@ def slot_is_set(tx: Any, var: VariableTracker, obj: Any, member: types.MemberDes
 def _has_static(tx: Any, var: VariableTracker, value: Any, name: str) -> bool:
     found = _static_lookup(value, name)
     if found is not MISSING and found[0] == "class" and isinstance(found[1], types.MemberDescriptorType) and \
-            not isinstance(value, (type, types.ModuleType)) and not slot_is_set(tx, var, value, found[1]):
+            not issubclass(type(value), (type, types.ModuleType)) and not slot_is_set(tx, var, value, found[1]):
         if hasattr(type(value), "__getattr__"):
             tx.unsupported("unsupported_attribute", f"hasattr() of an unset slot of a {type(value).__name__} "
                            "with __getattr__")
@@ -534,11 +517,12 @@ def _has_static(tx: Any, var: VariableTracker, value: Any, name: str) -> bool:
 
 def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> VariableTracker:
     src = AttrSource(var.source, name) if var.source is not None else None
-    if isinstance(value, types.ModuleType):
+    # (classified by type: isinstance() of a proxy would run its __class__, user code)
+    if issubclass(type(value), types.ModuleType):
         if not hasattr(value, name):
             tx.user_error(AttributeError(f"module '{value.__name__}' has no attribute '{name}'", name=name))
         return wrap(tx, getattr(value, name), src, trusted=any(value is m for m in TRUSTED_MODULES))
-    if isinstance(value, type):
+    if issubclass(type(value), type):
         found = _static_lookup_type(value, name)
         if found is MISSING:
             if name in ("__name__", "__qualname__", "__module__", "__doc__", "__mro__", "__bases__") or \
@@ -555,7 +539,7 @@ def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> Va
             return bind_classmethod(tx, found, var)
         module = getattr(value, "__module__", None)
         return wrap(tx, getattr(value, name), src, trusted=isinstance(module, str) and module.startswith("torch"))
-    if name == "__get__" and isinstance(value, (types.GetSetDescriptorType, types.MemberDescriptorType)) and \
+    if name == "__get__" and issubclass(type(value), (types.GetSetDescriptorType, types.MemberDescriptorType)) and \
             issubclass(torch.Tensor, value.__objclass__):
         # torch.Tensor.shape.__get__(t) reads t.shape; which descriptor it is, is guarded by identity
         if var.source is not None:
@@ -593,7 +577,7 @@ def guard_not_shadowed(tx: Any, var: VariableTracker, obj: Any, name: str) -> No
     """Guard that the live object read from ``var.source`` still has no instance attribute ``name``: what the trace
     found on its class (a method, or nothing at all) is what a call finds, until the instance gets its own
     (``module.forward = ...``, ``cfg.flag = True`` after a ``getattr(cfg, "flag", False)``)."""
-    if var.source is None or isinstance(obj, (type, types.ModuleType)):
+    if var.source is None or issubclass(type(obj), (type, types.ModuleType)):
         return
     try:
         object.__getattribute__(obj, "__dict__")

@@ -367,7 +367,7 @@ def _is_log_call(fn: VariableTracker, target: Any) -> bool:
     error). ``warnings.warn`` is not one: a filter can turn it into an exception at the user's line."""
     owner = _log_owner(fn, target)
     name = getattr(target, "__name__", "")
-    return isinstance(owner, (logging.Logger, logging.LoggerAdapter)) and \
+    return issubclass(type(owner), (logging.Logger, logging.LoggerAdapter)) and \
         name.split("_")[0] in ("debug", "info", "warning", "warn", "error", "critical", "exception", "log")
 
 

@@ -70,6 +70,11 @@ def isinstance_rule(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
             return ConstantVariable(True)
         if isinstance(c, type) and _shown_class_check(tx, obj, c):
             return ConstantVariable(True)
+        if not isinstance(c, type) and not any("__instancecheck__" in vars(k) for k in type(c).__mro__):
+            # CPython's abstract protocol: ``c.__bases__`` and ``obj.__class__``, user code, walked by
+            # abstract_issubclass; not modelled
+            tx.unsupported("unsupported_call", "isinstance() against an object that is no class (its __bases__)",
+                           ("the check runs for real",))
         if not isinstance(c, type):
             return ConstantVariable(isinstance_type(python_type_of(tx, obj), cls, tx, obj))  # Python's TypeError
     return ConstantVariable(False)

@@ -163,6 +163,23 @@ def wrap(tx: Any, value: Any, source: Source | None, trusted: bool = False) -> V
     return var
 
 
+def shows_other_class(cls: type) -> bool:
+    """Whether ``obj.__class__`` of an instance of ``cls`` may be other than ``cls``: its class defines its own
+    ``__class__`` or a ``__getattribute__`` written in Python (a proxy). CPython's ``isinstance`` then tries that
+    class too, running that code."""
+    return own_class_attribute(cls) is not object.__dict__["__class__"] or \
+        isinstance(getattr(cls, "__getattribute__", None), types.FunctionType)
+
+
+def own_class_attribute(cls: type) -> Any:
+    """The first ``__class__`` in ``cls``'s MRO (a class may define its own: ``__class__ = 413``, a property that
+    makes a proxy); ``object``'s getset descriptor unless shadowed, as CPython's generic lookup finds it."""
+    for klass in cls.__mro__:
+        if "__class__" in klass.__dict__:
+            return klass.__dict__["__class__"]
+    return None
+
+
 def _guard(tx: Any, source: Source | None, kind: str, expected: Any = None) -> None:
     if source is not None:
         tx.add_guard(Guard(source, kind, expected))
@@ -175,6 +192,11 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
         tx.unsupported("data_dependent", "a float produced at run time (read from a tensor by .item() or float(t), "
                        "or returned by a call that ran for real) is used in Python code",
                        ("that step runs for real, so the plan does not depend on the value",))
+    if shows_other_class(type(value)):
+        # isinstance() of such an object reads its __class__, user code (a property that raises, a proxy's or a
+        # Mock's spec): it is classified by its type alone, an object the trace keeps by reference
+        _guard(tx, source, "TYPE", type(value))
+        return PythonObjectVariable(value, source)
     if isinstance(value, torch.Tensor):
         return wrap_tensor(tx, value, source)
     if source is not None and type(value).__name__ == "ndarray" and type(value).__module__ == "numpy" and \

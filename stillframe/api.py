@@ -262,6 +262,9 @@ class CompiledFunction:
                     raise Unsupported(e.graph_break) from None
                 entry = eager_entry(_tracer_of(e), str(e))
                 self._add_entry(fn.__code__, entries, entry, L, G, fn)
+                if compat.torch_internal_disable(fn):  # compile(opt.zero_grad): torch.compile is silent there too
+                    log.event("breaks", "%s runs for real: %s", fn.__qualname__, e)
+                    return entry
                 counters["fallbacks"] += 1
                 self._warn_once(str(e), f"stillframe: running {fn.__qualname__} eagerly: {e}")
                 return entry

@@ -321,6 +321,16 @@ def torch_disabled(fn: Any) -> bool:
         return False
 
 
+def torch_internal_disable(fn: Any) -> bool:
+    """Whether ``fn`` is a wrapper torch's own ``torch._compile._disable_dynamo`` made (``Optimizer.zero_grad``,
+    ``Module._apply``...): torch.compile traces its frame and meets the disabled call inside, a silent graph break
+    that runs the function for real. All such wrappers share one code object."""
+    return getattr(fn, "__code__", None) is _DISABLE_DYNAMO_CODE
+
+
+_DISABLE_DYNAMO_CODE = importlib.import_module("torch._compile")._disable_dynamo(lambda: None).__code__
+
+
 def innermost_fn(fn: Any) -> Any:
     """What ``torch.compile`` compiles when given ``fn``: the function inside the wrappers that
     ``torch.compile`` and ``torch.compiler.disable`` put around it (torch's ``innermost_fn``: followed

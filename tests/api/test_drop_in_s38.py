@@ -9,6 +9,8 @@ same program under torch.compile in the same test and compares the graph counts 
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 import torch._dynamo
@@ -16,6 +18,7 @@ from torch import nn
 
 import stillframe
 from stillframe.check.parity import assert_parity
+from stillframe.errors import StillframeWarning
 
 
 class Graphs:
@@ -113,3 +116,33 @@ def _grad_dtype_changes(i):
 
 def test_a_grad_assignment_is_guarded_on_grad_dtype():
     assert_parity(set_grad_then_write, _grad_dtype_changes, calls=4)
+
+
+# --- compile(opt.zero_grad) ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_compiled_zero_grad_runs_silently_as_under_torch_compile(set_to_none):
+    results = {}
+    for name, compile_ in (("eager", None), ("torch", torch.compile), ("stillframe", stillframe.compile)):
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        model = nn.Linear(3, 3)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        backend = Graphs()
+        zero_grad = opt.zero_grad if compile_ is None else compile_(opt.zero_grad, backend=backend)
+        seen = []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(3):
+                model(torch.ones(3)).sum().backward()
+                zero_grad(set_to_none=set_to_none)
+                seen.append([None if p.grad is None else p.grad.clone() for p in model.parameters()])
+        assert not [w for w in caught if issubclass(w.category, StillframeWarning)], [str(w.message) for w in caught]
+        results[name] = (seen, len(backend.graphs))
+    for name in ("torch", "stillframe"):
+        for eager_step, step in zip(results["eager"][0], results[name][0]):
+            assert [g is None for g in eager_step] == [g is None for g in step]
+            for a, b in zip(eager_step, step):
+                if a is not None:
+                    torch.testing.assert_close(a, b)
+    assert results["torch"][1] == results["stillframe"][1] == 0

@@ -111,7 +111,9 @@ class CompiledFunction:
         # a real step calling opt.step() calls a compiled opt.step (runtime/optimizer_step.py)
         self._router = StepRouter(functools.partial(CompiledFunction, **{**self._compile_kwargs, "fullgraph": False,
                                                                           "routed": True}),
-                                  config.cache_size_limit)
+                                  config.cache_size_limit,
+                                  # what a torch.compiler.disable(f, recursive=False) frame calls (runtime/shallow.py)
+                                  functools.partial(compile, **{**self._compile_kwargs, "fullgraph": False}))
         functools.update_wrapper(self, self._func)
         if not disable:  # compiled code calling this wrapper inlines the function instead (rules/disable.py)
             setattr(self, ORIGINAL, fn)

@@ -321,6 +321,18 @@ def torch_disabled(fn: Any) -> bool:
         return False
 
 
+def nonrecursive_disabled(fn: Any) -> Any:
+    """The function a ``torch.compiler.disable(f, recursive=False)`` (or ``torch._dynamo.disable``) wrapper stands
+    for (``f``), ``None`` for anything else: such a wrapper carries ``_torchdynamo_disable_recursive = False``."""
+    try:
+        if getattr(fn, "_torchdynamo_disable", False) is True and \
+                getattr(fn, "_torchdynamo_disable_recursive", True) is False:
+            return getattr(fn, "_torchdynamo_orig_callable", None)
+    except Exception:  # an object whose __getattr__ raises something else
+        return None
+    return None
+
+
 def torch_internal_disable(fn: Any) -> bool:
     """Whether ``fn`` is a wrapper torch's own ``torch._compile._disable_dynamo`` made (``Optimizer.zero_grad``,
     ``Module._apply``...): torch.compile traces its frame and meets the disabled call inside, a silent graph break

@@ -13,8 +13,10 @@ not guarded (the trace never reads them)::
     >>> stillframe.compile(lambda x: helper(x + 1), backend="eager")(torch.ones(1))
     tensor([0.])
 
-``recursive=False`` (torch: the function's own frame is skipped, what it calls is
-compiled) runs here as ``recursive=True`` does: the whole call runs for real.
+``recursive=False`` skips only the function's own frame, as torch.compile does: it runs for
+real (``is_compiling()`` False there), and the Python functions and modules of the user's
+that it calls are compiled (``runtime/shallow.py``; torch's own functions it calls run as
+they are, where torch.compile would compile some of them).
 """
 
 from __future__ import annotations

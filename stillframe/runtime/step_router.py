@@ -6,6 +6,7 @@ See :class:`StepRouter`; the compiled step itself is ``runtime/optimizer_step.py
 
 from __future__ import annotations
 
+import functools
 import types
 import weakref
 from typing import Any, Callable
@@ -15,6 +16,7 @@ import torch
 from .. import compat
 from ..guards.guard import OwnRef
 from ..rules.optimizers import OPTIMIZER_RULES
+from .shallow import CalleeRouter, ShallowCall, shallow_target
 
 
 class StepRouter:
@@ -31,14 +33,22 @@ class StepRouter:
     caller's backend); at most ``limit`` optimizers are routed, the rest run for real.
     """
 
-    def __init__(self, compile_step: Callable[[Any], Callable], limit: int) -> None:
+    def __init__(self, compile_step: Callable[[Any], Callable], limit: int,
+                 compile_callee: Callable[[Any], Callable] | None = None) -> None:
         self.compile_step = compile_step
         self.limit = limit
         self.compiled: dict[int, tuple[weakref.ref, Any, Any]] = {}
+        # torch.compiler.disable(f, recursive=False) wrappers a real step calls: f's frame runs for real, what it calls
+        # compiled with compile_callee, each once (runtime/shallow.py); by id of the wrapper (of a method's function)
+        self.callees = CalleeRouter(compile_callee) if compile_callee is not None else None  # (one per caller)
+        self.shallow: dict[int, tuple[weakref.ref, ShallowCall]] = {}
 
     def __call__(self, fn: Any) -> Any:
         """``fn`` itself, or the compiled step to call in its place (and ``t.retain_grad()`` is prepared for:
-        :func:`before_retain_grad`)."""
+        :func:`before_retain_grad`), or for a ``torch.compiler.disable(f, recursive=False)`` wrapper a
+        :class:`~stillframe.runtime.shallow.ShallowCall` of ``f``."""
+        if self.callees is not None and compat.nonrecursive_disabled(getattr(fn, "__func__", fn)) is not None:
+            return self._shallow(fn)
         if type(fn) is not types.MethodType:
             if type(fn) is types.BuiltinMethodType and fn.__name__ == "retain_grad":
                 before_retain_grad(fn.__self__)
@@ -61,6 +71,19 @@ class StepRouter:
         compiled = self.compile_step(fn)
         self.compiled[id(opt)] = (OwnRef(opt), target, compiled)
         return compiled
+
+
+    def _shallow(self, fn: Any) -> Any:
+        wrapper = getattr(fn, "__func__", fn)
+        held = self.shallow.get(id(wrapper))
+        if held is None or held[0]() is not wrapper:
+            target = shallow_target(wrapper)
+            if target is None or len(self.shallow) >= self.limit:
+                return fn
+            held = self.shallow[id(wrapper)] = (weakref.ref(wrapper), ShallowCall(target, self.callees))
+        if isinstance(fn, types.MethodType):  # a method: its frame runs with the instance as its first argument
+            return functools.partial(held[1], fn.__self__)
+        return held[1]
 
 
 def before_retain_grad(t: Any) -> None:

@@ -146,3 +146,98 @@ def test_compiled_zero_grad_runs_silently_as_under_torch_compile(set_to_none):
                 if a is not None:
                     torch.testing.assert_close(a, b)
     assert results["torch"][1] == results["stillframe"][1] == 0
+
+
+# --- torch.compiler.disable(fn, recursive=False) --------------------------------------------------------------------
+
+SEEN: list = []  # (where, torch.compiler.is_compiling()) call by call
+RECORD = True  # off where graphs are counted: torch.compile guards on len(SEEN) and recompiles at every append
+
+
+def helper(x):
+    RECORD and SEEN.append(("helper", torch.compiler.is_compiling()))
+    return x * 2
+
+
+class Scale(nn.Module):
+    def forward(self, x):
+        RECORD and SEEN.append(("module", torch.compiler.is_compiling()))
+        return x * 3
+
+
+SCALE = Scale()
+
+
+class Holder:
+    def method(self, x):
+        RECORD and SEEN.append(("method", torch.compiler.is_compiling()))
+        return x - 1
+
+    @torch.compiler.disable(recursive=False)
+    def shallow_method(self, x):
+        RECORD and SEEN.append(("shallow_method", torch.compiler.is_compiling()))
+        return self.method(x) + 1
+
+
+HOLDER = Holder()
+
+
+@torch.compiler.disable(recursive=False)
+def shallow(x, k=2):
+    RECORD and SEEN.append(("shallow", torch.compiler.is_compiling()))
+    y = helper(x) + k
+    for i in range(2):
+        y = SCALE(y) + i
+    return HOLDER.method(y)
+
+
+def calls_shallow(x):
+    y = shallow(x.sin(), k=3)
+    return HOLDER.shallow_method(y).cos()
+
+
+@torch.compiler.disable(recursive=False)
+def shallow_raises(x):
+    helper(x)
+    try:
+        return x[5]
+    except IndexError:
+        RECORD and SEEN.append(("handled", torch.compiler.is_compiling()))
+    raise ValueError("from the shallow frame")
+
+
+def calls_shallow_raises(x):
+    return shallow_raises(x + 1)
+
+
+def _seen_under(compile_, program, calls=3, record=True):
+    global RECORD
+    RECORD = record
+    SEEN.clear()
+    torch._dynamo.reset()
+    backend = Graphs()
+    compiled = compile_(program, backend=backend)
+    for _ in range(calls):
+        try:
+            compiled(torch.ones(3))
+        except ValueError:
+            pass
+    return list(SEEN), len(backend.graphs), compiled
+
+
+@pytest.mark.parametrize("program", [calls_shallow, calls_shallow_raises])
+def test_a_nonrecursive_disable_compiles_what_its_frame_calls_as_torch_compile_does(program):
+    assert_parity(program, lambda i: (torch.randn(3),), calls=3)
+    eager_seen, _, _ = _seen_under(lambda fn, backend: fn, program)
+    tc_seen, _, _ = _seen_under(torch.compile, program)
+    ours_seen, _, _ = _seen_under(stillframe.compile, program)
+    # the disabled frames see False, what they call (a function, a module, a method) True, on both compilers
+    assert ours_seen == tc_seen != eager_seen
+    assert {seen for where, seen in ours_seen if where.startswith("shallow") or where == "handled"} == {False}
+    assert {seen for where, seen in ours_seen if where in ("helper", "module", "method")} == {True}
+    (_, tc_graphs, _), (_, ours_graphs, compiled) = [_seen_under(compile_, program, record=False)
+                                                      for compile_ in (torch.compile, stillframe.compile)]
+    assert ours_graphs == tc_graphs
+    traces = compiled.traces
+    compiled(torch.ones(3)) if program is calls_shallow else None
+    assert compiled.traces == traces  # a steady state: the callees' compiled functions are kept

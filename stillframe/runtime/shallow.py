@@ -89,7 +89,8 @@ class ShallowCall:
 class CalleeRouter:
     """What a call made in a :class:`ShallowCall` frame calls: a compiled function (made by ``compile_fn``, kept
     per function) for a Python function or method of the user's (a ``functools.partial`` of one included), a
-    compiled module for a module of the user's; anything else as it is (torch's and the standard library's functions, builtins, classes, disabled and compiled functions)."""
+    compiled module for a module of the user's; anything else as it is (torch's and the standard library's
+    functions, builtins, classes, disabled and compiled functions)."""
 
     def __init__(self, compile_fn: Callable[[Any], Any], limit: int = 64):
         self.compile_fn = compile_fn

@@ -40,6 +40,7 @@ from .rules.frames import make_binder
 from .runtime.compiler import compile_frame, compile_retrying, eager_entry, start_resume
 from .runtime.entry import CacheEntries, CacheEntry, RunForReal, counters, drop_entry, lookup, watch  # noqa: F401
 from .runtime.stack import stack_room
+from .runtime.shallow import CalleeRouter
 from .runtime.step_router import StepRouter
 from .runtime.shapes import ShapePolicy, mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: F401  (public)
 from .diagnostics import log
@@ -496,9 +497,13 @@ class CompiledModule(torch.nn.Module):
     arguments (forward pre-hooks and forward hooks with or without kwargs, ``always_call`` hooks, full backward
     hooks and backward pre-hooks, the global ``register_module_*`` hooks, a lazy module's initialization). Only
     the forward that ``_call_impl`` calls is compiled: the one the module has at that moment (an instance's own
-    ``module.forward = fn``, as accelerate and peft patch it, or its class's). torch.compile's wrapper (2.13)
-    traces ``_call_impl`` with the hooks in it instead: a hook there sees ``torch.compiler.is_compiling()`` True,
-    here False (measured; hook effects and order are the same). A forward marked by ``torch.compiler.disable`` or ``stillframe.disable`` runs uncompiled, as there.
+    ``module.forward = fn``, as accelerate and peft patch it, or its class's). The module's own forward
+    pre-hooks and forward hooks (with or without kwargs) that are functions of the user's are compiled too, each
+    on its own, as torch.compile's wrapper (2.13) does: it runs ``_call_impl`` for real and catches the hooks'
+    frames, so a hook sees ``torch.compiler.is_compiling()`` True (:meth:`_call_with_hooks`). Where the call
+    runs more of ``_call_impl``'s hook machinery (``always_call`` or backward hooks, global hooks) the hooks run
+    for real and see False, unlike there. A forward marked by ``torch.compiler.disable`` or
+    ``stillframe.disable`` runs uncompiled, as there.
 
     The original module is its one child, ``_orig_mod``: ``state_dict()``, ``named_parameters()`` and
     ``named_modules()`` name everything under ``_orig_mod.`` exactly as torch.compile's wrapper does, so
@@ -518,7 +523,7 @@ class CompiledModule(torch.nn.Module):
     """
 
     #: attributes of the wrapper's own that do not exist before its ``__init__`` writes them
-    _WRAPPER_ATTRIBUTES = frozenset({"_orig_mod", "_compiled_forward", "_other_forwards"})
+    _WRAPPER_ATTRIBUTES = frozenset({"_orig_mod", "_compiled_forward", "_other_forwards", "_hook_router"})
 
     def __init__(self, module: torch.nn.Module, **kwargs: Any):
         super().__init__()
@@ -527,6 +532,8 @@ class CompiledModule(torch.nn.Module):
         # any other forward a call met (an instance's own, a class's replaced one), compiled:
         # {id(forward): (forward, compiled, whether it is called with the module)}
         self._other_forwards: dict[int, tuple[Any, Callable, bool]] = {}
+        # what the module's forward hooks and pre-hooks are called through: compiled (made at the first call with hooks)
+        self._hook_router: CalleeRouter | None = None
         self.register_load_state_dict_pre_hook(_accept_original_keys)  # a plain function: no cycle through self
 
     @property
@@ -564,6 +571,12 @@ class CompiledModule(torch.nn.Module):
                 type(module).__call__ is torch.nn.Module.__call__ and \
                 _class_forward(module) is self._compiled_forward._fn and not is_disabled(self._compiled_forward._fn):
             return self._compiled_forward(module, *args, **kwargs)  # what module(...) would call, and nothing else
+        if "forward" not in module.__dict__ and module.__dict__.get("_compiled_call_impl") is None and \
+                type(module).__call__ is torch.nn.Module.__call__ and \
+                _class_forward(module) is self._compiled_forward._fn and not is_disabled(self._compiled_forward._fn):
+            pre_hooks = compat.plain_forward_hooks(module)
+            if pre_hooks is not None:
+                return self._call_with_hooks(module, pre_hooks, args, kwargs)
         stand_in = _stand_in(module)
         try:
             stack = _calls_in_progress()
@@ -578,6 +591,39 @@ class CompiledModule(torch.nn.Module):
                 stack.pop()
         finally:
             _stand_down(module, stand_in)
+
+    def _call_with_hooks(self, module: torch.nn.Module, pre_hooks: list, args: tuple, kwargs: dict) -> Any:
+        """``module(*args, **kwargs)`` for a module whose call runs only its own forward pre-hooks and forward hooks
+        (``compat.plain_forward_hooks``): each hook that is a function of the user's is called compiled (its own
+        graphs, ``torch.compiler.is_compiling()`` True inside), as under torch.compile's wrapper, whose compiled
+        ``Module.__call__`` runs torch's frames for real and catches the hooks' frames. Eager's order, arguments
+        and error: the pre-hooks (a result replaces the arguments, a non-tuple made a 1-tuple; a kwargs hook's
+        replaces ``(args, kwargs)``), the forward, then the forward hooks as the module has them after the forward
+        (a result replaces the output)."""
+        if self._hook_router is None:
+            self._hook_router = CalleeRouter(functools.partial(compile, **{**self._compiled_forward._compile_kwargs,
+                                                                            "fullgraph": False}))
+        route = self._hook_router
+        for hook, takes_kwargs in pre_hooks:
+            if takes_kwargs:
+                result = route(hook)(module, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                                           f"but got {result}.")
+                    args, kwargs = result
+                continue
+            result = route(hook)(module, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+        output = self._compiled_forward(module, *args, **kwargs)
+        with_kwargs = module._forward_hooks_with_kwargs
+        for hook_id, hook in tuple(module._forward_hooks.items()):
+            result = route(hook)(module, args, kwargs, output) if hook_id in with_kwargs else \
+                route(hook)(module, args, output)
+            if result is not None:
+                output = result
+        return output
 
     def _runner(self, module: torch.nn.Module, own: Any) -> Callable:
         """What runs ``module``'s forward, compiled: ``own`` (an instance's own forward) or else its class's."""

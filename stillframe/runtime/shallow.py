@@ -92,40 +92,41 @@ class CalleeRouter:
     compiled module for a module of the user's; anything else as it is (torch's and the standard library's
     functions, builtins, classes, disabled and compiled functions)."""
 
-    def __init__(self, compile_fn: Callable[[Any], Any], limit: int = 64):
+    def __init__(self, compile_fn: Callable[[Any], Any], limit: int = 256):
         self.compile_fn = compile_fn
         self.limit = limit
         self._compiled: dict[int, tuple[weakref.ref, Any]] = {}
         self._lock = threading.Lock()
 
     def __call__(self, fn: Any) -> Any:
+        if type(fn) is types.FunctionType:
+            return self._compiled_for(fn, fn) or fn
+        if type(fn) is types.MethodType and type(fn.__func__) is types.FunctionType:
+            compiled = self._compiled_for(fn.__func__, fn.__func__)
+            return fn if compiled is None else functools.partial(compiled, fn.__self__)
         if isinstance(fn, torch.nn.Module):
-            return self._compiled_for(fn) if _users(type(fn).forward) else fn
-        if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
-            if not _users(fn.__func__):
-                return fn
-            return functools.partial(self._compiled_for(fn.__func__), fn.__self__)
-        if isinstance(fn, types.FunctionType) and _users(fn):
-            return self._compiled_for(fn)
+            return self._compiled_for(fn, type(fn).forward) or fn
         if type(fn) is functools.partial:  # the C partial calls its function: that frame is caught in torch too
             routed = self(fn.func)
             return fn if routed is fn.func else functools.partial(routed, *fn.args, **fn.keywords)
         return fn
 
-    def _compiled_for(self, fn: Any) -> Any:
+    def _compiled_for(self, fn: Any, code_owner: Any) -> Any:
+        """The compiled ``fn`` where ``code_owner`` (``fn``, or a module's forward) is the user's, else ``None``;
+        decided once per ``fn`` (its verdict kept while ``fn`` lives)."""
+        held = self._compiled.get(id(fn))
+        if held is not None and held[0]() is fn:
+            return held[1]
         with self._lock:
-            held = self._compiled.get(id(fn))
-            if held is not None and held[0]() is fn:
-                return held[1]
             if len(self._compiled) >= self.limit:
                 self._compiled = {k: v for k, v in self._compiled.items() if v[0]() is not None}
                 if len(self._compiled) >= self.limit:
-                    return fn
+                    return None
             try:
                 ref = weakref.ref(fn)
             except TypeError:  # (no weak reference to it: not kept, run as it is)
-                return fn
-            compiled = self.compile_fn(fn)
+                return None
+            compiled = self.compile_fn(fn) if _users(code_owner) else None
             self._compiled[id(fn)] = (ref, compiled)
             return compiled
 

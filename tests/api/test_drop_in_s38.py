@@ -241,3 +241,79 @@ def test_a_nonrecursive_disable_compiles_what_its_frame_calls_as_torch_compile_d
     traces = compiled.traces
     compiled(torch.ones(3)) if program is calls_shallow else None
     assert compiled.traces == traces  # a steady state: the callees' compiled functions are kept
+
+
+# --- forward hooks and pre-hooks of a compiled module ----------------------------------------------------------------
+
+def pre_hook(module, args):
+    RECORD and SEEN.append(("pre_hook", torch.compiler.is_compiling()))
+    return args[0] * 2  # not a tuple: made a 1-tuple
+
+
+def kwargs_pre_hook(module, args, kwargs):
+    RECORD and SEEN.append(("kwargs_pre_hook", torch.compiler.is_compiling()))
+    return args, {**kwargs, "shift": kwargs.get("shift", 0.0) + 1.0}
+
+
+def forward_hook(module, args, output):
+    RECORD and SEEN.append(("forward_hook", torch.compiler.is_compiling()))
+    return output + args[0].sum()
+
+
+def kwargs_forward_hook(module, args, kwargs, output):
+    RECORD and SEEN.append(("kwargs_forward_hook", torch.compiler.is_compiling()))
+    return output * kwargs["shift"]
+
+
+def bad_pre_hook(module, args, kwargs):
+    return args  # eager: RuntimeError, a pre-hook with kwargs must return (args, kwargs)
+
+
+class Hooked(nn.Module):
+    def __init__(self, hooks):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+        for register, hook, with_kwargs in hooks:
+            getattr(self, register)(hook, with_kwargs=with_kwargs)
+
+    def forward(self, x, shift=0.0):
+        RECORD and SEEN.append(("forward", torch.compiler.is_compiling()))
+        return self.linear(x).relu() + shift
+
+
+HOOKS = {
+    "plain": [("register_forward_pre_hook", pre_hook, False), ("register_forward_hook", forward_hook, False)],
+    "kwargs": [("register_forward_pre_hook", kwargs_pre_hook, True), ("register_forward_pre_hook", pre_hook, False),
+               ("register_forward_hook", kwargs_forward_hook, True), ("register_forward_hook", forward_hook, False)],
+}
+
+
+@pytest.mark.parametrize("hooks", sorted(HOOKS))
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_hooks_of_a_compiled_module_are_compiled_as_under_torch_compile(hooks, backend):
+    global RECORD
+    RECORD = False
+    assert_parity(Hooked(HOOKS[hooks]), lambda i: ((torch.randn(2, 4),), {"shift": 0.5}), backend=backend, calls=3)
+    found = {}
+    for name, compile_ in (("eager", None), ("torch", torch.compile), ("stillframe", stillframe.compile)):
+        for record in (True, False):
+            RECORD = record
+            SEEN.clear()
+            torch._dynamo.reset()
+            torch.manual_seed(0)
+            graphs = Graphs()
+            module = Hooked(HOOKS[hooks])
+            compiled = module if compile_ is None else compile_(module, backend=graphs)
+            for _ in range(3):
+                compiled(torch.ones(2, 4), shift=0.5)
+            found[name, record] = list(SEEN) if record else len(graphs.graphs)
+    RECORD = True
+    # every hook and the forward see is_compiling() True, as under torch.compile; each hook with a tensor op is a
+    # graph of its own (the forward's, and one per hook but kwargs_pre_hook, which has none)
+    assert found["stillframe", True] == found["torch", True] != found["eager", True]
+    assert {seen for _, seen in found["stillframe", True]} == {True}
+    assert found["stillframe", False] == found["torch", False] == {"plain": 3, "kwargs": 4}[hooks]
+
+
+def test_a_kwargs_pre_hook_returning_something_else_raises_eagers_error():
+    assert_parity(Hooked([("register_forward_pre_hook", bad_pre_hook, True)]), lambda i: (torch.randn(2, 4),))

@@ -40,7 +40,7 @@ from .rules.frames import make_binder
 from .runtime.compiler import compile_frame, compile_retrying, eager_entry, start_resume
 from .runtime.entry import CacheEntries, CacheEntry, RunForReal, counters, drop_entry, lookup, watch  # noqa: F401
 from .runtime.stack import stack_room
-from .runtime.shallow import CalleeRouter
+from .runtime.shallow import CalleeRouter, ShallowCall, shallow_target
 from .runtime.step_router import StepRouter
 from .runtime.shapes import ShapePolicy, mark_dynamic, mark_static, maybe_mark_dynamic  # noqa: F401  (public)
 from .diagnostics import log
@@ -523,7 +523,7 @@ class CompiledModule(torch.nn.Module):
     """
 
     #: attributes of the wrapper's own that do not exist before its ``__init__`` writes them
-    _WRAPPER_ATTRIBUTES = frozenset({"_orig_mod", "_compiled_forward", "_other_forwards", "_hook_router"})
+    _WRAPPER_ATTRIBUTES = frozenset({"_orig_mod", "_compiled_forward", "_other_forwards", "_callee_router"})
 
     def __init__(self, module: torch.nn.Module, **kwargs: Any):
         super().__init__()
@@ -532,8 +532,10 @@ class CompiledModule(torch.nn.Module):
         # any other forward a call met (an instance's own, a class's replaced one), compiled:
         # {id(forward): (forward, compiled, whether it is called with the module)}
         self._other_forwards: dict[int, tuple[Any, Callable, bool]] = {}
-        # what the module's forward hooks and pre-hooks are called through: compiled (made at the first call with hooks)
-        self._hook_router: CalleeRouter | None = None
+        # what the module's forward hooks and pre-hooks, and the callees of a forward marked
+        # torch.compiler.disable(recursive=False), are called through: compiled where they are the user's (made when
+        # first needed)
+        self._callee_router: CalleeRouter | None = None
         self.register_load_state_dict_pre_hook(_accept_original_keys)  # a plain function: no cycle through self
 
     @property
@@ -600,10 +602,7 @@ class CompiledModule(torch.nn.Module):
         and error: the pre-hooks (a result replaces the arguments, a non-tuple made a 1-tuple; a kwargs hook's
         replaces ``(args, kwargs)``), the forward, then the forward hooks as the module has them after the forward
         (a result replaces the output)."""
-        if self._hook_router is None:
-            self._hook_router = CalleeRouter(functools.partial(compile, **{**self._compiled_forward._compile_kwargs,
-                                                                            "fullgraph": False}))
-        route = self._hook_router
+        route = self._callees()
         for hook, takes_kwargs in pre_hooks:
             if takes_kwargs:
                 result = route(hook)(module, args, kwargs)
@@ -625,6 +624,12 @@ class CompiledModule(torch.nn.Module):
                 output = result
         return output
 
+    def _callees(self) -> CalleeRouter:
+        if self._callee_router is None:
+            self._callee_router = CalleeRouter(functools.partial(
+                compile, **{**self._compiled_forward._compile_kwargs, "fullgraph": False}))
+        return self._callee_router
+
     def _runner(self, module: torch.nn.Module, own: Any) -> Callable:
         """What runs ``module``'s forward, compiled: ``own`` (an instance's own forward) or else its class's."""
         key = _class_forward(module) if own is _NO_FORWARD else own
@@ -638,7 +643,9 @@ class CompiledModule(torch.nn.Module):
                 forward = key if own is not _NO_FORWARD or bound else _ForwardStandIn.own_forward(module, key)
                 target = forward.__func__ if isinstance(forward, types.MethodType) else forward
                 if is_disabled(forward):  # torch.compile's wrapper does not trace a disabled forward's frame either
-                    compiled = forward
+                    # (recursive=False: what that frame calls is compiled, runtime/shallow.py)
+                    shallow = shallow_target(forward)
+                    compiled = forward if shallow is None else ShallowCall(shallow, self._callees())
                 else:
                     compiled = CompiledFunction(forward if isinstance(target, types.FunctionType) else
                                                 _calling(forward), **self._compiled_forward._compile_kwargs)

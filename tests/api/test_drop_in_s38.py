@@ -317,3 +317,35 @@ def test_hooks_of_a_compiled_module_are_compiled_as_under_torch_compile(hooks, b
 
 def test_a_kwargs_pre_hook_returning_something_else_raises_eagers_error():
     assert_parity(Hooked([("register_forward_pre_hook", bad_pre_hook, True)]), lambda i: (torch.randn(2, 4),))
+
+
+class ShallowForward(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = Scale()
+
+    @torch.compiler.disable(recursive=False)
+    def forward(self, x):
+        RECORD and SEEN.append(("shallow_forward", torch.compiler.is_compiling()))
+        return helper(self.scale(x)) + 1
+
+
+def test_a_compiled_modules_nonrecursive_disabled_forward_compiles_what_it_calls_as_torch_compile_does():
+    global RECORD
+    RECORD = False
+    assert_parity(ShallowForward(), lambda i: (torch.randn(3),), calls=3)
+    found = {}
+    for name, compile_ in (("eager", None), ("torch", torch.compile), ("stillframe", stillframe.compile)):
+        for record in (True, False):
+            RECORD = record
+            SEEN.clear()
+            torch._dynamo.reset()
+            graphs = Graphs()
+            module = ShallowForward()
+            compiled = module if compile_ is None else compile_(module, backend=graphs)
+            for _ in range(3):
+                compiled(torch.ones(3))
+            found[name, record] = list(SEEN) if record else len(graphs.graphs)
+    RECORD = True
+    assert found["stillframe", True] == found["torch", True] != found["eager", True]
+    assert found["stillframe", False] == found["torch", False] == 2  # the submodule's forward, helper

@@ -47,7 +47,10 @@ class StepRouter:
         """``fn`` itself, or the compiled step to call in its place (and ``t.retain_grad()`` is prepared for:
         :func:`before_retain_grad`), or for a ``torch.compiler.disable(f, recursive=False)`` wrapper a
         :class:`~stillframe.runtime.shallow.ShallowCall` of ``f``."""
-        if self.callees is not None and compat.nonrecursive_disabled(getattr(fn, "__func__", fn)) is not None:
+        wrapper = fn.__func__ if type(fn) is types.MethodType else fn
+        # (only a plain function is looked at: reading an attribute of any other callable may run its __getattr__)
+        if self.callees is not None and type(wrapper) is types.FunctionType and \
+                compat.nonrecursive_disabled(wrapper) is not None:
             return self._shallow(fn)
         if type(fn) is not types.MethodType:
             if type(fn) is types.BuiltinMethodType and fn.__name__ == "retain_grad":
@@ -72,9 +75,8 @@ class StepRouter:
         self.compiled[id(opt)] = (OwnRef(opt), target, compiled)
         return compiled
 
-
     def _shallow(self, fn: Any) -> Any:
-        wrapper = getattr(fn, "__func__", fn)
+        wrapper = fn.__func__ if type(fn) is types.MethodType else fn
         held = self.shallow.get(id(wrapper))
         if held is None or held[0]() is not wrapper:
             target = shallow_target(wrapper)

@@ -33,6 +33,7 @@ from ..guards.source import LocalSource, ScalarOutputSource
 from ..tensors.meta import TensorMeta
 from ..tensors.symbolic import plain, reads_data
 from ..variables.base import (
+    HEAPTYPE_FLAG,
     AttrsView,
     AutocastExitVariable,
     AutocastVariable,
@@ -351,9 +352,10 @@ class StateCodegen:
             # a dead local is not rebuilt (nor a graph output). A caller's frame is mid-call at ip - 1: what is
             # live before that instruction includes its exception handler's reads, should the callee raise
             live_names = live_locals(frame.code, frame.ip if depth == len(frames) - 1 else frame.ip - 1)
-            # nor one whose value runs code when collected: eager's frame holds it to its end (or to the `del`)
+            # nor one whose value runs code when collected, nor a class: eager's frame holds it to its end (or to
+            # the `del`)
             kept = [(k, v) for k, v in in_code_order(frame.locals, frame.code.code) if live_names is None or
-                    k in live_names or k not in frame.code.code.co_varnames or
+                    k in live_names or k not in frame.code.code.co_varnames or _heap_class(v) or
                     reaches(v, self.tracer.state.heap, self.tracer.finalizers)]
             locals_ = "{" + ", ".join(f"{k!r}: {self.expr(v)}" for k, v in kept) + "}"
             cells = "{" + ", ".join(f"{k!r}: {self.cell(v)}" for k, v in in_code_order(frame.cells, frame.code.code))
@@ -386,6 +388,16 @@ class StateCodegen:
         ns = self.gen.namespace()
         exec(compile(text, f"<stillframe {name.strip('_')}>", "exec"), ns)
         return ns.pop(name), text  # not left in its own globals: no cycle keeps it alive
+
+
+def _heap_class(var: Any) -> bool:
+    """Whether ``var`` stands for a class written in Python (a heap type). A dead local holding one stays in the
+    rebuilt frame: a class sits in a reference cycle (its ``__mro__``), so once the frame lets go of it the next
+    collection removes it from its bases' ``__subclasses__()``, and ``abc``'s ``isinstance`` of a base no longer
+    sees what was registered on it (``B.register(str)``; ``isinstance("", A)`` turns False). Eager's frame holds
+    it to its end."""
+    value = getattr(var, "value", None) if isinstance(var, (LazyArgument, PythonObjectVariable)) else None
+    return isinstance(value, type) and bool(value.__flags__ & HEAPTYPE_FLAG)
 
 
 def in_code_order(names: Any, code: Any) -> list:

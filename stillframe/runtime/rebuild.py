@@ -623,7 +623,9 @@ def _rebuild_generator(cg: StateCodegen, var: GeneratorVariable) -> str:
 
 @REBUILD.rule(SliceVariable)
 def _rebuild_slice(cg: StateCodegen, var: SliceVariable) -> str:
-    return f"slice({cg.expr(var.start)}, {cg.expr(var.stop)}, {cg.expr(var.step)})"
+    # one object for every slot that holds this value (`copy.copy(s) is s` across a break)
+    return cg._once(("slice", id(var)), f"slice({cg.expr(var.start)}, {cg.expr(var.stop)}, {cg.expr(var.step)})",
+                    lambda name: "pass")
 
 
 @REBUILD.rule(RangeVariable)

@@ -3,6 +3,7 @@
 test_functools, test_abc and test_copy; issue 11), each reduced to a small function and checked against eager."""
 
 import abc
+import copy
 import gc
 
 import _py_abc
@@ -29,3 +30,52 @@ def test_dead_local_class_stays_a_subclass_across_a_break(metaclass):
     # test_abc test_registration_builtins: a graph break's rebuilt frame dropped the dead local B, the next
     # collection took B out of A.__subclasses__(), and isinstance("", A) (str registered on B) turned False
     assert_parity(_register_through_subclass, lambda: (metaclass, torch.randn(2)))
+
+
+def _ident_after_break(t):
+    id(t)  # a graph break: id() of a traced value runs for real
+    return t
+
+
+def _tuple_made_in_the_trace(x):
+    t = (1, 2)
+    return x + 1, _ident_after_break(t) is t
+
+
+def _tuple_passed_in(x, t):
+    return x + 1, _ident_after_break(t) is t
+
+
+def test_tuple_made_in_the_trace_keeps_its_identity_across_a_break():
+    # test_copy test_deepcopy_dont_memo_immutable: the frames rebuilt at a break each made their own copy of a tuple
+    # the caller and the callee both held
+    assert_parity(_tuple_made_in_the_trace, lambda: (torch.randn(2),))
+
+
+def test_tuple_passed_in_keeps_its_identity_across_a_break():
+    # the rebuilt frames held a new tuple (not the caller's), and the resumed segment wrapped the caller's local and
+    # the callee's argument as two tuples
+    assert_parity(_tuple_passed_in, lambda: (torch.randn(2), (1, 2)))
+
+
+def _deepcopy_with_memo(x):
+    memo = {}
+    y = copy.deepcopy([(1, 2)], memo)
+    return x + 1, y, len(memo)
+
+
+def test_deepcopy_does_not_memo_a_tuple_of_atoms():
+    # test_copy test_deepcopy_dont_memo_immutable: len(memo) was 3 (eager 2): _deepcopy_tuple's `y is x` failed
+    # across the id() break, so the tuple was copied and memoized
+    assert_parity(_deepcopy_with_memo, lambda: (torch.randn(2),))
+
+
+def _slice_copy(x):
+    s = slice(1, 10, 2)
+    return x + 1, copy.copy(s) is s
+
+
+def test_copy_of_a_slice_is_the_slice():
+    # test_copy test_copy_atomic: `copy.copy(s) is s` broke the graph and compared two slices rebuilt apart
+    assert_parity(_slice_copy, lambda: (torch.randn(2),))
+

@@ -414,8 +414,9 @@ def read_list(tx: Any, oid: int) -> tuple:
     return items
 
 
-#: The ids of the dicts whose items are being wrapped (traces run one at a time: the compile lock).
-_WRAPPING_DICTS: set = set()
+#: The dicts whose items are being wrapped, by id: the DictVariable each becomes and its source (traces run one at a
+#: time: the compile lock).
+_WRAPPING_DICTS: dict = {}
 
 
 def _wrap_dict(tx: Any, value: dict, source: Source | None) -> VariableTracker:
@@ -426,21 +427,24 @@ def _wrap_dict(tx: Any, value: dict, source: Source | None) -> VariableTracker:
         # a method) runs for real where it happens, instead of the whole resumed segment running uncompiled
         tx.keepalive.append(value)
         return PythonObjectVariable(value, source)
-    if id(value) in _WRAPPING_DICTS:
+    outer = _WRAPPING_DICTS.get(id(value))
+    if outer is not None:
         # a dict that holds itself (d["self"] = d; the builtins' dict once an eval has put its own __builtins__ in
-        # it, as inspect.signature does on 3.13): the inner one is opaque, where wrapping it again never ended
-        tx.keepalive.append(value)
-        return PythonObjectVariable(value, source)
+        # it, as inspect.signature does on 3.13): the inner reference is the outer DictVariable, guarded to be the
+        # same object (`y["self"] is y` holds in the trace, and after a graph break the rebuilt dict holds itself)
+        var, outer_source = outer
+        if source is not None and outer_source is not None:
+            _guard(tx, source, "SAME", outer_source)
+        return var
     # scalar values are read (and guarded) only when the trace uses them: a dict like os.environ is
     # consulted for one key, and must not guard every other entry's value
-    _WRAPPING_DICTS.add(id(value))
+    oid = tx.new_id()
+    _WRAPPING_DICTS[id(value)] = (DictVariable(oid), source)
     try:
         items = tuple((k, LazyArgument(v, GetItemSource(source, k)) if source is not None and is_lazy_scalar(v) else
                        wrap(tx, v, GetItemSource(source, k) if source else None)) for k, v in value.items())
     finally:
-        _WRAPPING_DICTS.discard(id(value))
-
-    oid = tx.new_id()
+        del _WRAPPING_DICTS[id(value)]
     tx.heap_set(oid, DictEntry(items, source, value, keys_unguarded=source is not None))
     return DictVariable(oid)
 

@@ -79,3 +79,31 @@ def test_copy_of_a_slice_is_the_slice():
     # test_copy test_copy_atomic: `copy.copy(s) is s` broke the graph and compared two slices rebuilt apart
     assert_parity(_slice_copy, lambda: (torch.randn(2),))
 
+
+def _reflexive_dict_copy(x):
+    d = {}
+    d["foo"] = d
+    y = copy.deepcopy(d)
+    try:
+        y < d  # noqa: B015 (a graph break: it raises TypeError for real)
+    except TypeError:
+        pass
+    return x + 1, y["foo"] is y, y is d, len(y)
+
+
+def test_deepcopy_of_a_dict_that_holds_itself_holds_itself_after_a_break():
+    # test_copy test_deepcopy_reflexive_dict: the resumed segment wrapped y["foo"] as an opaque object, not as y
+    assert_parity(_reflexive_dict_copy, lambda: (torch.randn(2),))
+
+
+def _holds_itself(x, d):
+    return x + 1, d["self"] is d
+
+
+def test_a_dict_passed_in_that_holds_itself_is_itself_inside():
+    def make():
+        d = {"a": 1}
+        d["self"] = d
+        return torch.randn(2), d
+
+    assert_parity(_holds_itself, make)

@@ -58,7 +58,7 @@ from .protocol import Protocol
 from .disable import compiled_original
 from .objects import (MISSING, _static_lookup, _static_lookup_type, data_descriptor, deleted_attr_missing,
                       descriptor_call, function_attr_key, guard_not_on_class, is_python_data_descriptor, pending_attr,
-                      real_object, slots_refuse)
+                      real_object, refuse_weak_proxy, slots_refuse)
 from .tensor_attrs import tensor_attr, tensor_instance_attr
 
 
@@ -95,6 +95,9 @@ def _live_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
         return written
     if isinstance(obj, NNModuleVariable):
         return nn_modules.module_attr(tx, obj, name)
+    # (its referent's attribute, which the trace may have written to (o.foo = 2, pending): the live read would miss
+    # that write; it runs for real, after the writes before it)
+    refuse_weak_proxy(tx, obj, f"reading .{name}")
     getattribute = type(obj.value).__getattribute__
     if isinstance(getattribute, types.FunctionType) and not issubclass(type(obj.value), (type, types.ModuleType)):
         return calls.call_sync(tx, UserFunctionVariable(getattribute), [obj, ConstantVariable(name)], {})

@@ -20,6 +20,7 @@ from __future__ import annotations
 import torch
 
 import types
+import weakref
 from typing import Any
 from ..guards.guard import Guard
 from ..guards.source import AttrSource, GetItemSource
@@ -109,8 +110,20 @@ def guard_not_on_class(tx: Any, var: VariableTracker, obj: Any, name: str) -> No
             tx.add_guard(Guard(AttrSource(GetItemSource(mro, i), "__dict__"), "HAS_KEY", (name, False)))
 
 
+#: The types of ``weakref.proxy(obj)``: every attribute read, write and deletion goes to the referent, which the
+#: trace knows by another identity (its writes are keyed by the object's id), so each runs for real.
+WEAK_PROXY_TYPES = (weakref.ProxyType, weakref.CallableProxyType)
+
+
+def refuse_weak_proxy(tx: Any, obj: VariableTracker, what: str) -> None:
+    """Break the graph at ``what`` (an attribute access) on a ``weakref.proxy``: see :data:`WEAK_PROXY_TYPES`."""
+    if isinstance(obj, PythonObjectVariable) and type(obj.value) in WEAK_PROXY_TYPES:
+        tx.unsupported("unsupported_attribute", f"{what} of a weakref.proxy: its referent's attribute")
+
+
 def store_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker) -> None:
     """``obj.name = value`` on a VT (through the class's own ``__setattr__`` when it defines one)."""
+    refuse_weak_proxy(tx, obj, f"assigning .{name}")
     if name == "__class__":  # (the class decides every later lookup, and CPython checks the layouts agree)
         tx.unsupported("side_effect", "assigning an object's __class__", ("the assignment runs for real",))
     if isinstance(obj, ObjectVariable):
@@ -276,6 +289,7 @@ def _call_setter(tx: Any, prop: property, obj: VariableTracker, name: str, value
 
 def delete_attr(tx: Any, obj: VariableTracker, name: str) -> None:
     """``del obj.name``: on an object made in the trace, or recorded (and replayed) on an outside object."""
+    refuse_weak_proxy(tx, obj, f"deleting .{name}")
     deleter = _static_lookup_type(obj.cls, "__delattr__") if isinstance(obj, ObjectVariable) else None
     if isinstance(deleter, types.FunctionType):  # the class's own __delattr__ runs in the trace
         calls.call_sync(tx, UserFunctionVariable(deleter), [obj, ConstantVariable(name)], {})

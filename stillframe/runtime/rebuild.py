@@ -778,6 +778,8 @@ def _rebuild_partial(cg: StateCodegen, var: PartialVariable) -> str:
 
 @REBUILD.rule(UserMethodVariable)
 def _rebuild_method(cg: StateCodegen, var: UserMethodVariable) -> str:
+    if var.source is not None:
+        return cg.gen.ref(var.source)  # the live bound method itself (`ref() is o` after a break)
     return cg._once(("method", id(var)), f"{cg.gen.const(types.MethodType)}({cg._callable(var.fn)}, "
                     f"{cg.expr(var.self_var)})", lambda name: "pass")
 

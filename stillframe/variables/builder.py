@@ -298,7 +298,7 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
         _guard(tx, source, "TYPE", types.MethodType)
         fn = wrap(tx, value.__func__, AttrSource(source, "__func__") if source else None)
         self_var = wrap(tx, value.__self__, AttrSource(source, "__self__") if source else None)
-        return UserMethodVariable(fn.fn, self_var)
+        return UserMethodVariable(fn.fn, self_var, source)
     if isinstance(value, types.BuiltinMethodType) and isinstance(getattr(value, "__self__", None), torch.Tensor):
         self_var = wrap(tx, value.__self__, AttrSource(source, "__self__") if source else None)
         _guard(tx, AttrSource(source, "__name__") if source else None, "EQUALS", value.__name__)

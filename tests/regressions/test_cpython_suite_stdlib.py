@@ -5,6 +5,7 @@ test_functools, test_abc and test_copy; issue 11), each reduced to a small funct
 import abc
 import copy
 import gc
+import weakref
 
 import _py_abc
 import pytest
@@ -107,3 +108,38 @@ def test_a_dict_passed_in_that_holds_itself_is_itself_inside():
         return torch.randn(2), d
 
     assert_parity(_holds_itself, make)
+
+
+class _Plain:
+    def method(self):
+        return 1
+
+
+def _through_a_proxy(x, o):
+    p = weakref.proxy(o)
+    o.foo = 1
+    a = p.foo
+    o.foo = 2
+    b = p.foo  # the pending write o.foo = 2 is the referent's: the live read missed it
+    p.bar = 3
+    c = o.bar
+    del p.bar
+    return x + 1, a, b, c, hasattr(o, "bar")
+
+
+def test_a_weakref_proxy_reads_and_writes_its_referent():
+    # test_weakref test_basic_proxy / test_callable_proxy ("proxy does not reflect attribute modification")
+    assert_parity(_through_a_proxy, lambda: (torch.randn(2), _Plain()))
+
+
+def _bound_method_through_a_ref(x, obj):
+    m = obj.method
+    ref = weakref.ref(m)  # a graph break
+    m2 = ref()
+    return x + 1, m is m2, m2 is not None
+
+
+def test_a_bound_method_keeps_its_identity_across_a_break():
+    # test_weakref test_basic_ref (check_basic_ref(create_bound_method)): the frame rebuilt at a break held a new
+    # bound method, not the one the weak reference was made to
+    assert_parity(_bound_method_through_a_ref, lambda: (torch.randn(2), _Plain()))

@@ -421,7 +421,8 @@ REBUILD = Protocol("rebuild", _cannot_rebuild)
 
 @REBUILD.rule(LazyArgument)
 def _rebuild_lazy(cg: StateCodegen, var: LazyArgument) -> str:
-    if isinstance(var.value, standins.ResumableIterator):  # a loop's iterator also held in a local
+    # (issubclass of the type: isinstance of a dead weakref.proxy raises ReferenceError)
+    if issubclass(type(var.value), standins.ResumableIterator):  # a loop's iterator also held in a local
         return cg.expr(wrap(cg.tracer, var.value, var.source))
     return cg.gen.ref(var.source)
 

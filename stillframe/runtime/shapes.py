@@ -122,6 +122,7 @@ class ShapePolicy:
         """Before a trace of the call ``L, G, F``: whether it needs a ShapeEnv (``symbolic``), so that a size
         change is not found half-way through a static trace (which would then be traced again). Returns what
         automatic dynamic shapes will make symbolic in this trace, and why (``"L['x'].size()[0]: 3 -> 5"``)."""
+        # (issubclass of the type: isinstance reads __class__, user code, and of a dead weakref.proxy raises)
         if any(issubclass(type(v), torch.Tensor) and any(hasattr(v, a) for a in _MARKS) for v in L.values()):
             self.symbolic = True
         if self.dynamic is not None or not self.sources:

@@ -24,6 +24,7 @@ import itertools
 import math
 import operator
 import types
+import weakref
 from dataclasses import replace
 from typing import Any
 
@@ -192,9 +193,10 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
         tx.unsupported("data_dependent", "a float produced at run time (read from a tensor by .item() or float(t), "
                        "or returned by a call that ran for real) is used in Python code",
                        ("that step runs for real, so the plan does not depend on the value",))
-    if shows_other_class(type(value)):
+    if shows_other_class(type(value)) or type(value) in (weakref.ProxyType, weakref.CallableProxyType):
         # isinstance() of such an object reads its __class__, user code (a property that raises, a proxy's or a
-        # Mock's spec): it is classified by its type alone, an object the trace keeps by reference
+        # Mock's spec), and a weakref.proxy shows its referent's (a dead one raises ReferenceError): it is
+        # classified by its type alone, an object the trace keeps by reference (a proxy's every use runs for real)
         _guard(tx, source, "TYPE", type(value))
         return PythonObjectVariable(value, source)
     if isinstance(value, torch.Tensor):

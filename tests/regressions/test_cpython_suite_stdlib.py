@@ -143,3 +143,34 @@ def test_a_bound_method_keeps_its_identity_across_a_break():
     # test_weakref test_basic_ref (check_basic_ref(create_bound_method)): the frame rebuilt at a break held a new
     # bound method, not the one the weak reference was made to
     assert_parity(_bound_method_through_a_ref, lambda: (torch.randn(2), _Plain()))
+
+
+def _dead_proxy_in_a_local(x):
+    o = _Plain()
+    proxy = weakref.proxy(o)  # a graph break
+    o = _Plain()  # the first referent dies here; proxy, still a local, is dead
+    ref = weakref.ref(o)  # a graph break: the frame rebuilt there holds the dead proxy
+    return x + 1, ref() is o, weakref.getweakrefcount(o)
+
+
+def test_a_dead_weakref_proxy_in_a_frame_is_no_internal_error():
+    # test_weakref test_ref_reuse / test_proxy_ref: isinstance() of the dead proxy in the resumed segment's setup
+    # (shapes, the rebuild of a lazy local) raised ReferenceError, stillframe's own, at the user
+    assert_parity(_dead_proxy_in_a_local, lambda: (torch.randn(2),))
+
+
+def _read_a_dead_proxy(x):
+    o = _Plain()
+    p = weakref.proxy(o)
+    del o
+    gc.collect()
+    try:
+        p.foo
+    except ReferenceError as e:
+        return x + 1, str(e)
+    return x, None
+
+
+def test_reading_a_dead_weakref_proxy_raises_eagers_reference_error():
+    # wrapping the dead proxy (isinstance in builder._wrap) raised ReferenceError: the segment fell back with a warning
+    assert_parity(_read_a_dead_proxy, lambda: (torch.randn(2),))

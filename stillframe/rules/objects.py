@@ -91,8 +91,11 @@ def deleted_attr_missing(tx: Any, var: VariableTracker, name: str) -> None:
     real = real_object(var)
     cls = type(real)
     effects = tx.state.side_effects
+    # a class's own deleted: its bases' is found (`del B.foo` reveals the abstract A.foo)
+    bases = real.__mro__[1:] if isinstance(real, type) else ()
     if _static_lookup_type(cls, name) is not MISSING or hasattr(cls, "__getattr__") or \
-            any(effects.get(("attr", id(klass), name)) is not None for klass in cls.__mro__):
+            any(effects.get(("attr", id(klass), name)) is not None for klass in cls.__mro__) or \
+            any(name in vars(klass) or effects.get(("attr", id(klass), name)) is not None for klass in bases):
         tx.unsupported("side_effect", f"reading .{name} after deleting the instance's own: the class's is found",
                        ("the deletion is made first and the read runs for real",))
     guard_not_on_class(tx, var, real, name)

@@ -174,3 +174,33 @@ def _read_a_dead_proxy(x):
 def test_reading_a_dead_weakref_proxy_raises_eagers_reference_error():
     # wrapping the dead proxy (isinstance in builder._wrap) raised ReferenceError: the segment fell back with a warning
     assert_parity(_read_a_dead_proxy, lambda: (torch.randn(2),))
+
+
+def _abstract_pair():
+    class A(metaclass=abc.ABCMeta):
+        @abc.abstractmethod
+        def foo(self):
+            pass
+
+    class B(A):
+        def foo(self):
+            return 1
+
+    return A, B
+
+
+def _delete_implementation(x, B):
+    del B.foo
+    found = getattr(B, "foo", None)
+    abc.update_abstractmethods(B)
+    try:
+        B()
+    except TypeError as e:
+        return x + 1, getattr(found, "__isabstractmethod__", False), str(e)
+    return x, None
+
+
+def test_a_class_attribute_deleted_in_the_trace_reveals_its_bases():
+    # test_abc test_update_del_implementation / test_update_layered_implementation: after the traced `del B.foo`
+    # the read of B.foo found nothing (the metaclass has none) where eager finds A.foo, the abstract one
+    assert_parity(_delete_implementation, lambda: (torch.randn(2), _abstract_pair()[1]))

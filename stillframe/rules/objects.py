@@ -134,6 +134,9 @@ def store_attr(tx: Any, obj: VariableTracker, name: str, value: VariableTracker)
         if isinstance(setter, types.FunctionType):
             calls.call_sync(tx, UserFunctionVariable(setter), [obj, ConstantVariable(name), value], {})
             return
+        if setter is not object.__setattr__:  # another callable (``__setattr__ = dict.__setitem__``): called as is
+            calls.call_sync(tx, wrap(tx, setter, None), [obj, ConstantVariable(name), value], {})
+            return
         object_setattr(tx, obj, name, value)
         return
     if isinstance(obj, NestedFunctionVariable) and obj.attrs is not None:
@@ -296,6 +299,9 @@ def delete_attr(tx: Any, obj: VariableTracker, name: str) -> None:
     deleter = _static_lookup_type(obj.cls, "__delattr__") if isinstance(obj, ObjectVariable) else None
     if isinstance(deleter, types.FunctionType):  # the class's own __delattr__ runs in the trace
         calls.call_sync(tx, UserFunctionVariable(deleter), [obj, ConstantVariable(name)], {})
+        return
+    if deleter is not None and deleter is not object.__delattr__:  # another callable (``= dict.__delitem__``)
+        calls.call_sync(tx, wrap(tx, deleter, None), [obj, ConstantVariable(name)], {})
         return
     if isinstance(obj, ObjectVariable):
         entry: ObjectEntry = tx.heap(obj.oid)

@@ -304,7 +304,7 @@ def _observed_collection(value: Any) -> bool:
     Classes, modules, functions and tensors are left out: CPython's subclass lists and ``abc`` caches, and torch's
     own caches (fake-tensor memos, ``torch.compile``'s), refer to them weakly, none but a tensor dies with a frame's
     reference, and telling the user's weak references to a tensor from torch's costs a scan per tensor per call."""
-    if not weakref.getweakrefcount(value) or isinstance(value, _NOT_WATCHED):
+    if not weakref.getweakrefcount(value) or issubclass(type(value), _NOT_WATCHED):  # (reads no __class__)
         return False
     for ref in weakref.getweakrefs(value):
         if type(ref) is OwnRef or type(ref).__module__.startswith("torch"):

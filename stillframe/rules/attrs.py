@@ -99,7 +99,7 @@ def _live_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
     # that write; it runs for real, after the writes before it)
     refuse_weak_proxy(tx, obj, f"reading .{name}")
     getattribute = type(obj.value).__getattribute__
-    if isinstance(getattribute, types.FunctionType) and not issubclass(type(obj.value), (type, types.ModuleType)):
+    if isinstance(getattribute, types.FunctionType) and not issubclass(type(obj.value), type):  # (modules too)
         return calls.call_sync(tx, UserFunctionVariable(getattribute), [obj, ConstantVariable(name)], {})
     return object_attr(tx, obj, obj.value, name)
 

@@ -76,6 +76,14 @@ TRUSTED_MODULES = (torch, math, operator, builtins, functools, torch.nn.function
                    torch.special)
 
 
+def _is(value: Any, classes: Any) -> bool:
+    """``isinstance(value, classes)`` by ``value``'s real type alone. ``isinstance`` reads ``value.__class__`` when
+    the type does not match, and that runs a ``__getattribute__`` or ``__class__`` property written in Python (a
+    logging proxy, a lazy object that loads itself): wrapping a value must not run the user's code (test_descr
+    test_module_subclasses), and what the trace models is the object's real layout, not the class it shows."""
+    return issubclass(type(value), classes)
+
+
 def is_lazy_scalar(value: Any) -> bool:
     """Python scalars that may travel through a trace unguarded until their value is used."""
     return type(value) in (int, float, bool, str, bytes, type(None))
@@ -85,9 +93,9 @@ def is_constant(value: Any) -> bool:
     """Immutable values a trace may bake in (behind an EQUALS guard): Python scalars, dtypes, NumPy scalars ...
     A subclass of a scalar type whose own classes define a dunder method (``class g(int): def __lt__``) is not one:
     folding its operators at trace time would run that Python code then, not at each call (test_heapq)."""
-    if isinstance(value, CONSTANT_TYPES):
-        return type(value) in CONSTANT_TYPES or isinstance(value, enum.Enum) or not _own_dunders(type(value))
-    return type(value).__module__ == "numpy" and isinstance(value, numbers.Number)
+    if _is(value, CONSTANT_TYPES):
+        return type(value) in CONSTANT_TYPES or _is(value, enum.Enum) or not _own_dunders(type(value))
+    return type(value).__module__ == "numpy" and _is(value, numbers.Number)
 
 
 #: Dunders every class statement gives its class (no behaviour of their own).
@@ -110,26 +118,26 @@ def _own_dunders(cls: type) -> bool:
 
 def is_class_key(value: Any) -> bool:
     """A class or typing form as a dict key (a dispatch table keyed by type): hashed and compared by identity."""
-    return (isinstance(value, type) or type(value).__module__ == "typing") and \
+    return (_is(value, type) or type(value).__module__ == "typing") and \
         type(value).__eq__ is object.__eq__ and type(value).__hash__ is object.__hash__
 
 
 def is_torch_callable(value: Any) -> bool:
     """A callable from torch's own namespace that becomes an FX node (``torch.add``, ``F.relu``, ``Tensor.add``)."""
-    if isinstance(value, (types.BuiltinFunctionType, types.FunctionType, types.MethodDescriptorType,
+    if _is(value, (types.BuiltinFunctionType, types.FunctionType, types.MethodDescriptorType,
                           types.WrapperDescriptorType, types.BuiltinMethodType)) or callable(value):
         module = getattr(value, "__module__", None) or ""
-        if isinstance(value, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+        if _is(value, (types.MethodDescriptorType, types.WrapperDescriptorType)):
             return getattr(value, "__objclass__", None) in (torch.Tensor, compat.TensorBase)
-        if isinstance(value, type) or hasattr(type(value), "__enter__"):
+        if _is(value, type) or hasattr(type(value), "__enter__"):
             return False  # a class, or a context-manager object (an inference_mode() made per call): not an op
         owner = getattr(value, "__self__", None)
         if owner is not None and not isinstance(owner, types.ModuleType):
             return False  # a method bound to some torch object (a context, a generator): not a graph op
-        if isinstance(value, types.FunctionType) and (value.__qualname__ != value.__name__ or
+        if _is(value, types.FunctionType) and (value.__qualname__ != value.__name__ or
                                                       module in _TRACED_MODULES):
             return False  # traced into as Python code: see _TRACED_MODULES
-        if not isinstance(value, (types.FunctionType, types.BuiltinFunctionType)) and \
+        if not _is(value, (types.FunctionType, types.BuiltinFunctionType)) and \
                 module.startswith(_TRACED_OBJECT_MODULES):
             return False  # an object of torch's Python classes with a __call__ (a distribution's transform)
         return module == "torch" or module.startswith(("torch.", "torch._C"))
@@ -199,7 +207,7 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
         # classified by its type alone, an object the trace keeps by reference (a proxy's every use runs for real)
         _guard(tx, source, "TYPE", type(value))
         return PythonObjectVariable(value, source)
-    if isinstance(value, torch.Tensor):
+    if _is(value, torch.Tensor):
         return wrap_tensor(tx, value, source)
     if source is not None and type(value).__name__ == "ndarray" and type(value).__module__ == "numpy" and \
             compat.torch_numpy is not None and value.dtype.kind in "biufc" and value.flags.writeable:
@@ -231,9 +239,9 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
     if type(value) is slice and all(is_constant(p) for p in (value.start, value.stop, value.step)):
         _guard(tx, source, "EQUALS", value)  # a slice passed in (x[s]): its parts are Python values
         return SliceVariable(ConstantVariable(value.start), ConstantVariable(value.stop), ConstantVariable(value.step))
-    if isinstance(value, torch.nn.Module):
+    if _is(value, torch.nn.Module):
         return _identity(tx, value, source, lambda: NNModuleVariable(value, source))
-    if type(value) is tuple or isinstance(value, torch.Size) or _is_namedtuple(value):
+    if type(value) is tuple or _is(value, torch.Size) or _is_namedtuple(value):
         return _identity(tx, value, source, lambda: _wrap_tuple(tx, value, source))
     if type(value) is list:
         return _identity(tx, value, source, lambda: _wrap_list(tx, value, source))
@@ -243,16 +251,16 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
         if not trusted:
             _guard(tx, source, "ID", id(value))
         return BuiltinVariable(value, source)
-    if compat.CustomOpDef is not None and isinstance(value, compat.CustomOpDef):  # a torch.library.custom_op
+    if compat.CustomOpDef is not None and _is(value, compat.CustomOpDef):  # a torch.library.custom_op
         _guard(tx, source, "ID", id(value))
         return TorchFunctionVariable(value._opoverload, source)  # (its schema says what it writes)
     if is_torch_callable(value):
         if not trusted:
             _guard(tx, source, "ID", id(value))
         return TorchFunctionVariable(value, source)
-    if isinstance(value, types.FunctionType):
+    if _is(value, types.FunctionType):
         return _function(tx, value, source)
-    if isinstance(value, (types.ModuleType, type, types.BuiltinFunctionType, types.MethodType, functools.partial)) or \
+    if _is(value, (types.ModuleType, type, types.BuiltinFunctionType, types.MethodType, functools.partial)) or \
             type(value).__module__ == "typing":  # a TypeVar, typing.List[int] ...: used by identity
         if not trusted:
             _guard(tx, source, "ID", id(value))
@@ -275,7 +283,7 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
         return None
     if value is standins.NULL:
         return NULL
-    if isinstance(value, standins.ResumableIterator):
+    if _is(value, standins.ResumableIterator):
         _guard(tx, source, "TYPE", standins.ResumableIterator)
         _guard(tx, AttrSource(source, "_real"), "TYPE", type(value._real))
         if value._real is not None:  # CPython's own iterator: each next is taken for real (FOR_ITER breaks on it)
@@ -290,26 +298,26 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
         _guard(tx, AttrSource(source, "_view"), "EQUALS", value._view)
         _guard(tx, AttrSource(source, "_cls"), "ID", id(value._cls))
         return LiveIteratorVariable(AttrSource(source, "_items"), items, value._index, id(value), value._kind, cls=cls)
-    if isinstance(value, standins.AutocastExit):
+    if _is(value, standins.AutocastExit):
         _guard(tx, source, "TYPE", standins.AutocastExit)
         return AutocastExitVariable(None, value.args, source)
-    if isinstance(value, standins.GradModeExit):
+    if _is(value, standins.GradModeExit):
         _guard(tx, source, "EQUALS", value)
         return ContextExitVariable(value.restore)
-    if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
+    if _is(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
         _guard(tx, source, "TYPE", types.MethodType)
         fn = wrap(tx, value.__func__, AttrSource(source, "__func__") if source else None)
         self_var = wrap(tx, value.__self__, AttrSource(source, "__self__") if source else None)
         return UserMethodVariable(fn.fn, self_var, source)
-    if isinstance(value, types.BuiltinMethodType) and isinstance(getattr(value, "__self__", None), torch.Tensor):
+    if _is(value, types.BuiltinMethodType) and isinstance(getattr(value, "__self__", None), torch.Tensor):
         self_var = wrap(tx, value.__self__, AttrSource(source, "__self__") if source else None)
         _guard(tx, AttrSource(source, "__name__") if source else None, "EQUALS", value.__name__)
         return TensorMethodVariable(value.__name__, self_var)
-    if isinstance(value, types.BuiltinMethodType) and type(getattr(value, "__self__", None)) in (list, dict):
+    if _is(value, types.BuiltinMethodType) and type(getattr(value, "__self__", None)) in (list, dict):
         owner = wrap(tx, value.__self__, AttrSource(source, "__self__") if source else None)
         _guard(tx, AttrSource(source, "__name__") if source else None, "EQUALS", value.__name__)
         return ContainerMethodVariable(owner, value.__name__)
-    if isinstance(value, (types.BuiltinMethodType, types.MethodWrapperType)) and source is not None and \
+    if _is(value, (types.BuiltinMethodType, types.MethodWrapperType)) and source is not None and \
             not isinstance(getattr(value, "__self__", None), (types.ModuleType, type(None))):
         # A C method bound to an object (``od.values``, ``dq.append``, a context's ``__enter__``) is a new object
         # on every attribute read: guarded by what it is, not by its own id, which never holds again. Its owner
@@ -330,7 +338,7 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
 
 
 def _is_namedtuple(value: Any) -> bool:
-    return isinstance(value, tuple) and (hasattr(type(value), "_fields") or hasattr(type(value), "n_fields"))
+    return _is(value, tuple) and (hasattr(type(value), "_fields") or hasattr(type(value), "n_fields"))
 
 
 def _identity(tx: Any, value: Any, source: Source | None, build: Any) -> VariableTracker:
@@ -341,7 +349,7 @@ def _identity(tx: Any, value: Any, source: Source | None, build: Any) -> Variabl
         if source is not None and hit.source is not None:
             _guard(tx, source, "SAME", hit.source)
         return hit
-    if isinstance(value, torch.nn.Module):
+    if _is(value, torch.nn.Module):
         _guard(tx, source, "ID", id(value))
     var = build()
     tx.state = tx.state.replace(memo=tx.state.memo.set(key, var))
@@ -462,7 +470,7 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
     if source is None:
         tx.unsupported("constant_tensor", "a tensor with no source (created outside the trace and reached "
                        "through an object stillframe cannot name)")
-    if type(value) not in (torch.Tensor, torch.nn.Parameter) and not isinstance(value, torch.nn.parameter.Buffer):
+    if type(value) not in (torch.Tensor, torch.nn.Parameter) and not _is(value, torch.nn.parameter.Buffer):
         tx.unsupported("tensor_subclass", f"tensor subclass {type(value).__name__} is not supported")
     fake, meta_fields = _fakeified(tx, value, source)
     existing = tx.tid_of_fake(fake)
@@ -681,7 +689,7 @@ def load_local(tx, name, keep_scalars=False):
     """
     frame = tx.frame
     value = frame.locals.get(name)
-    if isinstance(value, LazyArgument):
+    if _is(value, LazyArgument):
         if keep_scalars and is_lazy_scalar(value.value):
             return value
         value = wrap(tx, value.value, value.source)

@@ -1,6 +1,9 @@
 """Divergences found by running CPython's typing and class tests compiled (``python -m stillframe.check.cpython_tests``
 on test_typing, test_dataclasses, test_descr, test_enum; issue 11), each checked against eager."""
 
+import typing
+
+import pytest
 import torch
 
 from stillframe.check.parity import assert_parity
@@ -23,3 +26,60 @@ def test_a_setattr_that_is_a_c_method_is_called():
     # was: only a __setattr__/__delattr__ written in Python was called; dict.__setitem__ as __setattr__ was passed
     # over and the value went into the instance __dict__ (test_descr test_mixing_slot_wrappers: KeyError 'y')
     assert_parity(_store_and_delete_through_c_hooks, lambda: (torch.randn(2),))
+
+
+_LOG = []
+
+
+class _LoggingModule(type(torch)):
+    def __getattribute__(self, name):
+        _LOG.append(("getattr", name))
+        return type(torch).__getattribute__(self, name)
+
+    def __setattr__(self, name, value):
+        _LOG.append(("setattr", name, value))
+        type(torch).__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        _LOG.append(("delattr", name))
+        type(torch).__delattr__(self, name)
+
+
+def _module_subclass_attributes(x):
+    _LOG.clear()
+    a = _LoggingModule("a")
+    a.foo = 12
+    y = a.foo
+    del a.foo
+    return x + y, list(_LOG)
+
+
+def test_a_module_subclass_with_its_own_getattribute_sees_each_read_once():
+    # was: a module's attributes were read around its class's __getattribute__ (twice: hasattr, then getattr),
+    # and every wrap of the module ran it with '__class__' (isinstance reads obj.__class__ when the type does not
+    # match): the log held 105 reads of __class__ and two of foo (test_descr test_module_subclasses)
+    assert_parity(_module_subclass_attributes, lambda: (torch.randn(2),))
+
+
+class _ShowsClass:
+    @property
+    def __class__(self):  # a lazy object's __class__ loads it: the trace must not
+        _LOG.append("__class__")
+        return _ShowsClass
+
+    def __init__(self, n):
+        self.n = n
+
+
+def _read_n(obj, x):
+    return x + obj.n, len(_LOG)
+
+
+def _fresh_shows_class():
+    _LOG.clear()  # (the parity checker's own reads of the argument's __class__ after the call are not counted)
+    return _ShowsClass(2), torch.randn(2)
+
+
+def test_wrapping_an_argument_does_not_read_its_class_property():
+    # was: wrapping the argument ran each isinstance test of the builder through its __class__ property (16 reads)
+    assert_parity(_read_n, _fresh_shows_class)

@@ -59,9 +59,11 @@ def isinstance_rule(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
             if _legacy_storage_check(tx, obj, c):
                 return ConstantVariable(True)
             continue
-        if isinstance(check, types.FunctionType) and not type(c).__module__.startswith(_FOLDED_METACLASSES):
+        if isinstance(check, types.FunctionType) and (not type(c).__module__.startswith(_FOLDED_METACLASSES) or
+                                                      check.__module__ == "typing"):
             # a user metaclass's own __instancecheck__ decides, traced (ABCMeta and torch's own are answered by
-            # the class relation below, as they answer)
+            # the class relation below, as they answer; typing's are not: isinstance(x, Any) raises TypeError, a
+            # Protocol checks the instance's own attributes, or refuses where it is not @runtime_checkable)
             result = calls.call_sync(tx, wrap(tx, check, None), [wrap(tx, c, None), obj], {})
             if truthiness.truthiness(tx, result):
                 return ConstantVariable(True)

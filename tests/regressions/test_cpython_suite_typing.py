@@ -83,3 +83,36 @@ def _fresh_shows_class():
 def test_wrapping_an_argument_does_not_read_its_class_property():
     # was: wrapping the argument ran each isinstance test of the builder through its __class__ property (16 reads)
     assert_parity(_read_n, _fresh_shows_class)
+
+
+@typing.runtime_checkable
+class _HasMeth(typing.Protocol):
+    def meth(self): ...
+
+
+class _NotRuntime(typing.Protocol):
+    def meth(self): ...
+
+
+class _MethOnInstance:
+    def __init__(self):
+        self.meth = lambda: None
+
+
+def _isinstance_or_error(x, obj, cls):
+    y = x + 1
+    try:
+        return y, isinstance(obj, cls)
+    except TypeError as e:
+        return y, str(e)
+
+
+@pytest.mark.parametrize("obj,cls", [(42, typing.Any), (_MethOnInstance(), _HasMeth), (_MethOnInstance(), _NotRuntime),
+                                     (3, typing.SupportsInt), ("a", typing.SupportsInt)],
+                         ids=["any", "protocol-instance-attr", "protocol-not-runtime", "supports-int", "str-not-int"])
+def test_isinstance_runs_typings_own_instancecheck(obj, cls):
+    # was: typing's metaclasses were answered by the class relation alone, as ABCMeta is: isinstance(42, Any) was
+    # False where CPython raises TypeError (test_typing AnyTests.test_any_instance_type_error), a runtime protocol
+    # met by an instance attribute was not met, and a protocol without @runtime_checkable did not refuse
+    # (ProtocolTests.test_protocols_isinstance)
+    assert_parity(_isinstance_or_error, lambda: (torch.randn(2), obj, cls))

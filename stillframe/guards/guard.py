@@ -311,7 +311,11 @@ def _observed_collection(value: Any) -> bool:
             continue
         if type(ref) in (weakref.ProxyType, weakref.CallableProxyType):
             return True  # a weakref.proxy: its attributes are its referent's (no __callback__ to read), the user's
-        owner = getattr(ref.__callback__, "__module__", None) or ""
+        callback = ref.__callback__
+        if isinstance(callback, weakref.finalize):  # (a finalize is its weak reference's callback): its function's
+            info = callback.peek()
+            callback = info[1] if info is not None else None
+        owner = getattr(callback, "__module__", None) or ""
         if not owner.startswith(("torch.", "stillframe.")):
             return True
     return False

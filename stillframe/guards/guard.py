@@ -75,7 +75,7 @@ class Guard:
     def key(self) -> tuple:
         src = self.source.name if self.source is not None else ""
         exp = self.expected
-        if self.kind == "SAME":
+        if self.kind in ("SAME", "NOT_SAME"):
             exp = exp.name
         elif self.kind == "HAS_ITEM":
             exp = (exp[0].name, exp[1])
@@ -580,6 +580,8 @@ GUARD_KINDS: dict[str, GuardKind] = {
     "HOOKS": GuardKind(lambda gen, v, exp: f"___hook_ids({v}) == {exp!r}",
                        lambda name, exp: f"{name} has the same forward hooks"),
     "SAME": GuardKind(lambda gen, v, exp: f"{v} is {gen.ref(exp)}", lambda name, exp: f"{name} is {exp.name}"),
+    "NOT_SAME": GuardKind(lambda gen, v, exp: f"{v} is not {gen.ref(exp)}",
+                          lambda name, exp: f"{name} is not {exp.name}"),
     "ALIASING": GuardKind(
         lambda gen, v, exp: f"___aliasing(({', '.join(gen.ref(s) for s in exp[0])},)) == {exp[1]!r}",
         lambda name, exp: f"storage sharing among {', '.join(s.name for s in exp[0])} is {exp[1]}"),

@@ -328,7 +328,7 @@ IDENTITY.rule(ListVariable, DictVariable, ObjectVariable, IteratorVariable, Gene
 IDENTITY.rule(NNModuleVariable)(lambda tx, v: ("obj", id(v.module)))
 IDENTITY.rule(PythonObjectVariable, ConstantVariable)(lambda tx, v: ("obj", id(v.value)))
 IDENTITY.rule(UserFunctionVariable, TorchFunctionVariable, BuiltinVariable)(lambda tx, v: ("obj", id(v.fn)))
-IDENTITY.refuse("an immutable value made in the trace has no identity of its own (compared by value for tuples)",
+IDENTITY.refuse("an immutable value made in the trace has no identity of its own (tuples: _identical_tuples)",
                 TupleVariable, SliceVariable, RangeVariable)
 IDENTITY.refuse("a function, partial or bound method made in the trace: identity not tracked",
                 NestedFunctionVariable, PartialVariable, UserMethodVariable, TensorMethodVariable,
@@ -351,6 +351,8 @@ def identical(tx, a, b) -> bool:
         if type(a) is not type(b):
             return False
         tx.unsupported("unsupported_operator", f"`is` between {a.python_type().__name__} values")
+    if ka[0] == kb[0] == "obj" and (isinstance(a, PythonObjectVariable) or isinstance(b, PythonObjectVariable)):
+        _guard_identity(tx, a, b, ka == kb)  # (an object made in the trace is no live one: no guard)
     return ka == kb
 
 
@@ -372,7 +374,32 @@ def _identical_tuples(tx, a, b) -> bool:
     tx.unsupported("unsupported_operator", "`is` between two tuples of the same items: one object or two")
 
 
+def _guard_identity(tx, a, b, same: bool) -> None:
+    """Guard the answer of ``a is b`` where one side is a live object the builder guarded by its type alone (a
+    sentinel, a config object): ``L['t'] is G['MISSING']`` (or ``is not``) where both were read from the frame,
+    else the identity of the one that was."""
+    if a.source is not None and b.source is not None:
+        tx.add_guard(Guard(a.source, "SAME" if same else "NOT_SAME", b.source))
+        return
+    for var in (a, b):
+        if var.source is not None and isinstance(var, PythonObjectVariable):
+            tx.add_guard(Guard(var.source, "ID", id(var.value)))
+            tx.keepalive.append(var.value)
+
+
 _ABSENT = object()
+
+
+def _equal_is_identical(tx, var) -> bool:
+    """Whether ``var == other`` is ``var is other`` for any ``other`` that does not override ``==`` itself: an
+    object (live, or made in the trace) whose class keeps ``object``'s ``__eq__``."""
+    return isinstance(var, (PythonObjectVariable, ObjectVariable)) and \
+        type_checks.python_type_of(tx, var).__eq__ is object.__eq__
+
+
+def _scalar(var) -> bool:
+    """A builtin scalar constant: its ``__eq__`` answers NotImplemented to a foreign object (so ``==`` is ``is``)."""
+    return isinstance(var, ConstantVariable) and type(var.value) in (int, float, str, bytes, bool, type(None))
 
 
 def contains(tx, container, item) -> bool:
@@ -403,6 +430,10 @@ def contains(tx, container, item) -> bool:
             found = key in tx.set_values(container)
         except TypeError as e:  # an unhashable item: Python's error
             tx.user_error(e)
+    elif isinstance(container, (TupleVariable, ListVariable)) and _equal_is_identical(tx, item) and \
+            all(_equal_is_identical(tx, v) or _scalar(v) for v in known.sequence_items(tx, container)):
+        # (_FIELD_CLASSVAR, _FIELD_INITVAR) holding sentinels: == of objects no class in it overrides is `is`
+        found = any(identical(tx, item, v) for v in known.sequence_items(tx, container))
     elif isinstance(container, TensorVariable) or isinstance(item, TensorVariable):
         if isinstance(container, TensorVariable):
             tx.unsupported("data_dependent", "`in` on a tensor reads its values")

@@ -136,3 +136,41 @@ def test_stillframes_own_iterator_stand_in_is_no_finalizer():
     assert_parity(_loop_over_dict_with_a_break, lambda: (torch.randn(2), {"a": 1, "b": 2}))
     report = stillframe.explain(_loop_over_dict_with_a_break, backend="eager")(torch.randn(2), {"a": 1, "b": 2})
     assert report.graph_count <= 4, report.format()
+
+
+class _Sentinel:
+    def __init__(self, name):
+        self.name = name
+
+
+_FIRST, _SECOND, _THIRD = _Sentinel("first"), _Sentinel("second"), _Sentinel("third")
+
+
+class _Field:
+    def __init__(self, kind):
+        self.kind = kind
+
+
+def _kind_in(x, field):
+    made = _Sentinel("made")
+    return x + 1, field.kind in (_FIRST, _SECOND), field.kind in [0, "a", None, _THIRD], made in (_FIRST, made)
+
+
+@pytest.mark.parametrize("kind", [_FIRST, _THIRD], ids=["in", "not-in"])
+def test_in_a_tuple_of_sentinels_compares_by_identity_in_the_graph(kind):
+    # was: `f._field_type in (_FIELD_CLASSVAR, _FIELD_INITVAR)` (dataclasses' sentinels, of a class keeping object's
+    # __eq__) needed the object as a constant: a graph break in every field of every @dataclass (test_dataclasses)
+    assert_parity(_kind_in, lambda: (torch.randn(2), _Field(kind)), fullgraph=True)
+
+
+def _is_first(x, field):
+    return x + 1, field.kind is _FIRST, field.kind is not _SECOND
+
+
+@pytest.mark.parametrize("fn", [_is_first, _kind_in], ids=["is", "in"])
+def test_is_against_a_live_sentinel_is_guarded(fn):
+    # was: `obj is SENTINEL` of two live objects (guarded by their types only) was answered once and not guarded:
+    # the plan made for _FIRST answered True for _THIRD too (issue 11)
+    compiled = stillframe.compile(fn, backend="eager")
+    for kind in (_FIRST, _THIRD, _SECOND, _FIRST):
+        assert_parity(fn, lambda: (torch.randn(2), _Field(kind)), compiled=compiled)

@@ -377,7 +377,10 @@ def _identical_tuples(tx, a, b) -> bool:
 def _guard_identity(tx, a, b, same: bool) -> None:
     """Guard the answer of ``a is b`` where one side is a live object the builder guarded by its type alone (a
     sentinel, a config object): ``L['t'] is G['MISSING']`` (or ``is not``) where both were read from the frame,
-    else the identity of the one that was."""
+    else the identity of the one that was. Two values of different types are never one (their types are guarded):
+    ``obj is None`` needs no guard but obj's type."""
+    if type(getattr(a, "value", None)) is not type(getattr(b, "value", None)):
+        return
     if a.source is not None and b.source is not None:
         tx.add_guard(Guard(a.source, "SAME" if same else "NOT_SAME", b.source))
         return

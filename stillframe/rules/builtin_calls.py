@@ -295,11 +295,49 @@ def _tuple_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
         return TupleVariable(())
     if isinstance(args[0], TupleVariable) and args[0].cls is tuple:
         return args[0]  # tuple(t) of an exact tuple is t itself, as in CPython
-    return TupleVariable(tuple(sequence_items(tx, args[0])))
+    return TupleVariable(hinted_items(tx, args[0]))
 
 
 def _list_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    return tx.new_list(tuple(sequence_items(tx, args[0])) if args else ())
+    return tx.new_list(hinted_items(tx, args[0]) if args else ())
+
+
+def hinted_items(tx: Tracer, seq: VariableTracker) -> tuple:
+    """The items ``list(seq)`` / ``tuple(seq)`` take. Of a user object whose class defines ``__len__`` or
+    ``__length_hint__`` in Python, CPython takes ``iter(seq)`` first, then asks ``seq`` for a length hint (the
+    preallocation of ``PyObject_LengthHint``: its ``__len__``, a TypeError from it ignored, else its
+    ``__length_hint__``, whose result is checked), then steps the iterator: the hint's effects and errors are the
+    user's (test_descr test_special_method_lookup)."""
+    if isinstance(seq, (ObjectVariable, PythonObjectVariable)):
+        cls = type_checks.python_type_of(tx, seq)
+        length = _static_lookup_type(cls, "__len__")
+        hint = _static_lookup_type(cls, "__length_hint__")
+        if not is_builtin_class(cls) and (isinstance(length, types.FunctionType) or hint is not MISSING):
+            it = iterator_of(tx, seq)
+            if not isinstance(length, types.FunctionType) or \
+                    attempt(tx, TypeError, lambda: ConstantVariable(checked_len(tx, call_dunder(tx, seq, "__len__",
+                                                                                                 [])))) is None:
+                _length_hint(tx, seq, hint)
+            return tuple(sequence_items(tx, it))
+    return tuple(sequence_items(tx, seq))
+
+
+def _length_hint(tx: Tracer, seq: VariableTracker, hint: Any) -> None:
+    """``type(seq).__length_hint__(seq)`` checked as ``PyObject_LengthHint`` checks it (its value is not used)."""
+    if hint is MISSING:
+        return
+    if not isinstance(hint, types.FunctionType):
+        tx.unsupported("unsupported_call", "a __length_hint__ that is not a Python function")
+    result = calls.call_sync(tx, UserMethodVariable(hint, seq), [], {})
+    if not isinstance(result, ConstantVariable):
+        tx.unsupported("unsupported_call", "__length_hint__ returned a value that is not a Python constant")
+    value = result.value
+    if value is NotImplemented:
+        return
+    if not isinstance(value, int):
+        tx.user_error(TypeError(f"__length_hint__ must be an integer, not {type(value).__name__}"))
+    if value < 0:
+        tx.user_error(ValueError("__length_hint__() should return >= 0"))
 
 
 def _dict_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:

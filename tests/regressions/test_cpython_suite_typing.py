@@ -174,3 +174,41 @@ def test_is_against_a_live_sentinel_is_guarded(fn):
     compiled = stillframe.compile(fn, backend="eager")
     for kind in (_FIRST, _THIRD, _SECOND, _FIRST):
         assert_parity(fn, lambda: (torch.randn(2), _Field(kind)), compiled=compiled)
+
+
+class _Hinted:
+    def __init__(self, length, hint):
+        self.length, self.hint, self.log = length, hint, []
+
+    def __iter__(self):
+        self.log.append("iter")
+        return iter([1, 2])
+
+    def __length_hint__(self):
+        self.log.append("hint")
+        return self.hint
+
+
+class _Sized(_Hinted):
+    def __len__(self):
+        self.log.append("len")
+        return self.length
+
+
+def _materialize(make, x):
+    obj = make()
+    try:
+        return x + 1, list(obj), tuple(obj), obj.log
+    except (TypeError, ValueError) as e:
+        return x + 1, str(e), obj.log
+
+
+@pytest.mark.parametrize("make", [lambda: _Hinted(0, 2), lambda: _Hinted(0, "x"), lambda: _Hinted(0, -1),
+                                  lambda: _Hinted(0, NotImplemented), lambda: _Sized(2, 0), lambda: _Sized("x", 5),
+                                  lambda: _Sized(-1, 5)],
+                         ids=["hint", "hint-str", "hint-negative", "hint-notimplemented", "len", "len-str-then-hint",
+                              "len-negative"])
+def test_list_and_tuple_ask_a_user_object_for_its_length_hint(make):
+    # was: list(obj) and tuple(obj) iterated without asking __len__ / __length_hint__, so their effects were lost
+    # and a bad hint raised nothing (test_descr test_special_method_lookup)
+    assert_parity(_materialize, lambda: (make, torch.randn(2)))

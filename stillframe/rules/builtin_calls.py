@@ -93,9 +93,10 @@ def _missing(tx: Tracer, obj: VariableTracker, cls: type, storage: DictVariable,
              key: VariableTracker) -> VariableTracker:
     """``d[key]`` of a key a dict subclass lacks: ``dict.__getitem__`` calls the class's ``__missing__`` (a Python
     one is traced; ``defaultdict``'s stores and returns ``default_factory()``, or raises ``KeyError``)."""
-    if isinstance(cls.__missing__, types.FunctionType):
-        return calls.call_sync(tx, UserMethodVariable(cls.__missing__, obj), [key], {})
-    if cls.__missing__ is not collections.defaultdict.__missing__:
+    missing = _static_lookup_type(cls, "__missing__")  # (not cls.__missing__: a descriptor's __get__ runs later)
+    if isinstance(missing, types.FunctionType):
+        return calls.call_sync(tx, UserMethodVariable(missing, obj), [key], {})
+    if missing is not collections.defaultdict.__missing__:
         tx.unsupported("unsupported_call", f"{cls.__name__}.__missing__ is not Python")
     factory = getattr_var(tx, obj, "default_factory")
     if isinstance(factory, ConstantVariable) and factory.value is None:
@@ -120,7 +121,7 @@ def call_dunder(tx: Tracer, obj: VariableTracker, name: str, args: list,
         return None
     cls = type_checks.python_type_of(tx, obj)
     storage = storage_of(tx, obj)
-    if storage is not None and name == "__getitem__" and hasattr(cls, "__missing__") and \
+    if storage is not None and name == "__getitem__" and _static_lookup_type(cls, "__missing__") is not MISSING and \
             tx.dict_lookup(storage, const_value(tx, args[0]), MISSING) is MISSING:
         return _missing(tx, obj, cls, storage, args[0])
     if storage is not None and _defined_by_dict_base(cls, name):  # len(out), out[k], iter(out) of a dict subclass

@@ -212,3 +212,30 @@ def test_list_and_tuple_ask_a_user_object_for_its_length_hint(make):
     # was: list(obj) and tuple(obj) iterated without asking __len__ / __length_hint__, so their effects were lost
     # and a bad hint raised nothing (test_descr test_special_method_lookup)
     assert_parity(_materialize, lambda: (make, torch.randn(2)))
+
+
+class _RecordingDescriptor:
+    def __init__(self, impl, log):
+        self.impl, self.log = impl, log
+
+    def __get__(self, obj, owner):
+        self.log.append("get")
+        return self.impl.__get__(obj, owner)
+
+
+def _missing_value(self, key):
+    return 4
+
+
+def _missing_through_a_descriptor(x):
+    log = []
+
+    class Sub(dict):
+        __missing__ = _RecordingDescriptor(_missing_value, log)
+    return x + 1, Sub()["hi"], log
+
+
+def test_a_missing_that_is_a_descriptor_is_bound_once_by_the_real_lookup():
+    # was: `cls.__missing__` read at trace time ran the descriptor's __get__ three times for real (hasattr, then
+    # twice more) before the lookup broke the graph (test_descr test_special_method_lookup: [1, 1, 1] != [1])
+    assert_parity(_missing_through_a_descriptor, lambda: (torch.randn(2),))

@@ -348,6 +348,9 @@ def identical(tx, a, b) -> bool:
     if ka is None or kb is None:
         if isinstance(a, TupleVariable) and isinstance(b, TupleVariable):
             return _identical_tuples(tx, a, b)
+        if _maybe_one_number(a, b) or _maybe_one_number(b, a):
+            tx.unsupported("unsupported_operator", "`is` between a symbolic number and a number: which objects "
+                           "they are is not known (it runs for real)")
         if type(a) is not type(b):
             return False
         tx.unsupported("unsupported_operator", f"`is` between {a.python_type().__name__} values")
@@ -388,6 +391,14 @@ def _guard_identity(tx, a, b, same: bool) -> None:
         if var.source is not None and isinstance(var, PythonObjectVariable):
             tx.add_guard(Guard(var.source, "ID", id(var.value)))
             tx.keepalive.append(var.value)
+
+
+def _maybe_one_number(a, b) -> bool:
+    """Whether ``a`` is a symbolic number and ``b`` a number that may be the same object (an int that became
+    symbolic after it changed between calls and the constant 1 read from a list are one object in eager when they
+    are the same small int, or the same list item)."""
+    return isinstance(a, SymNodeVariable) and isinstance(b, ConstantVariable) and \
+        type(b.value) in (int, float, bool)
 
 
 _ABSENT = object()

@@ -14,6 +14,12 @@ arguments and keyword names (CPython checks counts before it converts or reads a
 eager's own). Where that cannot be done (a class that cannot be made empty, a call that raised no TypeError) the
 trace breaks and the real call runs.
 
+:func:`check_construction` does it for the builtin iterators the trace models by a Python equivalent
+(``map``, ``zip``, the ``itertools`` types; :mod:`stillframe.rules.polyfills`): CPython checks their arity and
+converts their scalar arguments when they are called, before any item is asked for (``count(1, 2, 3)``,
+``count("a")``, ``islice(it, -1)``, ``repeat(1, "a")`` raise at once). The real constructor is called with an
+empty tuple for each iterable and None for each argument it only stores, so its error is eager's own.
+
 :func:`check_call` does the same for the builtins the trace models by a rule (``list(sequence=[])``,
 ``set(x=1)``, ``tuple(1, 2)``: CPython raises before it reads the arguments, the rules read the ones they use):
 the builtin types of :data:`EMPTY_SAFE` are called for real with placeholders for the message (they have no
@@ -25,13 +31,16 @@ from __future__ import annotations
 import builtins
 import collections
 import inspect
+import itertools
 import math
 import types
 from typing import Any
 
 import torch
 
-__all__ = ["ARITY", "EMPTY_SAFE", "check", "check_call", "positional"]
+from ..variables.base import ConstantVariable, SymNodeVariable
+
+__all__ = ["ARITY", "CONSTRUCTION", "EMPTY_SAFE", "check", "check_call", "check_construction", "positional"]
 
 _ANY = math.inf
 
@@ -66,7 +75,7 @@ ARITY: dict[tuple[type, str], tuple[int, float, bool]] = {
 #: Builtins whose call with placeholder arguments has no effect (types that make an empty value, Argument Clinic
 #: functions that check their arity before they run): called for real for an arity error's text.
 EMPTY_SAFE = frozenset({list, tuple, set, frozenset, dict, bool, float, len, isinstance, issubclass, hasattr, abs,
-                        callable, id, repr, ord, chr, hash, divmod, sum})
+                        callable, id, repr, ord, chr, hash, divmod, sum, enumerate, reversed, sorted, all, any})
 
 _METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType, types.FunctionType)
 
@@ -163,3 +172,72 @@ def positional(cls: type, name: str, args: list, kwargs: dict) -> tuple[list, di
             break
         moved.append(rest.pop(parameter.name))
     return moved, rest
+
+
+#: What the builtin iterators modelled by a Python equivalent do with each argument when they are called, for
+#: :func:`check_construction`: ``(positional roles, role of further positional arguments, keyword roles,
+#: exceptions raised after the iterables are read)``. A role is ``"i"``, an iterable (read by the Python
+#: equivalent: its ``iter()``'s errors come from there, in order); ``"c"``, a scalar CPython converts at once
+#: (``count``'s numbers, ``islice``'s indices, ``repeat``'s ``times``, ``zip``'s ``strict``); ``"s"``, a value
+#: only stored (a function, ``fillvalue``, ``permutations``' ``r``, which CPython checks after it read the
+#: iterable: the Python equivalent checks it). ``combinations`` converts ``r`` at once (a TypeError there) but
+#: refuses a negative one after reading the iterable (a ValueError its Python equivalent raises).
+CONSTRUCTION: dict[Any, tuple[str, str | None, dict[str, str], tuple[type, ...]]] = {
+    map: ("si", "i", {}, ()),
+    filter: ("si", None, {}, ()),
+    zip: ("", "i", {"strict": "c"}, ()),
+    enumerate: ("ic", None, {"iterable": "i", "start": "c"}, ()),
+    itertools.chain: ("", "i", {}, ()),
+    itertools.chain.from_iterable: ("i", None, {}, ()),
+    itertools.islice: ("i", "c", {}, ()),
+    itertools.count: ("cc", None, {"start": "c", "step": "c"}, ()),
+    itertools.repeat: ("sc", None, {"object": "s", "times": "c"}, ()),
+    itertools.cycle: ("i", None, {}, ()),
+    itertools.accumulate: ("is", None, {"iterable": "i", "func": "s", "initial": "s"}, ()),
+    itertools.product: ("", "i", {"repeat": "c"}, ()),
+    itertools.combinations: ("ic", None, {"iterable": "i", "r": "c"}, (ValueError,)),
+    itertools.permutations: ("is", None, {"iterable": "i", "r": "s"}, ()),
+    itertools.zip_longest: ("", "i", {"fillvalue": "s"}, ()),
+    itertools.pairwise: ("i", None, {}, ()),
+    itertools.starmap: ("si", None, {}, ()),
+    itertools.groupby: ("is", None, {"iterable": "i", "key": "s"}, ()),
+    itertools.takewhile: ("si", None, {}, ()),
+    itertools.dropwhile: ("si", None, {}, ()),
+    itertools.filterfalse: ("si", None, {}, ()),
+    itertools.compress: ("ii", None, {"data": "i", "selectors": "i"}, ()),
+}
+
+
+def check_construction(tx: Any, fn: Any, args: list, kwargs: dict) -> None:
+    """Raise eager's error where calling the builtin iterator ``fn`` with ``args`` and ``kwargs`` fails before it
+    reads an iterable (its arity, its keywords, a scalar argument it converts); return where it does not.
+
+    Each argument is passed to the real ``fn`` as :data:`CONSTRUCTION` says: an empty tuple for an iterable, None
+    for a stored value, the constant itself for a converted scalar (a scalar that is not a constant, whose
+    conversion may run user code, breaks the graph: the real call runs). The probe has no effect: the values it
+    passes run no code."""
+    spec = CONSTRUCTION.get(fn)
+    if spec is None:
+        return
+    positional_roles, rest, keyword_roles, late = spec
+
+    def probe(role: str | None, var: Any) -> Any:
+        if role == "i":
+            return ()
+        if role == "c":
+            if isinstance(var, ConstantVariable):
+                return var.value
+            if isinstance(var, SymNodeVariable):
+                from .known import const_value  # (known imports the rules above this one)
+                return const_value(tx, var)
+            tx.unsupported("unsupported_builtin", f"{fn.__name__}() of an argument that is not a constant: it "
+                           "runs for real")
+        return None
+
+    probe_args = [probe(positional_roles[i] if i < len(positional_roles) else rest, v) for i, v in enumerate(args)]
+    probe_kwargs = {k: probe(keyword_roles.get(k), v) for k, v in kwargs.items()}
+    try:
+        fn(*probe_args, **probe_kwargs)
+    except Exception as e:  # (TypeError, ValueError, OverflowError of the arguments; raised as eager raises them)
+        if not isinstance(e, late):
+            tx.user_error(type(e)(*e.args))

@@ -404,9 +404,11 @@ def _looks_up_in_python(value: Any) -> bool:
         getattr(cls, "__getattribute__", object.__getattribute__) is not object.__getattribute__
 
 
-def iterator_of(tx: Tracer, seq: VariableTracker) -> VariableTracker:
-    """``iter(seq)``: an iterator is its own; a user class's ``__iter__`` is called (a generator method stays
-    lazy, stepped one item per ``next`` as eager steps it); anything else is a heap iterator over its items."""
+def iterator_of(tx: Tracer, seq: VariableTracker, builtin: bool = False) -> VariableTracker:
+    """``iter(seq)``: an iterator is its own; a user class's ``__iter__`` is called once (a generator method stays
+    lazy, stepped one item per ``next`` as eager steps it); anything else is a heap iterator over its items.
+    ``builtin``: for the builtin ``iter()`` itself, which returns an iterator object with a ``__next__`` of its
+    own as it is (a ``for`` loop steps it through :func:`polyfills.drive`)."""
     if isinstance(seq, (IteratorVariable, GeneratorVariable, LiveIteratorVariable)):
         return seq
     watched = watched_iterator(tx, seq, "iter")
@@ -417,6 +419,8 @@ def iterator_of(tx: Tracer, seq: VariableTracker) -> VariableTracker:
         return empty
     made = call_dunder(tx, seq, "__iter__", [])
     if isinstance(made, (IteratorVariable, GeneratorVariable, LiveIteratorVariable)):
+        return made
+    if builtin and made is not None and has_python_next(made):
         return made
     if made is not None and has_python_next(made):  # an iterator object: stepped by its __next__, one per item
         return calls.call_sync(tx, UserFunctionVariable(polyfills.drive), [made], {})
@@ -504,10 +508,7 @@ def has_python_next(var: VariableTracker) -> bool:
 def _iter(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     if len(args) != 1 or kwargs:
         tx.unsupported("unsupported_builtin", "iter() with a sentinel")
-    made = call_dunder(tx, args[0], "__iter__", [])
-    if made is not None and has_python_next(made):
-        return made  # iter(obj) is what obj.__iter__ returns (often obj itself)
-    return iterator_of(tx, args[0])
+    return iterator_of(tx, args[0], builtin=True)  # (iter(obj) is what obj.__iter__ returns, often obj itself)
 
 
 def _bool_of(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:

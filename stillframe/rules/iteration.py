@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..variables.base import (ConstantVariable, DictVariable, GeneratorVariable, LazyArgument, ListVariable,
                               NNModuleVariable, RangeVariable, SetVariable, TensorVariable, TupleVariable,
                               UserFunctionVariable, VariableTracker)
-from . import calls, polyfills
+from . import arity, calls, polyfills
 from .objects import sort_keys
 from .builtin_calls import BUILTIN_RULES, fold, iterator_type, watched_iterator
 from .generators import step as step_generator
@@ -51,15 +51,19 @@ _HELD = (ListVariable, TupleVariable, DictVariable, SetVariable, RangeVariable, 
          NNModuleVariable, LazyArgument)
 
 
-def lazily(made_by: type, polyfill: Callable) -> Callable:
-    """The rule for a builtin iterator ``made_by``: a generator running ``polyfill`` (traced, one item per
-    ``next``) that reports ``made_by`` as its type. Where generators must be real (the trace is retried after a
-    graph break found one suspended), the builtin runs for real instead."""
+def lazily(made_by: type, polyfill: Callable, constructor: Any = None) -> Callable:
+    """The rule for a builtin iterator ``made_by`` (made by calling ``constructor``, by default ``made_by``
+    itself): a generator running ``polyfill`` (traced, one item per ``next``) that reports ``made_by`` as its
+    type, after the call's arguments are checked as CPython checks them (:func:`arity.check_construction`). Where
+    generators must be real (the trace is retried after a graph break found one suspended), the builtin runs for
+    real instead."""
+    constructor = made_by if constructor is None else constructor
 
     def rule(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
         if not tx.lazy_generators:
             tx.unsupported("suspended_generator", f"{made_by.__name__}() runs for real: a graph break happened "
                            "while an iterator it made was suspended")
+        arity.check_construction(tx, constructor, args, kwargs)  # count(1, 2, 3), islice(it, -1) raise at once
         made = calls.call_sync(tx, UserFunctionVariable(polyfill), args, kwargs)
         return dataclasses.replace(made, made_by=made_by) if isinstance(made, GeneratorVariable) else made
 
@@ -91,6 +95,7 @@ def _zip(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     if kwargs or not tx.lazy_generators or not all(isinstance(a, _HELD) for a in args) or \
             any(isinstance(a, _MUTABLE) or _long_range(a) for a in args):  # zip pulls from each one at each next
         return _lazy_zip(tx, args, kwargs)
+    arity.check_construction(tx, zip, args, kwargs)
     seqs = [sequence_items(tx, a) for a in args]
     return tx.new_iterator(tuple(TupleVariable(t) for t in zip(*seqs)), "zip")
 
@@ -99,6 +104,7 @@ def _enumerate(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     if not args or not tx.lazy_generators or not isinstance(args[0], _HELD) or _long_range(args[0]) or \
             (len(args) > 1 and not isinstance(args[1], ConstantVariable)):
         return _lazy_enumerate(tx, args, kwargs)
+    arity.check_construction(tx, enumerate, args, kwargs)
     start = const_value(tx, args[1]) if len(args) > 1 else const_value(tx, kwargs.get("start", ConstantVariable(0)))
     if isinstance(args[0], ListVariable) and type(start) is int:  # enumerate(iter(lst)): sees the list as it is
         return tx.new_container_iterator(args[0], "list", "enumerate", start)
@@ -184,7 +190,8 @@ BUILTIN_RULES.update({
     enumerate: _enumerate,
     reversed: _reversed,
     itertools.chain: lazily(itertools.chain, polyfills.chain),
-    itertools.chain.from_iterable: lazily(itertools.chain, polyfills.chain_from_iterable),
+    itertools.chain.from_iterable: lazily(itertools.chain, polyfills.chain_from_iterable,
+                                          itertools.chain.from_iterable),
     itertools.islice: lazily(itertools.islice, polyfills.islice),
     itertools.count: lazily(itertools.count, polyfills.count),
     itertools.repeat: lazily(itertools.repeat, polyfills.repeat),

@@ -11,65 +11,94 @@ in eager's order; the generator they make reports the builtin's type
 (``GeneratorVariable.made_by``).
 
 Each one follows the iterator's documented equivalent (the ``itertools``
-documentation gives one for most) and raises the builtin's errors. They use
-builtins only: their module's globals are never read by a trace.
+documentation gives one for most) and raises the builtin's errors. What the C
+constructor does when it is called is done when the function is called:
+``iter()`` of each iterable (``filter(None, 5)`` raises at once), ``tuple()`` of
+``product``'s pools; the items come from a generator it returns. Its scalar
+arguments (``count``'s start, ``islice``'s indices, ``repeat``'s times) are
+checked before, by calling the real constructor
+(:func:`stillframe.rules.arity.check_construction`). They use builtins only:
+their module's globals are never read by a trace.
 """
 
 
 def map_(function, iterable, *iterables):
     its = [iter(iterable)] + [iter(i) for i in iterables]
-    while True:
-        args = []
-        for it in its:
-            try:
-                args.append(next(it))
-            except StopIteration:
-                return
-        yield function(*args)
+
+    def items():
+        while True:
+            args = []
+            for it in its:
+                try:
+                    args.append(next(it))
+                except StopIteration:
+                    return
+            yield function(*args)
+
+    return items()
 
 
 def filter_(function, iterable):
-    for item in iterable:
-        if (item if function is None else function(item)):
-            yield item
+    it = iter(iterable)
+
+    def items():
+        for item in it:
+            if (item if function is None else function(item)):
+                yield item
+
+    return items()
 
 
 def filterfalse(predicate, iterable):
-    for item in iterable:
-        if not (item if predicate is None else predicate(item)):
-            yield item
+    it = iter(iterable)
+
+    def items():
+        for item in it:
+            if not (item if predicate is None else predicate(item)):
+                yield item
+
+    return items()
 
 
 def zip_(*iterables, strict=False):
     its = [iter(i) for i in iterables]
-    if not its:
-        return
-    while True:
-        items = []
-        for i, it in enumerate(its):
-            try:
-                items.append(next(it))
-            except StopIteration:
-                if strict and i:
-                    plural = " " if i == 1 else "s 1-"
-                    raise ValueError(f"zip() argument {i + 1} is shorter than argument{plural}{i}") from None
-                if strict:
-                    for j, other in enumerate(its[1:], 2):
-                        try:
-                            next(other)
-                        except StopIteration:
-                            continue
-                        plural = " " if j == 2 else "s 1-"
-                        raise ValueError(f"zip() argument {j} is longer than argument{plural}{j - 1}") from None
-                return
-        yield tuple(items)
+
+    def items():
+        if not its:
+            return
+        while True:
+            items = []
+            for i, it in enumerate(its):
+                try:
+                    items.append(next(it))
+                except StopIteration:
+                    if strict and i:
+                        plural = " " if i == 1 else "s 1-"
+                        raise ValueError(f"zip() argument {i + 1} is shorter than argument{plural}{i}") from None
+                    if strict:
+                        for j, other in enumerate(its[1:], 2):
+                            try:
+                                next(other)
+                            except StopIteration:
+                                continue
+                            plural = " " if j == 2 else "s 1-"
+                            raise ValueError(f"zip() argument {j} is longer than argument{plural}{j - 1}") from None
+                    return
+            yield tuple(items)
+
+    return items()
 
 
 def enumerate_(iterable, start=0):
-    n = start
-    for item in iterable:
-        yield n, item
-        n += 1
+    it = iter(iterable)
+
+    def items():
+        n = start
+        for item in it:
+            yield n, item
+            n += 1
+
+    return items()
 
 
 def reversed_list(items):
@@ -87,35 +116,43 @@ def chain(*iterables):
 
 
 def chain_from_iterable(iterables):
-    for iterable in iterables:
-        for item in iterable:
-            yield item
+    source = iter(iterables)
+
+    def items():
+        for iterable in source:
+            for item in iterable:
+                yield item
+
+    return items()
 
 
 def islice(iterable, *args):
+    # (the arguments were checked as CPython checks them before the call: stillframe.rules.arity)
     s = slice(*args)
     start, stop, step = s.start or 0, s.stop, 1 if s.step is None else s.step
-    if start < 0 or (stop is not None and stop < 0) or step <= 0:
-        raise ValueError("Indices for islice() must be None or an integer: 0 <= x <= sys.maxsize.")
     it = iter(iterable)
-    index = 0
-    nexti = start
-    while stop is None or nexti < stop:
-        try:
-            item = next(it)
-        except StopIteration:
-            return
-        if index == nexti:
-            yield item
-            nexti += step
-        index += 1
-    # CPython consumes up to ``start`` even when ``stop`` is at or before it.
-    while index < start:
-        try:
-            next(it)
-        except StopIteration:
-            return
-        index += 1
+
+    def items():
+        index = 0
+        nexti = start
+        while stop is None or nexti < stop:
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            if index == nexti:
+                yield item
+                nexti += step
+            index += 1
+        # CPython consumes up to ``start`` even when ``stop`` is at or before it.
+        while index < start:
+            try:
+                next(it)
+            except StopIteration:
+                return
+            index += 1
+
+    return items()
 
 
 def count(start=0, step=1):
@@ -134,36 +171,49 @@ def repeat(obj, times=None):
 
 
 def cycle(iterable):
-    saved = []
-    for item in iterable:
-        yield item
-        saved.append(item)
-    while saved:
-        for item in saved:
+    it = iter(iterable)
+
+    def items():
+        saved = []
+        for item in it:
             yield item
+            saved.append(item)
+        while saved:
+            for item in saved:
+                yield item
+
+    return items()
 
 
 def accumulate(iterable, func=None, *, initial=None):
     it = iter(iterable)
-    total = initial
-    if initial is None:
-        try:
-            total = next(it)
-        except StopIteration:
-            return
-    yield total
-    for item in it:
-        total = total + item if func is None else func(total, item)
+
+    def items():
+        total = initial
+        if initial is None:
+            try:
+                total = next(it)
+            except StopIteration:
+                return
         yield total
+        for item in it:
+            total = total + item if func is None else func(total, item)
+            yield total
+
+    return items()
 
 
 def product(*iterables, repeat=1):
     pools = [tuple(pool) for pool in iterables] * repeat
-    result = [()]
-    for pool in pools:
-        result = [x + (y,) for x in result for y in pool]
-    for prod in result:
-        yield prod
+
+    def items():
+        result = [()]
+        for pool in pools:
+            result = [x + (y,) for x in result for y in pool]
+        for prod in result:
+            yield prod
+
+    return items()
 
 
 def combinations(iterable, r):
@@ -171,85 +221,108 @@ def combinations(iterable, r):
     n = len(pool)
     if r < 0:
         raise ValueError("r must be non-negative")
-    if r > n:
-        return
-    indices = list(range(r))
-    yield tuple(pool[i] for i in indices)
-    while True:
-        for i in reversed(range(r)):
-            if indices[i] != i + n - r:
-                break
-        else:
+
+    def items():
+        if r > n:
             return
-        indices[i] += 1
-        for j in range(i + 1, r):
-            indices[j] = indices[j - 1] + 1
+        indices = list(range(r))
         yield tuple(pool[i] for i in indices)
+        while True:
+            for i in reversed(range(r)):
+                if indices[i] != i + n - r:
+                    break
+            else:
+                return
+            indices[i] += 1
+            for j in range(i + 1, r):
+                indices[j] = indices[j - 1] + 1
+            yield tuple(pool[i] for i in indices)
+
+    return items()
 
 
 def permutations(iterable, r=None):
     pool = tuple(iterable)
     n = len(pool)
+    if r is not None and not isinstance(r, int):
+        raise TypeError("Expected int as r")
     r = n if r is None else r
     if r < 0:
         raise ValueError("r must be non-negative")
-    if r > n:
-        return
-    indices = list(range(n))
-    cycles = list(range(n, n - r, -1))
-    yield tuple(pool[i] for i in indices[:r])
-    while n:
-        for i in reversed(range(r)):
-            cycles[i] -= 1
-            if cycles[i] == 0:
-                indices[i:] = indices[i + 1:] + indices[i:i + 1]
-                cycles[i] = n - i
-            else:
-                j = cycles[i]
-                indices[i], indices[-j] = indices[-j], indices[i]
-                yield tuple(pool[i] for i in indices[:r])
-                break
-        else:
+
+    def items():
+        if r > n:
             return
+        indices = list(range(n))
+        cycles = list(range(n, n - r, -1))
+        yield tuple(pool[i] for i in indices[:r])
+        while n:
+            for i in reversed(range(r)):
+                cycles[i] -= 1
+                if cycles[i] == 0:
+                    indices[i:] = indices[i + 1:] + indices[i:i + 1]
+                    cycles[i] = n - i
+                else:
+                    j = cycles[i]
+                    indices[i], indices[-j] = indices[-j], indices[i]
+                    yield tuple(pool[i] for i in indices[:r])
+                    break
+            else:
+                return
+
+    return items()
 
 
 def zip_longest(*iterables, fillvalue=None):
     its = [iter(i) for i in iterables]
-    active = len(its)
-    if not active:
-        return
-    while True:
-        values = []
-        for i, it in enumerate(its):
-            if it is None:  # exhausted earlier
-                values.append(fillvalue)
-                continue
-            try:
-                value = next(it)
-            except StopIteration:
-                active -= 1
-                if not active:
-                    return
-                its[i] = None
-                value = fillvalue
-            values.append(value)
-        yield tuple(values)
+
+    def items():
+        active = len(its)
+        if not active:
+            return
+        while True:
+            values = []
+            for i, it in enumerate(its):
+                if it is None:  # exhausted earlier
+                    values.append(fillvalue)
+                    continue
+                try:
+                    value = next(it)
+                except StopIteration:
+                    active -= 1
+                    if not active:
+                        return
+                    its[i] = None
+                    value = fillvalue
+                values.append(value)
+            yield tuple(values)
+
+    return items()
 
 
 def pairwise(iterable):
     it = iter(iterable)
-    try:
-        a = next(it)
-    except StopIteration:
-        return
-    for b in it:
-        yield a, b
-        a = b
+
+    def items():
+        try:
+            a = next(it)
+        except StopIteration:
+            return
+        for b in it:
+            yield a, b
+            a = b
+
+    return items()
 
 
 def starmap(function, iterable):
-    for args in iterable:
-        yield function(*args)
+    it = iter(iterable)
+
+    def items():
+        for args in it:
+            yield function(*args)
+
+    return items()
 
 
 def groupby(iterable, key=None):
@@ -267,18 +340,21 @@ def groupby(iterable, key=None):
             yield value
         state[0] = True
 
-    try:
-        state[2] = next(it)
-    except StopIteration:
-        return
-    state[1] = state[2] if key is None else key(state[2])
-    while not state[0]:
-        target = state[1]
-        current = group(target)
-        yield target, current
-        if state[1] == target:
-            for _ in current:
-                pass
+    def items():
+        try:
+            state[2] = next(it)
+        except StopIteration:
+            return
+        state[1] = state[2] if key is None else key(state[2])
+        while not state[0]:
+            target = state[1]
+            current = group(target)
+            yield target, current
+            if state[1] == target:
+                for _ in current:
+                    pass
+
+    return items()
 
 
 def drive(iterator):
@@ -293,26 +369,40 @@ def drive(iterator):
 
 
 def takewhile(predicate, iterable):
-    for item in iterable:
-        if not predicate(item):
-            return
-        yield item
+    it = iter(iterable)
+
+    def items():
+        for item in it:
+            if not predicate(item):
+                return
+            yield item
+
+    return items()
 
 
 def dropwhile(predicate, iterable):
     it = iter(iterable)
-    for item in it:
-        if not predicate(item):
+
+    def items():
+        for item in it:
+            if not predicate(item):
+                yield item
+                break
+        for item in it:
             yield item
-            break
-    for item in it:
-        yield item
+
+    return items()
 
 
 def compress(data, selectors):
-    for d, s in zip(data, selectors):
-        if s:
-            yield d
+    data_it, selectors_it = iter(data), iter(selectors)
+
+    def items():
+        for d, s in zip(data_it, selectors_it):
+            if s:
+                yield d
+
+    return items()
 
 
 def reduce(function, iterable, *initial):

@@ -5,10 +5,79 @@ exception's type and message)."""
 
 from __future__ import annotations
 
+import itertools
+
+import pytest
 import torch
 
 import stillframe
 from stillframe.check.parity import assert_parity
+
+
+def _outcome(call):
+    """What ``call()`` returns (an iterator: its first five items), or the type and message of what it raises."""
+    try:
+        made = call()
+    except Exception as e:
+        return type(e).__name__, str(e)
+    return "ok", list(itertools.islice(made, 5))
+
+
+# ------------------------------------------------------------------ arguments of the builtin iterators
+
+
+class _Iterable:
+    """An iterable whose ``__iter__`` leaves a mark: when a constructor asks for its iterator is observable."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def __iter__(self):
+        self.log.append("iter")
+        return iter([1, 2])
+
+
+#: test_itertools test_count/test_repeat/test_islice/test_cycle/test_groupby/test_permutations/test_pairwise,
+#: test_iter test_builtin_filter/test_builtin_zip: CPython checks the arity, converts the scalars and asks each
+#: iterable for its iterator when the constructor is called; the Python equivalents did it at the first next(), or
+#: never, or broke the graph (``made``: an iterable that logs its ``iter()``). All traced whole (fullgraph).
+_CONSTRUCTIONS = [
+    lambda made: itertools.count(1, 2, 3), lambda made: itertools.count("a"), lambda made: itertools.count(1, "b"),
+    lambda made: itertools.repeat(1, "a"), lambda made: itertools.repeat(1, -2), lambda made: itertools.repeat(),
+    lambda made: itertools.islice([1], -1), lambda made: itertools.islice([1], 1, 2, 0),
+    lambda made: itertools.islice([1], "a"), lambda made: itertools.islice([1, 2, 3], 1, None),
+    lambda made: itertools.cycle(), lambda made: filter(None), lambda made: map(None), lambda made: zip([1], x=1),
+    lambda made: itertools.zip_longest([1], x=1), lambda made: itertools.groupby([1], None, 3),
+    lambda made: itertools.combinations(made, -1), lambda made: itertools.combinations(made, "a"),
+    lambda made: itertools.permutations(made, "a"), lambda made: itertools.permutations(made, -1),
+    lambda made: itertools.product(made, repeat=-1), lambda made: itertools.product(made, repeat="a"),
+    lambda made: itertools.accumulate(made, None, 3), lambda made: itertools.chain([1], x=1), lambda made: itertools.compress([1, 2], [1, 0]),
+    lambda made: enumerate([1], "a"), lambda made: enumerate([1], x=1), lambda made: enumerate(made, 2),
+    lambda made: itertools.count(2.5, 0.5), lambda made: iter(made),
+]
+
+#: The same with an argument that is not iterable (test_zip_longest_bad_iterable ...): TypeError at the call (at
+#: the first next for chain). Asking an int for its iterator breaks the graph (the real step raises), so these are
+#: compared, not traced whole.
+_NOT_ITERABLE = [
+    lambda made: itertools.chain(1),
+    lambda made: itertools.islice(5, 1), lambda made: itertools.cycle(5), lambda made: itertools.pairwise(5),
+    lambda made: filter(None, 5), lambda made: map(None, 5), lambda made: zip([1], 5),
+    lambda made: itertools.zip_longest([1], 5), lambda made: itertools.groupby(5),
+    lambda made: itertools.chain.from_iterable(5), lambda made: itertools.starmap(None, 5),
+    lambda made: itertools.takewhile(None, 5), lambda made: itertools.dropwhile(None, 5),
+    lambda made: itertools.filterfalse(None, 5), lambda made: itertools.compress(5, []), lambda made: enumerate(5),
+]
+
+
+@pytest.mark.parametrize("construct, fullgraph", [(c, True) for c in _CONSTRUCTIONS] +
+                         [(c, False) for c in _NOT_ITERABLE])
+def test_builtin_iterators_check_their_arguments_when_called(construct, fullgraph):
+    def fn(x):
+        log = []
+        return x + 1, _outcome(lambda: construct(_Iterable(log))), log
+
+    assert_parity(fn, lambda: (torch.randn(2),), fullgraph=fullgraph)
 
 
 # ------------------------------------------------------------------ identity of numbers

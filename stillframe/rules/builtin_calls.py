@@ -18,7 +18,7 @@ import math
 import operator
 import sys
 import types
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 import torch
 from ..errors import UserError
@@ -131,9 +131,26 @@ def call_dunder(tx: Tracer, obj: VariableTracker, name: str, args: list,
             nn_modules.guard_registry_read(tx, obj, name)
         return None
     method = getattr(cls, name, None)
+    if method is None and name not in _NONE_MEANS_ABSENT and any(name in vars(k) for k in cls.__mro__):
+        blocked(tx, cls, name)
     if not isinstance(method, types.FunctionType):
         return None
     return calls.call_sync(tx, UserMethodVariable(method, obj), list(args), kwargs or {})
+
+
+#: Dunders a class sets to None to say it has none, with a protocol of its own that reads that None (``__hash__ =
+#: None``: unhashable, checked where hashing is modelled; ``__contains__``: ``in`` then tries iteration).
+_NONE_MEANS_ABSENT = frozenset({"__hash__", "__contains__"})
+
+#: What CPython raises for a dunder a class set to None, where it is not calling None (``'NoneType' object is not
+#: callable``: ``__bool__ = None``, ``__iadd__ = None``, ``__len__ = None``, a binary operator's, ``__next__``'s).
+_BLOCKED = {"__iter__": "'{}' object is not iterable", "__reversed__": "'{}' object is not reversible"}
+
+
+def blocked(tx: Tracer, cls: type, name: str) -> NoReturn:
+    """Raise CPython's TypeError for calling ``cls.name`` where the class set it to None (``class A: __bool__ =
+    None`` makes ``bool(A())`` raise; it does not fall back to ``__len__``, nor ``x += 1`` to ``__add__``)."""
+    tx.user_error(TypeError(_BLOCKED.get(name, "'NoneType' object is not callable").format(cls.__name__)))
 
 
 def checked_len(tx: Tracer, result: VariableTracker) -> int:

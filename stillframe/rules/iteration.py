@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..variables.base import (ConstantVariable, DictVariable, GeneratorVariable, LazyArgument, ListVariable,
                               NNModuleVariable, RangeVariable, SetVariable, TensorVariable, TupleVariable,
                               UserFunctionVariable, VariableTracker)
+from ..variables.objects import ObjectVariable
 from . import arity, calls, polyfills
 from .objects import sort_keys
-from .builtin_calls import BUILTIN_RULES, fold, iterator_type, watched_iterator
+from .builtin_calls import BUILTIN_RULES, call_dunder, fold, iterator_type, watched_iterator
 from .generators import step as step_generator
 from .known import const_value, sequence_items
 from .truthiness import truthiness
@@ -120,11 +121,19 @@ _lazy_reversed_list = lazily(LIST_REVERSEITERATOR, polyfills.reversed_list)
 
 
 def _reversed(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
+    """``reversed(seq)`` as CPython's ``reversed_new``: the class's own ``__reversed__`` (whatever it returns; one
+    set to None refuses), else the sequence protocol (an object of a class without ``__getitem__`` is not
+    reversible, whatever its ``__iter__``), else the items in reverse."""
     if isinstance(args[0], ListVariable):  # listreviter reads the list at each next
         return _lazy_reversed_list(tx, args, kwargs)
     watched = watched_iterator(tx, args[0], "reversed")  # a dict's, an OrderedDict's, a deque's
     if watched is not None:
         return watched
+    made = call_dunder(tx, args[0], "__reversed__", [])
+    if made is not None:
+        return made
+    if isinstance(args[0], ObjectVariable) and getattr(args[0].cls, "__getitem__", None) is None:
+        tx.user_error(TypeError(f"'{args[0].cls.__name__}' object is not reversible"))
     return tx.new_iterator(tuple(reversed(sequence_items(tx, args[0]))), cls=iterator_type(tx, reversed, args[0]))
 
 

@@ -95,3 +95,73 @@ def test_is_between_a_symbolic_int_and_an_int_is_not_guessed():
     compiled = stillframe.compile(_sorted_items_are_the_same_objects, backend="eager")
     assert compiled([0], [0]) == [True]
     assert_parity(_sorted_items_are_the_same_objects, lambda: ([0, 1, 2], [2, 1, 0]), compiled=compiled)
+
+
+# ------------------------------------------------------------------ dunders set to None, reversed()
+
+
+def _raised(call):
+    try:
+        return "ok", call()
+    except TypeError as e:
+        return "TypeError", str(e)
+
+
+class _Blocked:
+    __bool__ = None
+    __iadd__ = None
+    __iter__ = None
+    __neg__ = None
+    __reversed__ = None
+
+    def __add__(self, other):
+        return 5
+
+
+class _LenButNoBool:
+    __bool__ = None
+
+    def __len__(self):
+        return 10
+
+
+def _none_dunders(x):
+    # test_bool test_blocked, test_augassign testCustomMethods1: a class that sets a dunder to None has it blocked
+    # (CPython calls the None: TypeError), where the trace took it for absent (bool() true, or __len__'s answer;
+    # y += 1 fell back to __add__)
+    def iadd():
+        y = _Blocked()
+        y += 1
+        return y
+
+    return x + 1, [_raised(lambda: bool(_Blocked())), _raised(lambda: bool(_LenButNoBool())), _raised(iadd),
+                   _raised(lambda: iter(_Blocked())), _raised(lambda: -_Blocked()),
+                   _raised(lambda: reversed(_Blocked())), _raised(lambda: _Blocked() + 1)]
+
+
+def test_dunders_set_to_none_are_blocked():
+    assert_parity(_none_dunders, lambda: (torch.randn(2),), fullgraph=True)
+
+
+class _OwnReversed:
+    def __iter__(self):
+        return iter([1, 2, 3])
+
+    def __reversed__(self):
+        return iter(["r"])
+
+
+class _OnlyIter:
+    def __iter__(self):
+        return iter([1, 2])
+
+
+def _reversed_objects(x):
+    # reversed() of an object took its items from __iter__: CPython calls the class's __reversed__, and refuses a
+    # class with neither __reversed__ nor __getitem__
+    return x + 1, list(reversed(_OwnReversed())), _raised(lambda: reversed(_OnlyIter()))
+
+
+def test_reversed_calls_the_classs_reversed():
+    assert_parity(_reversed_objects, lambda: (torch.randn(2),), fullgraph=True)
+

@@ -434,7 +434,7 @@ def iterator_of(tx: Tracer, seq: VariableTracker, builtin: bool = False) -> Vari
     empty = live_dicts.empty_view_iterator(tx, seq)  # iter(od.values()) of an empty live mapping
     if empty is not None:
         return empty
-    made = call_dunder(tx, seq, "__iter__", [])
+    made = checked_iterator(tx, call_dunder(tx, seq, "__iter__", []))
     if isinstance(made, (IteratorVariable, GeneratorVariable, LiveIteratorVariable)):
         return made
     if builtin and made is not None and has_python_next(made):
@@ -448,6 +448,16 @@ def iterator_of(tx: Tracer, seq: VariableTracker, builtin: bool = False) -> Vari
     if view is not None:  # reads the container at each next, as CPython's listiterator / dictiter / setiter
         return tx.new_container_iterator(seq.mapping if isinstance(seq, DictViewVariable) else seq, view)
     return tx.new_iterator(tuple(sequence_items(tx, seq)), cls=iterator_type(tx, iter, seq))
+
+
+def checked_iterator(tx: Tracer, made: VariableTracker | None) -> VariableTracker | None:
+    """What a class's ``__iter__`` returned (None: the class has none), checked as CPython's ``iter()`` checks it:
+    TypeError "iter() returned non-iterator of type 'X'" where its type has no ``__next__`` (an ``__iter__`` that
+    returns ``self`` of a class without one; iterating that as a sequence again recursed without end)."""
+    if made is not None and not hasattr(type_checks.python_type_of(tx, made), "__next__"):
+        tx.user_error(TypeError(f"iter() returned non-iterator of type "
+                                f"'{type_checks.python_type_of(tx, made).__name__}'"))
+    return made
 
 
 def iterator_type(tx: Tracer, fn: Any, seq: VariableTracker) -> type | None:

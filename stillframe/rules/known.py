@@ -259,7 +259,7 @@ def _constant_items(tx: Tracer, var: ConstantVariable) -> tuple:
 
 def _dunder_items(tx: Tracer, var: VariableTracker) -> tuple | None:
     """``iter(obj)`` through its class's own ``__iter__`` written in Python, if it has one."""
-    dunder = builtin_calls.call_dunder(tx, var, "__iter__", [])
+    dunder = builtin_calls.checked_iterator(tx, builtin_calls.call_dunder(tx, var, "__iter__", []))
     if dunder is not None and builtin_calls.has_python_next(dunder):  # an iterator object: drained by __next__
         dunder = calls.call_sync(tx, UserFunctionVariable(polyfills.drive), [dunder], {})
     return None if dunder is None else sequence_items(tx, dunder)

@@ -229,6 +229,9 @@ def _jump_if(test: Any, pop: bool = True, keep_on_jump: bool = False) -> Any:
 
 @executor("FOR_ITER")
 def FOR_ITER(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
+    if not hasattr(type(frame.stack[-1]), "__next__"):  # (CPython calls the slot, not next(): its own message for
+        # an iterator whose class lost its __next__ since GET_ITER, test_iter test_3720)
+        raise TypeError(f"'{type(frame.stack[-1]).__name__}' object is not iterable")
     try:
         frame.stack.append(next(frame.stack[-1]))
     except StopIteration:

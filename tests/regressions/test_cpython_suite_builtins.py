@@ -165,3 +165,48 @@ def _reversed_objects(x):
 def test_reversed_calls_the_classs_reversed():
     assert_parity(_reversed_objects, lambda: (torch.randn(2),), fullgraph=True)
 
+
+# ------------------------------------------------------------------ iterators that are not
+
+
+class _IterIsSelfWithoutNext:
+    def __iter__(self):
+        return self
+
+
+def _make_self_deleting_iterator():
+    class SelfDeleting:
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            del SelfDeleting.__next__
+            return 1
+
+    return SelfDeleting
+
+
+def _loop_over(x, cls):
+    # test_iter test_3720: a for loop over an iterator whose __next__ deletes itself ends in TypeError "... object
+    # is not iterable" at the next step (the real FOR_ITER called next(): "... is not an iterator"); an __iter__
+    # returning an object without __next__ is "iter() returned non-iterator" (the trace recursed without end: an
+    # internal error, then a fallback)
+    out = []
+    try:
+        for item in cls():
+            out.append(item)
+    except TypeError as e:
+        out.append(str(e))
+    try:
+        out.append(list(cls()))
+    except TypeError as e:
+        out.append(str(e))
+    return x + 1, out
+
+
+def test_for_loop_over_an_iterator_that_deletes_its_next():
+    assert_parity(_loop_over, lambda: (torch.randn(2), _make_self_deleting_iterator()))
+
+
+def test_iter_returning_a_non_iterator_raises():
+    assert_parity(_loop_over, lambda: (torch.randn(2), _IterIsSelfWithoutNext), fullgraph=True)

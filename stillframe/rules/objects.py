@@ -22,6 +22,7 @@ import torch
 import types
 import weakref
 from typing import Any
+from ..errors import UserError
 from ..guards.guard import Guard
 from ..guards.source import AttrSource, GetItemSource
 from ..variables.base import (
@@ -388,6 +389,30 @@ def sort_keys(tx: Any, items: tuple, key: VariableTracker | None) -> list:
     return [known.const_value(tx, calls.call_sync(tx, key, [v], {})) for v in items]
 
 
+def _list_sort_keys(tx: Any, obj: VariableTracker, items: tuple, key: VariableTracker | None) -> tuple[list, bool]:
+    """``lst.sort(key=key)``'s keys, and whether the key function put something into the list: CPython's
+    ``list_sort`` empties the list while it sorts (a key function sees it empty), puts back what it held after
+    (what the key function wrote is dropped; a key's error leaves the list as it was), and raises ValueError "list
+    modified during sort" where the list was written to and has items (test_sort test_key_with_mutation). A write
+    that left it empty (an append then a pop, or a clear, which CPython tells apart) breaks the graph: the real
+    sort decides."""
+    if key is None or (isinstance(key, ConstantVariable) and key.value is None):
+        return sort_keys(tx, items, key), False
+    tx.set_list_items(obj, ())
+    emptied = tx.heap(obj.oid)
+    try:
+        keys = sort_keys(tx, items, key)
+    except UserError:
+        tx.set_list_items(obj, items)
+        raise
+    if tx.heap(obj.oid) is emptied:
+        tx.set_list_items(obj, items)
+        return keys, False
+    if not tx.list_items(obj):
+        tx.unsupported("unsupported_call", "list.sort's key function wrote to the list and left it empty")
+    return keys, True
+
+
 def _reorder(tx: Any, obj: DictVariable, entry: DictEntry, name: str, args: list, kwargs: dict) -> VariableTracker:
     """``od.move_to_end(key, last=True)`` and ``popitem(last=True)``: the item moves to (or leaves) one end."""
     last = bool(known.const_value(tx, kwargs.get("last", args[-1] if args[1 if name == "move_to_end" else 0:]
@@ -458,9 +483,12 @@ def call_container_method(tx: Any, method: ContainerMethodVariable, args: list, 
         elif name == "sort":
             if args:
                 tx.user_error(TypeError("sort() takes no positional arguments"))
-            keys = sort_keys(tx, tuple(items), kwargs.get("key"))
+            keys, modified = _list_sort_keys(tx, obj, tuple(items), kwargs.get("key"))
             reverse = bool(known.const_value(tx, kwargs.get("reverse", ConstantVariable(False))))
             items = [items[i] for i in sorted(range(len(items)), key=lambda i: keys[i], reverse=reverse)]
+            if modified:
+                tx.set_list_items(obj, tuple(items))
+                tx.user_error(ValueError("list modified during sort"))
         elif name == "copy":
             return tx.new_list(tuple(items))
         elif name == "index":

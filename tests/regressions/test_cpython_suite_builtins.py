@@ -210,3 +210,42 @@ def test_for_loop_over_an_iterator_that_deletes_its_next():
 
 def test_iter_returning_a_non_iterator_raises():
     assert_parity(_loop_over, lambda: (torch.randn(2), _IterIsSelfWithoutNext), fullgraph=True)
+
+
+# ------------------------------------------------------------------ list.sort with a key function
+
+
+def _sort_with_keys_that_look(x):
+    # test_sort test_key_with_mutation: CPython empties the list while it sorts (a key function sees it empty),
+    # drops what the key function wrote, and raises ValueError where it wrote items; a key's error leaves the list
+    # as it was. The rule sorted the list the key function had already replaced, silently.
+    out = []
+    data = list(range(10))
+
+    def replacing(v):
+        del data[:]
+        data[:] = range(20)
+        return -v
+
+    try:
+        data.sort(key=replacing)
+    except ValueError as e:
+        out.append(str(e))
+    seen = []
+    looked_at = [3, 1, 2]
+
+    def looking(v):
+        seen.append(len(looked_at))
+        return v
+
+    looked_at.sort(key=looking)
+    failing = [1, 0, 2]
+    try:
+        failing.sort(key=lambda v: 1 / v)
+    except ZeroDivisionError as e:
+        out.append(str(e))
+    return x + 1, out, data, looked_at, seen, failing
+
+
+def test_list_sort_hides_the_list_from_its_key_function():
+    assert_parity(_sort_with_keys_that_look, lambda: (torch.randn(2),), fullgraph=True)

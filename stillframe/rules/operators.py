@@ -255,11 +255,12 @@ def compare(tx, symbol, a, b):
         return call_tensor_op(tx, "call_function", fn, (a, b), {})
     if isinstance(a, SymNodeVariable) or isinstance(b, SymNodeVariable):  # symbolic: guarded when tested
         return symbolic.apply(tx, fn, (a, b))
-    if known.is_const(tx, a) and known.is_const(tx, b):
-        return builtin_calls.fold(tx, fn, [a, b], {})
-    if symbol in ("==", "!=") and _eq_is_identity(tx, a) and _eq_is_identity(tx, b):
+    if symbol in ("==", "!=") and _eq_is_identity(tx, a) and _eq_is_identity(tx, b):  # (before the fold: an
+        # iterator over constants folds to a new iterator per read, never equal to another)
         same = identical(tx, a, b)
         return ConstantVariable(same if symbol == "==" else not same)
+    if known.is_const(tx, a) and known.is_const(tx, b):
+        return builtin_calls.fold(tx, fn, [a, b], {})
     if isinstance(a, (ListVariable, TupleVariable)) and isinstance(b, (ListVariable, TupleVariable)):
         as_tuples = [TupleVariable(tuple(known.sequence_items(tx, v))) for v in (a, b)]
         return builtin_calls.fold(tx, fn, as_tuples, {})
@@ -302,8 +303,10 @@ def _type_of_value(tx, v):
 
 def _eq_is_identity(tx, v, user_eq=False):
     """Whether ``==`` on ``v`` is identity: a function, or an object whose type keeps ``object``'s ``__eq__`` and
-    ``__ne__``. With ``user_eq``, a Python ``__eq__`` that returned NotImplemented also falls back to identity."""
-    if isinstance(v, (UserFunctionVariable, TorchFunctionVariable, BuiltinVariable)):
+    ``__ne__`` (a builtin iterator, a generator). With ``user_eq``, a Python ``__eq__`` that returned
+    NotImplemented also falls back to identity."""
+    if isinstance(v, (UserFunctionVariable, TorchFunctionVariable, BuiltinVariable, IteratorVariable,
+                      GeneratorVariable)):
         return True
     if not isinstance(v, (NNModuleVariable, PythonObjectVariable, ObjectVariable)):
         return False

@@ -249,3 +249,20 @@ def _sort_with_keys_that_look(x):
 
 def test_list_sort_hides_the_list_from_its_key_function():
     assert_parity(_sort_with_keys_that_look, lambda: (torch.randn(2),), fullgraph=True)
+
+
+# ------------------------------------------------------------------ == of iterators
+
+
+def _iterators_compared(x, seq):
+    # test_enumerate test_basicfunction (assertEqual(iter(e), e)): an iterator over constants (a tuple) was folded
+    # to a new real iterator at each read, so `it == it` was False; iterators compare by identity
+    e = enumerate(seq)
+    z = zip(seq, seq)
+    it = iter(seq)
+    return x + 1, iter(e) == e, iter(e) != e, z == iter(z), it == iter(it), it == e, e != z
+
+
+def test_iterators_over_constants_compare_by_identity():
+    assert_parity(_iterators_compared, lambda: (torch.randn(2), (1, 2)), fullgraph=True)
+    assert_parity(_iterators_compared, lambda: (torch.randn(2), [1, 2]), fullgraph=True)

@@ -70,12 +70,14 @@ ARITY: dict[tuple[type, str], tuple[int, float, bool]] = {
     (torch.Size, "numel"): (0, 0, False),
     **{(builtins, name): (0, 1, False) for name in ("set", "frozenset", "bool")},
     (builtins, "dict"): (0, 1, True),
+    (builtins, "getattr"): (2, 3, False),
 }
 
 #: Builtins whose call with placeholder arguments has no effect (types that make an empty value, Argument Clinic
 #: functions that check their arity before they run): called for real for an arity error's text.
 EMPTY_SAFE = frozenset({list, tuple, set, frozenset, dict, bool, float, len, isinstance, issubclass, hasattr, abs,
-                        callable, id, repr, ord, chr, hash, divmod, sum, enumerate, reversed, sorted, all, any})
+                        callable, id, repr, ord, chr, hash, divmod, sum, enumerate, reversed, sorted, all, any, getattr,
+                        setattr, delattr})
 
 _METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType, types.FunctionType)
 

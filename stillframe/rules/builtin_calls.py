@@ -217,8 +217,18 @@ def _issubclass(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     return fold(tx, issubclass, args, kwargs)
 
 
+def attribute_name(tx: Tracer, var: VariableTracker) -> str:
+    """The name ``getattr``, ``hasattr``, ``setattr``, ``delattr`` (and ``object``'s ``__setattr__`` /
+    ``__getattribute__``) are given: a str, else CPython's TypeError "attribute name must be string, not 'int'"
+    (test_builtin test_hasattr, test_delattr: hasattr(sys, 1) answered False, delattr raised AttributeError)."""
+    name = const_value(tx, var)
+    if not isinstance(name, str):
+        tx.user_error(TypeError(f"attribute name must be string, not '{type(name).__name__}'"))
+    return name
+
+
 def _setattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    store_attr(tx, args[0], const_value(tx, args[1]), args[2])
+    store_attr(tx, args[0], attribute_name(tx, args[1]), args[2])
     return ConstantVariable(None)
 
 
@@ -383,7 +393,7 @@ def attempt(tx: Tracer, exc_type: type, step: Callable[[], VariableTracker]) -> 
 
 
 def _getattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    obj, name = args[0], const_value(tx, args[1])
+    obj, name = args[0], attribute_name(tx, args[1])
     if len(args) == 3:
         found = attempt(tx, AttributeError, lambda: getattr_var(tx, obj, name))
         return args[2] if found is None else found
@@ -391,7 +401,7 @@ def _getattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 
 def _hasattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    obj, name = args[0], const_value(tx, args[1])
+    obj, name = args[0], attribute_name(tx, args[1])
     if isinstance(obj, NNModuleVariable) and nn_modules.registries_written(tx, obj.module):
         return ConstantVariable(attempt(tx, AttributeError, lambda: getattr_var(tx, obj, name)) is not None)
     if isinstance(obj, ObjectVariable) or isinstance(obj, PythonObjectVariable) and (
@@ -828,16 +838,16 @@ def _checked_super(tx: Tracer, cls: type, obj: VariableTracker) -> VariableTrack
 
 
 def _object_setattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    object_setattr(tx, args[0], const_value(tx, args[1]), args[2])
+    object_setattr(tx, args[0], attribute_name(tx, args[1]), args[2])
     return ConstantVariable(None)
 
 
 def _object_getattribute(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    return plain_getattr(tx, args[0], const_value(tx, args[1]))
+    return plain_getattr(tx, args[0], attribute_name(tx, args[1]))
 
 
 def _delattr(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
-    delete_attr(tx, args[0], const_value(tx, args[1]))
+    delete_attr(tx, args[0], attribute_name(tx, args[1]))
     return ConstantVariable(None)
 
 

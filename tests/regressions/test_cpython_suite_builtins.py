@@ -266,3 +266,25 @@ def _iterators_compared(x, seq):
 def test_iterators_over_constants_compare_by_identity():
     assert_parity(_iterators_compared, lambda: (torch.randn(2), (1, 2)), fullgraph=True)
     assert_parity(_iterators_compared, lambda: (torch.randn(2), [1, 2]), fullgraph=True)
+
+
+# ------------------------------------------------------------------ attribute names
+
+
+class _Plain:
+    pass
+
+
+def _attribute_builtins(x):
+    # test_builtin test_hasattr, test_delattr: a name that is not a str is CPython's TypeError (hasattr answered
+    # False, delattr raised AttributeError "... has no attribute '1'"); getattr's arity is checked as CPython's
+    obj = _Plain()
+    return x + 1, [_raised(lambda: hasattr(obj, 1)), _raised(lambda: getattr(obj, 1)),
+                   _raised(lambda: getattr(obj, 1, None)), _raised(lambda: setattr(obj, 1, 2)),
+                   _raised(lambda: delattr(obj, 1)), _raised(lambda: getattr(obj)),
+                   _raised(lambda: getattr(obj, "a", 1, 2)), _raised(lambda: setattr(obj, "a")),
+                   _raised(lambda: delattr(obj))]
+
+
+def test_attribute_builtins_check_the_name_and_arity():
+    assert_parity(_attribute_builtins, lambda: (torch.randn(2),), fullgraph=True)

@@ -669,8 +669,9 @@ def _same_value(tx: Any, a: VariableTracker, b: VariableTracker) -> bool:
     """Whether the item ``a`` equals ``b`` as ``list.count`` / ``index`` / ``remove`` (and tuple's) test it:
     CPython's ``PyObject_RichCompareBool(a, b, Py_EQ)``, identity first, then ``a == b``, which runs a user
     class's ``__eq__`` (traced)."""
-    if known.is_const(tx, a) and known.is_const(tx, b):
-        return known.const_value(tx, a) == known.const_value(tx, b)
+    if known.is_const(tx, a) and known.is_const(tx, b):  # (identity first: [nan].count(nan) is 1)
+        value_a, value_b = known.const_value(tx, a), known.const_value(tx, b)
+        return value_a is value_b or value_a == value_b
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         if identical(tx, a, b):
             return True

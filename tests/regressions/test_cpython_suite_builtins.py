@@ -288,3 +288,20 @@ def _attribute_builtins(x):
 
 def test_attribute_builtins_check_the_name_and_arity():
     assert_parity(_attribute_builtins, lambda: (torch.randn(2),), fullgraph=True)
+
+
+# ------------------------------------------------------------------ identity before equality
+
+
+def _nan_counted(x, nan):
+    # test_float test_float_containment: list.count / index / remove compare identity first
+    # (PyObject_RichCompareBool); the rule compared constants with == only, and nan != nan: [nan].count(nan) was 0
+    items = [nan, 1.0, nan]
+    counted = items.count(nan), (nan,).count(nan), items.index(nan)
+    items.remove(nan)
+    return x + 1, counted, len(items)
+
+
+def test_list_methods_compare_identity_first():
+    nan = float("nan")
+    assert_parity(_nan_counted, lambda: (torch.randn(2), nan), fullgraph=True)

@@ -71,13 +71,14 @@ ARITY: dict[tuple[type, str], tuple[int, float, bool]] = {
     **{(builtins, name): (0, 1, False) for name in ("set", "frozenset", "bool")},
     (builtins, "dict"): (0, 1, True),
     (builtins, "getattr"): (2, 3, False),
+    (builtins, "slice"): (1, 3, False),
 }
 
 #: Builtins whose call with placeholder arguments has no effect (types that make an empty value, Argument Clinic
 #: functions that check their arity before they run): called for real for an arity error's text.
 EMPTY_SAFE = frozenset({list, tuple, set, frozenset, dict, bool, float, len, isinstance, issubclass, hasattr, abs,
                         callable, id, repr, ord, chr, hash, divmod, sum, enumerate, reversed, sorted, all, any, getattr,
-                        setattr, delattr})
+                        setattr, delattr, slice})
 
 _METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType, types.FunctionType)
 

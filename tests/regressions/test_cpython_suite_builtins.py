@@ -305,3 +305,17 @@ def _nan_counted(x, nan):
 def test_list_methods_compare_identity_first():
     nan = float("nan")
     assert_parity(_nan_counted, lambda: (torch.randn(2), nan), fullgraph=True)
+
+
+# ------------------------------------------------------------------ slice()
+
+
+def _slices(x):
+    # test_slice test_constructor: slice() and slice(1, 2, 3, 4) raise TypeError (the rule made a slice of
+    # whatever it was given)
+    return x + 1, [_raised(lambda: slice()), _raised(lambda: slice(1, 2, 3, 4)), _raised(lambda: slice(1, x=2)),
+                   _raised(lambda: slice(1, 2, 3))]
+
+
+def test_slice_checks_its_arity():
+    assert_parity(_slices, lambda: (torch.randn(2),), fullgraph=True)

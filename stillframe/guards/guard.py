@@ -90,7 +90,10 @@ def describe(guard: Guard) -> str:
     if guard.kind not in GUARD_KINDS:
         raise ValueError(f"unknown guard kind {guard.kind}")
     name = guard.source.name if guard.source is not None else ""
-    text = user_names(GUARD_KINDS[guard.kind].text(name, guard.expected))
+    try:
+        text = user_names(GUARD_KINDS[guard.kind].text(name, guard.expected))
+    except ValueError:  # (an expected value with no text: an int past sys.get_int_max_str_digits(), test_int)
+        text = f"{name}: {guard.kind} guard on a {type(guard.expected).__name__} too large to print"
     return text if guard.origin is None else f"{text}  (from {guard.origin})"
 
 
@@ -440,8 +443,14 @@ def _condition(gen: GuardCodegen, guard: Guard) -> str:
 
 
 def _literal(gen: GuardCodegen, value: Any) -> str:
-    """``value`` as Python source when its repr is exact, else a reference to it as a constant."""
-    return repr(value) if type(value) in (int, str, bool, bytes) else gen.const(value)
+    """``value`` as Python source when its repr is exact, else a reference to it as a constant (an int past
+    ``sys.get_int_max_str_digits()`` has no repr, nor could the guard's source spell it)."""
+    if type(value) in (int, str, bool, bytes):
+        try:
+            return repr(value)
+        except ValueError:
+            pass
+    return gen.const(value)
 
 
 def _equals(gen: GuardCodegen, v: str, value: Any) -> str:

@@ -6,6 +6,7 @@ exception's type and message)."""
 from __future__ import annotations
 
 import itertools
+import sys
 
 import pytest
 import torch
@@ -305,6 +306,27 @@ def _nan_counted(x, nan):
 def test_list_methods_compare_identity_first():
     nan = float("nan")
     assert_parity(_nan_counted, lambda: (torch.randn(2), nan), fullgraph=True)
+
+
+# ------------------------------------------------------------------ guards on huge ints
+
+
+def _low_bits(x, n):
+    return x + 1, n.bit_length(), n & 0xFF
+
+
+def test_a_guard_on_an_int_too_large_to_print():
+    # test_int IntSubclassStrDigitLimitsTests.test_power_of_two_bases_unlimited: with sys.set_int_max_str_digits
+    # lowered, the recompilation message repr()'d the int its failing guard expected: ValueError "Exceeds the limit
+    # (640 digits) for integer string conversion" out of the compiled call
+    previous = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(640)
+    try:
+        compiled = stillframe.compile(_low_bits, backend="eager")
+        compiled(torch.randn(2), 1 << 4000)
+        assert_parity(_low_bits, lambda: (torch.randn(2), (1 << 4000) + 3), compiled=compiled)
+    finally:
+        sys.set_int_max_str_digits(previous)
 
 
 # ------------------------------------------------------------------ slice()

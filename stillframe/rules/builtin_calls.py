@@ -740,6 +740,10 @@ def _autocast(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 GRAD_MODE_CLASSES = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
 
+#: CPython's ``Py_TPFLAGS_DISALLOW_INSTANTIATION``: a C type without ``tp_new`` (``functools.KeyWrapper``, the type
+#: of ``cmp_to_key(f)``): calling it raises "cannot create 'functools.KeyWrapper' instances".
+_DISALLOW_INSTANTIATION = 1 << 7
+
 
 def construct(tx: Tracer, cls: type, args: list, kwargs: dict) -> VariableTracker:
     """``cls(*args, **kwargs)`` for a user class: a named tuple, or a new heap object whose ``__init__`` is inlined."""
@@ -761,6 +765,8 @@ def construct(tx: Tracer, cls: type, args: list, kwargs: dict) -> VariableTracke
         return fold(tx, cls, args, kwargs)
     if issubclass(cls, BaseException):
         return exceptions.construct(tx, cls, args, kwargs)
+    if cls.__flags__ & _DISALLOW_INSTANTIATION:  # (its __new__ reads as object's; CPython refuses: the real call)
+        tx.unsupported("unsupported_call", f"{cls.__qualname__} cannot be instantiated (the real call raises)")
     new_ok = cls.__new__ is object.__new__ or (dict_base(cls) is not None and cls.__new__ is dict.__new__)
     if not new_ok or type(cls) not in (type, abc.ABCMeta):
         tx.unsupported("unsupported_call", f"constructing {cls.__qualname__} (custom __new__ or metaclass)")

@@ -5,6 +5,7 @@ exception's type and message)."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import sys
 
@@ -341,3 +342,23 @@ def _slices(x):
 
 def test_slice_checks_its_arity():
     assert_parity(_slices, lambda: (torch.randn(2),), fullgraph=True)
+
+
+# ------------------------------------------------------------------ types that cannot be instantiated
+
+
+_KEY_WRAPPER = type(functools.cmp_to_key(None))
+
+
+def _instantiate(x, tp):
+    # test_functools TestCmpToKeyC test_disallow_instantiation: a C type without tp_new reads object.__new__ as its
+    # __new__, and the trace made an instance of it; CPython raises "cannot create 'functools.KeyWrapper' instances"
+    try:
+        made = tp()
+        return x + 1, type(made).__name__
+    except TypeError as e:
+        return x + 1, str(e)
+
+
+def test_a_type_that_disallows_instantiation_is_not_instantiated():
+    assert_parity(_instantiate, lambda: (torch.randn(2), _KEY_WRAPPER))

@@ -358,9 +358,14 @@ def groupby(iterable, key=None):
 
 
 def drive(iterator):
-    # A for loop over an object of a class with its own __next__: one call per item, until StopIteration.
-    step = type(iterator).__next__
+    # A for loop over an object of a class with its own __next__: one call per item, until StopIteration. The
+    # method is looked up at each step, as CPython's slot does: a __next__ that deletes itself ends the loop with
+    # TypeError at the next step (test_iter test_3720).
+    cls = type(iterator)
     while True:
+        step = getattr(cls, "__next__", None)
+        if step is None:
+            raise TypeError(f"'{cls.__name__}' object is not iterable")
         try:
             item = step(iterator)
         except StopIteration:

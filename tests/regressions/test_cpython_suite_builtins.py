@@ -362,3 +362,28 @@ def _instantiate(x, tp):
 
 def test_a_type_that_disallows_instantiation_is_not_instantiated():
     assert_parity(_instantiate, lambda: (torch.randn(2), _KEY_WRAPPER))
+
+
+def _loop_over_a_class_made_here(x):
+    # test_iter test_3720 as written: the class is made in the compiled function (its class statement runs for
+    # real), and the loop's polyfill read type(it).__next__ once, at its start: retried after the graph break at
+    # the delete, it found the method gone (AttributeError); CPython looks the method up at each step
+    class SelfDeleting:
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            del SelfDeleting.__next__
+            return 1
+
+    out = []
+    try:
+        for item in SelfDeleting():
+            out.append(item)
+    except TypeError as e:
+        out.append(str(e))
+    return x + 1, out
+
+
+def test_for_loop_over_a_class_made_in_the_function_whose_next_deletes_itself():
+    assert_parity(_loop_over_a_class_made_here, lambda: (torch.randn(2),))

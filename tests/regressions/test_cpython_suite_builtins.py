@@ -53,7 +53,8 @@ _CONSTRUCTIONS = [
     lambda made: itertools.combinations(made, -1), lambda made: itertools.combinations(made, "a"),
     lambda made: itertools.permutations(made, "a"), lambda made: itertools.permutations(made, -1),
     lambda made: itertools.product(made, repeat=-1), lambda made: itertools.product(made, repeat="a"),
-    lambda made: itertools.accumulate(made, None, 3), lambda made: itertools.chain([1], x=1), lambda made: itertools.compress([1, 2], [1, 0]),
+    lambda made: itertools.accumulate(made, None, 3), lambda made: itertools.chain([1], x=1),
+    lambda made: itertools.compress([1, 2], [1, 0]),
     lambda made: enumerate([1], "a"), lambda made: enumerate([1], x=1), lambda made: enumerate(made, 2),
     lambda made: itertools.count(2.5, 0.5), lambda made: iter(made),
 ]

@@ -132,7 +132,7 @@ class ShapePolicy:
         for name, value in zip(names, source_values([self.sources[n] for n in names], L, G, F)):
             if name in self.ints:
                 before = self.ints[name]
-                number = type(value) in (int, float) and name not in self.static and _fits_a_symbol(value)
+                number = type(value) in (int, float) and name not in self.static
                 if number and before is not None and before != value:
                     changes.append(f"{name}: {before} -> {value}")
                 self.symbolic |= number and before != value
@@ -150,8 +150,6 @@ class ShapePolicy:
         as torch.compile keeps them); any float (torch.compile unspecializes floats from every source), but
         NaN and infinities, and the floats a backend could not turn into tensor ops (``static``)."""
         if type(value) is float and (source.name in self.static or math.isnan(value) or math.isinf(value)):
-            return False
-        if not _fits_a_symbol(value):
             return False
         hint = self.hints.get(source.name)
         if hint in ("int", "float") or (hint == "loop" and self.dynamic is not False):
@@ -228,9 +226,3 @@ class ShapePolicy:
         self.seen[name] = now
         return tuple(n is None for n in now)
 
-
-def _fits_a_symbol(value: Any) -> bool:
-    """Whether a number can be a symbolic graph input: a SymInt is a 64-bit integer, so an int outside that range
-    stays a constant, guarded by value (a 4000-bit int that changed between calls made its shape guards fail
-    to print, then the trace fall back)."""
-    return type(value) is not int or -2 ** 63 <= value < 2 ** 63

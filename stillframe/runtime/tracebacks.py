@@ -56,21 +56,38 @@ def frames_traceback(entries: tuple, tail: types.TracebackType | None = None) ->
     for entry in reversed(entries):
         code = entry.code
         step = trampoline(code, entry.lineno or code.co_firstlineno, "raise", entry.positions, entry.module)
-        made = next(_raised_through(step))
+        made = _raised_through(step)
         tb = types.TracebackType(tb, made.tb_frame, made.tb_lasti, made.tb_lineno)
     return tb
 
 
-def _raised_through(step: Any) -> Iterator[types.TracebackType]:
-    """The traceback entry of ``step`` raising, made inside a generator: the trampoline's frame, which the user's
-    traceback keeps, then has the generator's frame as its ``f_back``, which links to no caller once it is not
-    running. Raised from the caller directly, the frame kept every frame of ours under it alive, with their locals
-    (a plan's live values: a ``del x`` in the user's ``except`` then did not collect ``x``, test_raise's
-    test_3611)."""
+def _raised_through(step: Any) -> types.TracebackType:
+    """The traceback entry of ``step`` raising, the trampoline's frame linked to no frame of ours.
+
+    Raised from the caller directly, the frame (kept by the user's traceback) would keep every frame of ours under
+    it alive through ``f_back``, with their locals: a plan's live values, so a ``del x`` in the user's ``except``
+    did not collect ``x`` (test_raise's test_3611). So ``step`` raises inside a generator, left suspended: a
+    suspended generator's frame links to no caller. The generator lives as long as the trampoline's frame (which
+    holds it, ``step``'s ``keep``), and ends with it: run to its end or closed, a generator's frame would link to
+    the frame that ended it (on 3.12, closing it runs its frame; 3.11 and 3.13 unlink a generator's frame as it
+    stops, 3.12 does not).
+    """
+    keep: list = []
+    generator = _raise_in(step, keep)
+    keep.append(generator)
+    del keep  # (only the trampoline's frame holds it now)
+    return next(generator)
+
+
+def _raise_in(step: Any, keep: list) -> Iterator[types.TracebackType]:
+    made = []
     try:
-        step(_Unwinding())
+        step(_Unwinding(), keep)
     except _Unwinding as e:
-        yield e.__traceback__.tb_next  # the trampoline's own entry
+        made.append(e.__traceback__.tb_next)  # the trampoline's own entry
+        e.__traceback__ = None  # (the trampoline's frame holds e: a cycle through the entry otherwise)
+    del keep
+    yield made.pop()  # (no local of the suspended frame holds the entry: that would be a cycle through it)
 
 
 def handled_traceback(tb: types.TracebackType | None, passed: list) -> types.TracebackType | None:

@@ -83,7 +83,7 @@ def trampoline(code: types.CodeType, line: int, kind: str, positions: Any = None
     """:func:`frame_trampoline` for line ``line`` of ``code`` (also used to replay deferred logging calls).
 
     ``kind`` ``"call"``: ``step(fn, args, kwargs)`` returns ``fn(*args, **kwargs)``; ``"raise"``:
-    ``step(exc)`` raises ``exc``. ``positions`` (a ``dis.Positions`` on ``line``) is the column span the
+    ``step(exc)`` raises ``exc``; ``step(exc, keep)`` too, its frame holding ``keep`` while it lives. ``positions`` (a ``dis.Positions`` on ``line``) is the column span the
     call or raise claims; without it, the whole line. ``globals_``: the user's globals, the trampoline's own
     (``warnings`` keeps its ``__warningregistry__`` there and names the module from ``__name__``, as
     ``type(name, bases, ns)`` sets ``__module__``); without them, ``module``, the ``__name__`` the trampoline's
@@ -127,12 +127,12 @@ def _make(code: types.CodeType, line: int, kind: str, col: int, width: int, modu
         text = head + f" {name} = ___partial(___fn, *___a, **___k); return (\n" + " " * col + f"{name}()\n )\n"
     elif kind == "raise" and line >= 2 and col >= 1:  # `raise name` spans the columns
         name = "_" * max(width - len("raise "), 3)
-        head = "\n" * (first - 1) + f"def ___step({name}):\n" + "\n" * (line - first - 1) \
-            if 1 <= first <= line - 1 else "\n" * (line - 2) + f"def ___step({name}):\n"
+        head = "\n" * (first - 1) + f"def ___step({name}, ___keep=None):\n" + "\n" * (line - first - 1) \
+            if 1 <= first <= line - 1 else "\n" * (line - 2) + f"def ___step({name}, ___keep=None):\n"
         text = head + " " * col + f"raise {name}\n"
     else:  # the whole line, at its first column
         body = "return ___fn(*___a, **___k)" if kind == "call" else "raise ___e"
-        params = "___fn, ___a, ___k" if kind == "call" else "___e"
+        params = "___fn, ___a, ___k" if kind == "call" else "___e, ___keep=None"
         text = "\n" * (line - 1) + f"def ___step({params}): {body}\n"
     namespace: dict = {"___partial": functools.partial}
     if module is not None:

@@ -336,10 +336,6 @@ class _Finalized:
         _FINALIZED.append("del")
 
 
-@pytest.mark.xfail(sys.version_info >= (3, 12), strict=True, reason=(
-    "on 3.12 and 3.13 the frame of the plan's `<stillframe rebuild>` function that raised stays referenced (its "
-    "locals hold the call's live values) until the exception is gone: `del obj` in the handler does not collect obj "
-    "at once; the trampoline-generator fix cuts the link on 3.11 only"))
 def test_del_in_a_handler_of_a_traced_exception_collects_at_once():
     # test_raise TestContext.test_3611: ``del x`` in the ``except`` of an exception the plan raised did not collect
     # ``x`` (its __del__ ran at some later collection): the traceback's frames, made by trampolines, linked through

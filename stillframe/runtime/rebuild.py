@@ -296,17 +296,22 @@ class StateCodegen:
 
     # --------------------------------------------------------- side effects
     def side_effects(self) -> None:
-        """Statements replaying recorded mutations of outside objects, in the order they were first made."""
+        """Statements replaying recorded mutations of outside objects, in the order they were first made.
+
+        Every value a replay writes is read (or made) before the first replay runs: a value with a source is the
+        object as the trace found it, which an earlier replay may move (``o.a = lst.pop()``: ``L['lst'][0]``,
+        read after ``L['lst'][:] = []``, was an IndexError of the rebuild's own)."""
         tx = self.tracer
+        statements: list[str] = []
         for key, (_order, payload) in sorted(tx.state.side_effects.items(), key=lambda kv: kv[1][0]):
             kind = key[0]
             if kind == "list":
                 entry = tx.heap(payload.oid)
                 ref = self.gen.ref(entry.source) if entry.source is not None else self.gen.const(entry.live)
                 if entry.items is None:  # only appended to: extend the caller's list, never read
-                    self.gen.lines.append(f"{ref}.extend([{self._items(entry.appended)}])")
+                    statements.append(f"{ref}.extend([{self._items(entry.appended)}])")
                 else:
-                    self.gen.lines.append(f"{ref}[:] = [{self._items(entry.items)}]")
+                    statements.append(f"{ref}[:] = [{self._items(entry.items)}]")
             elif kind == "dict":
                 entry = tx.heap(payload.oid)
                 ref = self.gen.ref(entry.source) if entry.source is not None else self.gen.const(entry.live)
@@ -314,33 +319,34 @@ class StateCodegen:
                 # dict a new table, under a loop iterating it for real)
                 # (the values are read, from the dict itself maybe, before it is cleared)
                 keys, values = f"[{', '.join(self._key(k) for k, _ in entry.items)}]", self._dict(entry.items)
-                self.gen.lines.append(f"if not {self.gen.const(standins.has_keys)}({ref}, {keys}): {ref}.clear()")
-                self.gen.lines.append(f"{ref}.update({values})")
+                statements.append(f"if not {self.gen.const(standins.has_keys)}({ref}, {keys}): {ref}.clear()")
+                statements.append(f"{ref}.update({values})")
             elif kind == "live_item":  # d[key] = value into a live dict by a live key (rules/live_dicts.py)
                 mapping, item_key, value = payload
-                self.gen.lines.append(f"{self.expr(mapping)}[{self.expr(item_key)}] = {self.expr(value)}")
+                statements.append(f"{self.expr(mapping)}[{self.expr(item_key)}] = {self.expr(value)}")
             elif kind == "attr":
                 owner, value = payload
                 if value is DELETED:  # net effect of the trace: absent (it may have been set, then deleted)
-                    self.gen.lines.append(f"{self.gen.const(delete_own_attr)}({self.expr(owner)}, {key[2]!r})")
+                    statements.append(f"{self.gen.const(delete_own_attr)}({self.expr(owner)}, {key[2]!r})")
                 else:
-                    self.gen.lines.append(f"setattr({self.expr(owner)}, {key[2]!r}, {self.expr(value)})")
+                    statements.append(f"setattr({self.expr(owner)}, {key[2]!r}, {self.expr(value)})")
             elif kind == "attr_del":  # deleted, then set again (the "attr" entry): the set comes later
-                self.gen.lines.append(f"{self.gen.const(delete_own_attr)}({self.expr(payload[0])}, {key[2]!r})")
+                statements.append(f"{self.gen.const(delete_own_attr)}({self.expr(payload[0])}, {key[2]!r})")
             elif kind == "live_iter":  # a live iterator the trace read from: where it stands, for whoever holds it
                 self.move_live_iterator(payload)
             elif kind == "cell":
                 cell_source, value = payload
-                self.gen.lines.append(f"{self.gen.ref(cell_source)}.cell_contents = {self.expr(value)}")
+                statements.append(f"{self.gen.ref(cell_source)}.cell_contents = {self.expr(value)}")
             elif kind == "call":  # a deferred logging call, made from the user's line
                 fn, args, kwargs, code, line = payload
                 step = self.gen.const(trampoline(code, line, "call"))
                 kw = ", ".join(f"{k!r}: {self.expr(v)}" for k, v in kwargs)
-                self.gen.lines.append(f"{step}({self.expr(fn)}, [{self._items(args)}], {{{kw}}})")
+                statements.append(f"{step}({self.expr(fn)}, [{self._items(args)}], {{{kw}}})")
             elif kind == "global":
                 module, name = key[1], key[2]
                 target = "G" if module is None else f"___module_globals({module!r})"
-                self.gen.lines.append(f"{target}[{name!r}] = {self.expr(payload)}")
+                statements.append(f"{target}[{name!r}] = {self.expr(payload)}")
+        self.gen.lines.extend(statements)
 
     # ------------------------------------------------------------- frames
     def frames(self) -> str:

@@ -30,7 +30,6 @@ from ..variables.base import (
     NumpyArrayVariable,
     DictVariable,
     DictViewVariable,
-    GeneratorEntry,
     GeneratorVariable,
     LiveIteratorVariable,
     GradModeVariable,
@@ -876,7 +875,7 @@ def _next(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     if len(args) == 2:  # next(gen, default)
         item = attempt(tx, StopIteration, lambda: resume(tx, gen))
         if item is None:
-            tx.heap_set(gen.oid, GeneratorEntry(None))  # rolled back to before the call: it has finished
+            tx.heap_set(gen.oid, tx.heap(gen.oid).finished())  # rolled back to before the call: it has finished
             return args[1]
         return item
     return resume(tx, gen)

@@ -14,7 +14,7 @@ from ..variables.base import IteratorVariable
 def make_generator(tx, frame) -> GeneratorVariable:
     """The generator object of a call to a generator function, its frame not started."""
     oid = tx.new_id()
-    tx.heap_set(oid, GeneratorEntry(frame))
+    tx.heap_set(oid, GeneratorEntry(frame, frame.code.code))
     return GeneratorVariable(oid)
 
 
@@ -23,7 +23,7 @@ def drain(tx, gen: GeneratorVariable) -> IteratorVariable:
     entry = tx.heap(gen.oid)
     if entry.frame is None:
         return tx.new_iterator(())
-    tx.heap_set(gen.oid, GeneratorEntry(None))
+    tx.heap_set(gen.oid, entry.finished())
     return _run(tx, gen, entry.frame._with(yields=(), generator=None))
 
 
@@ -34,7 +34,7 @@ def step(tx, gen: GeneratorVariable) -> tuple[bool, object]:
     entry = tx.heap(gen.oid)
     if entry.frame is None:
         return False, None
-    tx.heap_set(gen.oid, GeneratorEntry(None))  # running: a return or an exception leaves it finished
+    tx.heap_set(gen.oid, entry.finished())  # running: a return or an exception leaves it finished
     value = _run(tx, gen, entry.frame._with(generator=gen.oid))
     return tx.heap(gen.oid).frame is not None, value
 

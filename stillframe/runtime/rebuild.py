@@ -624,6 +624,10 @@ def _rebuild_generator(cg: StateCodegen, var: GeneratorVariable) -> str:
             return f"{cg.gen.const(var.made_by)}{_EXHAUSTED[var.made_by]!r}"
         if var.made_by is LIST_REVERSEITERATOR:  # (no constructor: reversed() makes it)
             return f"{cg.gen.const(reversed)}([])"
+        code = cg.tracer.heap(var.oid).code
+        if var.made_by is None and code is not None:  # the user's: a finished generator of its function's code
+            return cg._once(("generator", var.oid), f"{cg.gen.const(standins.finished_generator)}("
+                            f"{cg.gen.const(code)})", lambda name: "pass")
         return "iter(())"
     cg.tracer.unsupported("suspended_generator", "a generator suspended mid-way cannot be rebuilt at a graph break")
 

@@ -40,7 +40,6 @@ from ..variables.base import (
     DictEntry,
     DictLayout,
     DictVariable,
-    GeneratorEntry,
     IteratorEntry,
     RangeItems,
     IteratorVariable,
@@ -752,7 +751,7 @@ class Tracer:
     def return_value(self, value: VariableTracker) -> None:
         frames = self.state.frames
         if frames[-1].generator is not None:  # next(gen) reached the generator's return: it has finished
-            self.heap_set(frames[-1].generator, GeneratorEntry(None))
+            self.heap_set(frames[-1].generator, self.heap(frames[-1].generator).finished())
         if frames[-1].yields is not None:  # a generator ran to completion: its caller gets the yielded values
             value = self.new_iterator(frames[-1].yields)
         if len(frames) == 1:

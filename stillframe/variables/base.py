@@ -673,9 +673,14 @@ class GeneratorVariable(VariableTracker):
 
 @dataclass(frozen=True, slots=True)
 class GeneratorEntry:
-    """Heap record of a generator: its suspended frame (``None`` once it has finished)."""
+    """Heap record of a generator: its suspended frame (``None`` once it has finished), and the code object of its
+    function (a finished generator is rebuilt as a finished generator of that code)."""
 
     frame: Any
+    code: Any = None
+
+    def finished(self) -> GeneratorEntry:
+        return GeneratorEntry(None, self.code)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ A plan rebuilds them at a graph break; the builder recognises them when tracing 
 from __future__ import annotations
 
 import operator
+import types
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -187,6 +188,18 @@ def eager_type(it: ResumableIterator) -> type | None:
     if isinstance(it._over, dict) and it._view in ("keys", "values", "items"):
         return type(iter(getattr({}, it._view)()))
     return None
+
+
+def finished_generator(code: types.CodeType) -> types.GeneratorType:
+    """A generator of ``code`` (a generator function's) that has finished, as one the trace ran to its end:
+    ``next`` raises StopIteration, ``close()`` returns None, ``gi_frame`` is None. Made by calling a function of
+    that code on stand-in arguments and closing it before it starts, so none of its body runs."""
+    cells = tuple(types.CellType() for _ in code.co_freevars)
+    fn = types.FunctionType(code, {}, code.co_name, None, cells or None)
+    kwonly = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
+    generator = fn(*[None] * code.co_argcount, **dict.fromkeys(kwonly))
+    generator.close()
+    return generator
 
 
 def has_keys(d: dict, keys: list) -> bool:

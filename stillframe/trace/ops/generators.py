@@ -34,7 +34,7 @@ def YIELD_VALUE(tx, inst):
     frame = tx.frame
     if frame.generator is not None:  # next(gen): suspend, hand the value to the caller
         suspended = frame.with_stack(frame.stack + (ConstantVariable(None),))._with(generator=None)
-        tx.heap_set(frame.generator, GeneratorEntry(suspended))
+        tx.heap_set(frame.generator, GeneratorEntry(suspended, suspended.code.code))
         tx.state = tx.state.replace(frames=tx.state.frames[:-1])
         tx.push(value)
         return

@@ -535,7 +535,11 @@ def LOAD_SUPER_ATTR(cont: Continuation, frame: LiveFrame, inst: Instruction) -> 
     self_ = frame.stack.pop()
     cls = frame.stack.pop()
     super_ = frame.stack.pop()
-    attr = getattr(super_(cls, self_), inst.argval)
+    if super_ is super:  # the zero-argument form's cls and self are the frame's __class__ and first argument
+        bound = super(cls, self_)
+    else:  # a shadowed global `super`: called as written, super() with no arguments, super(a, b) with two
+        bound = super_(cls, self_) if inst.arg & 2 else super_()
+    attr = getattr(bound, inst.argval)
     if inst.push_null:
         frame.stack.append(NULL)
     frame.stack.append(attr)

@@ -69,3 +69,73 @@ def test_a_finished_generator_is_rebuilt_as_a_generator():
     # `gen.close()` raised AttributeError
     assert_parity(_closed_after_its_end, lambda: (torch.ones(2),))
 
+
+class _MySuper:
+    calls: list = []
+
+    def __init__(self, *args):
+        _MySuper.calls.append(args)
+
+    msg = "super super"
+
+
+_SHADOWED = '''
+class C:
+    def zero(self):
+        return super().msg
+
+    def two(self):
+        return super(1, 2).msg
+
+
+def zero(x):
+    return x + 1, *called(C().zero)
+
+
+def two(x):
+    return x + 1, *called(C().two)
+
+
+def called(method):
+    before = len(MySuper.calls)
+    try:
+        value = method()
+    except (AttributeError, TypeError) as e:  # (what the trace's builtin super raised)
+        value = type(e).__name__
+    return value, MySuper.calls[before:]
+'''
+
+
+def _with_super_shadowed() -> dict:
+    namespace = {"super": _MySuper, "MySuper": _MySuper, "__name__": "shadowed_super"}
+    exec(compile(_SHADOWED, "<shadowed super>", "exec"), namespace)
+    return namespace
+
+
+def test_super_shadowed_by_a_global_is_called_as_written():
+    # test_super TestSuper.test_shadowed_dynamic, test_shadowed_dynamic_two_arg (Python 3.12+: `super().x` is one
+    # LOAD_SUPER_ATTR, which calls a global `super` that is not the builtin with (), or (a, b) as written): the trace
+    # and the real step took it for the builtin, read MySuper's attribute from the real super (AttributeError), or
+    # checked (1, 2) as the builtin's arguments (TypeError). On 3.11 the call is an ordinary CALL
+    namespace = _with_super_shadowed()
+    assert_parity(namespace["zero"], lambda: (torch.ones(2),))
+    assert_parity(namespace["two"], lambda: (torch.ones(2),))
+
+
+class _BadFirstArg:
+    def method(self):
+        return super(1, self).method()
+
+
+def _bad_first_arg(x):
+    try:
+        _BadFirstArg().method()
+    except TypeError as e:
+        return x + 1, str(e)
+    return x, None
+
+
+def test_super_with_a_first_argument_that_is_no_type_raises_the_builtins_error():
+    # test_super TestSuper.test_bad_first_arg (Python 3.12+): "super() argument 1 must be a type, not int" was
+    # the trace's "super(type, obj): obj must be an instance or subtype of type"
+    assert_parity(_bad_first_arg, lambda: (torch.ones(2),))

@@ -50,9 +50,18 @@ def IMPORT_FROM(tx, inst):
 
 @handler("LOAD_SUPER_ATTR")
 def LOAD_SUPER_ATTR(tx, inst):
-    self_var = tx.pop()
-    cls = tx.pop()
-    tx.pop()  # the global `super`
+    self_var = tx.peek()
+    cls = tx.peek(1)
+    global_super = tx.peek(2)
+    if not (isinstance(global_super, BuiltinVariable) and global_super.fn is super) or \
+            not isinstance(const_value(tx, cls), type):
+        # CPython's own path for these: the global `super` (shadowed) called with (cls, self), or none for the
+        # zero-argument form, then its attribute read; the builtin's with a cls that is no type raises its TypeError
+        tx.unsupported("unsupported_opcode", "super() where `super` is not the builtin or its class is not a type",
+                       ("it runs for real; tracing resumes after it",))
+    tx.pop()
+    tx.pop()
+    tx.pop()
     attr = super_attr(tx, SuperVariable(const_value(tx, cls), self_var), inst.argval)
     if inst.push_null:
         tx.push(NullVariable(), attr)

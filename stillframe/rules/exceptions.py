@@ -266,13 +266,35 @@ def raise_value(tx: Tracer, var: VariableTracker, cause: VariableTracker | None 
     if cause is not None:
         if isinstance(cause, (BuiltinVariable, PythonObjectVariable)) and isinstance(_value(cause), type) and \
                 issubclass(_value(cause), BaseException):
-            cause = calls.call_sync(tx, cause, [], {})
+            made = calls.call_sync(tx, cause, [], {})
+            if not _is_exception_value(tx, made) and cause_call_checked():
+                tx.user_error(TypeError(f"calling {_value(cause)!r} should have returned an instance of "
+                                        f"BaseException, not {made.python_type()!r}"))
+            cause = made
         if not (isinstance(cause, ConstantVariable) and cause.value is None) and not _is_exception_value(tx, cause):
             tx.user_error(TypeError("exception causes must derive from BaseException"))
         set_chaining(tx, var, "__cause__", cause)
     if not reraise:
         chain(tx, var)
     tx.user_error(stand_in(tx, var), var=var, reraised=reraise)
+
+
+class _MakesNone(BaseException):
+    def __new__(cls):
+        return None
+
+
+@functools.cache
+def cause_call_checked() -> bool:
+    """Whether this Python's ``raise E from C`` refuses a class ``C`` whose call returns no exception with a
+    TypeError (CPython 3.13's do_raise; 3.11 and 3.12 take what it returned, None too, for the cause). Found by
+    trying it, as eager would."""
+    try:
+        raise IndexError from _MakesNone
+    except TypeError:
+        return True
+    except IndexError:
+        return False
 
 
 def _value(var: VariableTracker) -> Any:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..bytecode.operators import BINARY_OPERATORS, COMPARE_OPERATORS
 from ..bytecode.reader import OPNAMES_311, OPNAMES_312, OPNAMES_313, Instruction
 from ..errors import InternalError
+from ..rules.exceptions import cause_call_checked
 from ..rules.frames import unbound_cell_error
 from ..variables.standins import NULL
 from .trampoline import call_through_frames, frame_trampoline
@@ -340,6 +341,12 @@ def RAISE_VARARGS(cont: Continuation, frame: LiveFrame, inst: Instruction) -> No
     if isinstance(exc, type):
         exc = exc()
     if inst.arg == 2:
+        if isinstance(cause, type) and issubclass(cause, BaseException):  # `from C`: C() is the cause
+            made = cause()
+            if not isinstance(made, BaseException) and cause_call_checked():
+                raise TypeError(f"calling {cause!r} should have returned an instance of BaseException, "
+                                f"not {type(made)!r}")
+            cause = made
         exc.__cause__ = cause
     if isinstance(cont.handling, BaseException) and cont.handling is not exc:
         exc.__context__ = cont.handling  # CPython's implicit chaining (the real raise below sees no handler)

@@ -139,3 +139,25 @@ def test_super_with_a_first_argument_that_is_no_type_raises_the_builtins_error()
     # test_super TestSuper.test_bad_first_arg (Python 3.12+): "super() argument 1 must be a type, not int" was
     # the trace's "super(type, obj): obj must be an instance or subtype of type"
     assert_parity(_bad_first_arg, lambda: (torch.ones(2),))
+
+
+class _ConstructsNone(BaseException):
+    @classmethod
+    def __new__(*args, **kwargs):
+        return None
+
+
+def _cause_class_that_makes_none(x):
+    try:
+        raise IndexError from _ConstructsNone
+    except TypeError as e:
+        return x + 1, "TypeError", str(e)
+    except IndexError as e:
+        return x - 1, "IndexError", e.__cause__, e.__suppress_context__
+
+
+def test_a_cause_class_that_makes_no_exception():
+    # test_raise TestCause.test_class_cause_nonexception_result (3.13): CPython 3.13 raises TypeError "calling
+    # <class ...> should have returned an instance of BaseException, not <class 'NoneType'>"; 3.11 and 3.12 take
+    # the None for the cause. The trace did as 3.11 on every version
+    assert_parity(_cause_class_that_makes_none, lambda: (torch.ones(2),))

@@ -344,7 +344,9 @@ def super_attr(tx: Any, sup: Any, name: str) -> VariableTracker:
     start = owner if owner is not None else _type_of(tx, self_var)
     mro = start.__mro__
     if sup.cls not in mro:
-        tx.user_error(TypeError("super(type, obj): obj must be an instance or subtype of type"))
+        value = self_var.value if isinstance(self_var, PythonObjectVariable) else \
+            self_var.fn if isinstance(self_var, BuiltinVariable) else None
+        tx.user_error(type_checks.super_refusal(sup.cls, _type_of(tx, self_var), value))
     for klass in mro[mro.index(sup.cls) + 1:]:
         if name in klass.__dict__:
             attr = klass.__dict__[name]

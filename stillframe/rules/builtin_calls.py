@@ -25,6 +25,7 @@ from ..errors import UserError
 from ..guards.guard import Guard
 from ..variables.base import (
     AutocastVariable,
+    BuiltinVariable,
     ConstantVariable,
     DictEntry,
     NumpyArrayVariable,
@@ -835,10 +836,10 @@ def _super(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 
 def _checked_super(tx: Tracer, cls: type, obj: VariableTracker) -> VariableTracker:
-    value = obj.value if isinstance(obj, PythonObjectVariable) else None
+    value = obj.value if isinstance(obj, PythonObjectVariable) else obj.fn if isinstance(obj, BuiltinVariable) else None
     if not issubclass(type_checks.python_type_of(tx, obj), cls) and \
             not (isinstance(value, type) and issubclass(value, cls)):
-        tx.user_error(TypeError("super(type, obj): obj must be an instance or subtype of type"))
+        tx.user_error(type_checks.super_refusal(cls, type_checks.python_type_of(tx, obj), value))
     return SuperVariable(cls, obj)
 
 

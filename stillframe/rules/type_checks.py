@@ -130,3 +130,22 @@ def isinstance_type(t: type, cls: Any, tx: Tracer, obj: VariableTracker) -> bool
         if cls is torch.nn.Parameter or (isinstance(cls, tuple) and torch.nn.Parameter in cls):
             return issubclass(t, cls)
     return issubclass(t, cls)
+
+
+def super_refusal(cls: type, obj_type: type, value: Any = None) -> TypeError:
+    """The TypeError of ``super(cls, obj)`` where ``obj`` (of type ``obj_type``; ``value`` where it is a class) is
+    neither an instance nor a subclass of ``cls``, in this Python's own words (3.13 names both types: "obj
+    (instance of list) is not an instance or subtype of type (C)."). Found by trying it on a stand-in: the class
+    itself, or an instance of a class named as ``obj_type`` is (its C name, module-qualified outside builtins)."""
+    if isinstance(value, type):
+        probe: Any = value
+    else:
+        heap = obj_type.__flags__ & (1 << 9)  # Py_TPFLAGS_HEAPTYPE: tp_name is __name__
+        name = obj_type.__name__ if heap or obj_type.__module__ == "builtins" else \
+            f"{obj_type.__module__}.{obj_type.__qualname__}"
+        probe = type(name, (), {})()
+    try:
+        super(cls, probe)
+    except TypeError as e:
+        return TypeError(*e.args)
+    return TypeError("super(type, obj): obj must be an instance or subtype of type")

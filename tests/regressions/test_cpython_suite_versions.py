@@ -10,6 +10,7 @@ import contextlib
 import io
 import sys
 
+import pytest
 import torch
 
 from stillframe.check.parity import assert_parity
@@ -161,3 +162,25 @@ def test_a_cause_class_that_makes_no_exception():
     # <class ...> should have returned an instance of BaseException, not <class 'NoneType'>"; 3.11 and 3.12 take
     # the None for the cause. The trace did as 3.11 on every version
     assert_parity(_cause_class_that_makes_none, lambda: (torch.ones(2),))
+
+
+class _SuperCheck:
+    def method(self, type_, obj):
+        return super(type_, obj).method()
+
+
+def _supercheck(x, type_, obj):
+    try:
+        _SuperCheck().method(type_, obj)
+    except TypeError as e:
+        return x + 1, str(e)
+    return x, None
+
+
+@pytest.mark.parametrize("type_,obj", [(int, _SuperCheck()), (_SuperCheck, []), (_SuperCheck, list)],
+                         ids=["instance-of-other", "builtin-instance", "type"])
+def test_super_refusing_its_object_raises_this_pythons_message(type_, obj):
+    # test_super TestSuper.test_supercheck_fail (3.13): "super(type, obj): obj (instance of list) is not an instance
+    # or subtype of type (_SuperCheck)." where 3.11 and 3.12 say "obj must be an instance or subtype of type"; the
+    # trace's message was 3.11's
+    assert_parity(_supercheck, lambda: (torch.ones(2), type_, obj))

@@ -34,7 +34,7 @@ import torch.fx
 from .. import compat
 from ..graph import passes
 from ..rules.speculation import draws_random_numbers
-from .input_grads import may_write, subgraph_may_write, written_operands
+from .input_grads import may_write, subgraph_may_write, writes_first_argument, written_operands
 
 _GLOBAL_STATE = (compat.set_grad_enabled, torch.amp.autocast_mode._enter_autocast,
                  torch.amp.autocast_mode._exit_autocast)
@@ -193,9 +193,11 @@ def saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset, grad_enabled
     ``ViewBackward`` that saved nothing can be passed again: ``t = w - w`` returned beside a ``(t * t).sum()`` a
     ``.backward()`` after the graph reads, then a backward through ``t`` (fuzz 48:65, 48:133, 48:163, 43:116;
     torch.compile raises too). Those ops run as eager ops, a node each, before the rest of the graph, which takes
-    their results as inputs. Only pure ops qualify: no write, no random draw, no submodule or higher-order op,
-    and none at all in a graph that switches grad mode or autocast; typical models' outputs (a loss made by ops
-    that save) have no such ops, so nothing changes for them.
+    their results as inputs. Only pure ops qualify (no random draw, no submodule or higher-order op, and none
+    at all in a graph that switches grad mode or autocast), and writes that save nothing into a tensor only they
+    read, made by such an op with memory of its own (``t = w + 1; t.sub_(1)``, fuzz 68:302: no other op sees the
+    write, so it runs as early as the op that made the tensor); typical models' outputs (a loss made by ops that
+    save) have no such ops, so nothing changes for them.
 
     A symbolic graph is cut too (a size or int argument that changed: fuzz 61:72, 63:151). Arithmetic on its
     symbolic sizes and ints (``x * (0 - k)``'s ``0 - k``) saves nothing, and counts as such an op where it is made
@@ -263,38 +265,16 @@ def _saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset, body: list,
     nodes = list(gm.graph.nodes)
     writers = [node for node in body if node.meta.get("writes") or may_write(node)]
     order = {node: i for i, node in enumerate(nodes)}
-    first_write: dict = {}  # what a write may reach (what it writes and all that is made from: a view's base) ->
-    for writer in writers:  # the position of the first op that may write it
-        stack = list(written_operands(writer))
-        while stack:
-            node = stack.pop()
-            if node not in first_write:
-                first_write[node] = order[writer]
-                stack.extend(node.all_input_nodes)
-    written = set(first_write)
-    free: set = set()  # made by ops that save nothing from inputs no op writes before them, and never written
-    taint: dict = {}  # a free node -> the written graph inputs it is made from (read before their first write)
-
-    def readable(node: torch.fx.Node, arg: torch.fx.Node) -> bool:
-        if arg.op == "placeholder":
-            return arg not in written or before_writes and order[node] < first_write[arg]
-        return arg in free and all(order[node] < first_write[p] for p in taint[arg])
-
-    for node in body:
-        if node in writers or node in written or draws_random_numbers(node):
-            continue
-        if _is_symbolic_scalar(node):  # (``0 - k``, a symbolic int's arithmetic: it saves nothing)
-            if all(arg.op == "placeholder" and arg not in written or arg in free and _is_symbolic_scalar(arg)
-                   for arg in node.all_input_nodes):
-                free.add(node)
-                taint[node] = frozenset()
-            continue
-        if node.meta.get("location", saving) in saving or not isinstance(node.meta.get("val"), torch.Tensor):
-            continue
-        if all(readable(node, arg) for arg in node.all_input_nodes):
-            free.add(node)
-            taint[node] = frozenset().union(*(taint[arg] if arg in free else {arg} & written
-                                              for arg in node.all_input_nodes))
+    # a write that saves nothing into a tensor only it reads, made in the graph with memory of its own
+    # (``t = w + 1; t.sub_(1)``), can join the ops made apart: nothing else sees the tensor before the write.
+    # Candidates whose operands turn out not to be made apart are writers again, and the rest is recomputed
+    candidates = {node for node in writers if _writes_own_tensor(node, saving)}
+    while True:
+        free, taint = _saving_free(body, [node for node in writers if node not in candidates], saving, order,
+                                   before_writes)
+        if candidates <= free:
+            break
+        candidates &= free
     needed: set = set()
     stack = [out for out in output.args[0] if isinstance(out, torch.fx.Node) and out in free and
              getattr(out.meta.get("val"), "requires_grad", False)]
@@ -353,6 +333,61 @@ def _saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset, body: list,
         env[node] = graph.node_copy(node, env.__getitem__)
     graph.output(tuple(env[out] if isinstance(out, torch.fx.Node) else out for out in rest_outputs))
     return Prefix(part, torch.fx.GraphModule(gm, graph), tuple(where), len(handed), tuple(taken))
+
+
+def _saving_free(body: list, writers: list, saving: frozenset, order: dict, before_writes: bool) -> tuple:
+    """The nodes of ``body`` made by ops that save nothing from inputs no op of ``writers`` writes before them
+    (``before_writes``: else from inputs none writes), and never written by ``writers`` (a write not among them is
+    such a node where its operands are), and for each the written graph inputs it is made from (read before their
+    first write)."""
+    first_write: dict = {}  # what a write may reach (what it writes and all that is made from: a view's base) ->
+    for writer in writers:  # the position of the first op that may write it
+        stack = list(written_operands(writer))
+        while stack:
+            node = stack.pop()
+            if node not in first_write:
+                first_write[node] = order[writer]
+                stack.extend(node.all_input_nodes)
+    written = set(first_write)
+    free: set = set()
+    taint: dict = {}
+
+    def readable(node: torch.fx.Node, arg: torch.fx.Node) -> bool:
+        if arg.op == "placeholder":
+            return arg not in written or before_writes and order[node] < first_write[arg]
+        return arg in free and all(order[node] < first_write[p] for p in taint[arg])
+
+    for node in body:
+        if node in writers or node in written or draws_random_numbers(node):
+            continue
+        if _is_symbolic_scalar(node):  # (``0 - k``, a symbolic int's arithmetic: it saves nothing)
+            if all(arg.op == "placeholder" and arg not in written or arg in free and _is_symbolic_scalar(arg)
+                   for arg in node.all_input_nodes):
+                free.add(node)
+                taint[node] = frozenset()
+            continue
+        if node.meta.get("location", saving) in saving or not isinstance(node.meta.get("val"), torch.Tensor):
+            continue
+        if all(readable(node, arg) for arg in node.all_input_nodes):
+            free.add(node)
+            taint[node] = frozenset().union(*(taint[arg] if arg in free else {arg} & written
+                                              for arg in node.all_input_nodes))
+    return free, taint
+
+
+def _writes_own_tensor(node: torch.fx.Node, saving: frozenset) -> bool:
+    """Whether write ``node`` saves nothing for backward (its instruction is not in ``saving``), writes its first
+    argument and returns it, and that tensor is read by it alone, made by an op of the graph, no view, and shares
+    no memory with that op's arguments (not a ``detach()`` of an input): no other op sees the write."""
+    if node.meta.get("location", saving) in saving or not writes_first_argument(node) or \
+            not isinstance(node.args[0], torch.fx.Node):
+        return False
+    written, val = node.args[0], node.meta.get("val")
+    before = written.meta.get("val")
+    if written.op not in ("call_function", "call_method") or len(written.users) != 1 or \
+            not isinstance(val, torch.Tensor) or not isinstance(before, torch.Tensor) or before._is_view():
+        return False
+    return not any(compat.shares_memory(before, arg.meta.get("val")) for arg in written.all_input_nodes)
 
 
 def _is_higher_order(node: torch.fx.Node) -> bool:

@@ -48,13 +48,23 @@ def written_operands(node: torch.fx.Node) -> list:
     out = node.kwargs.get("out")
     if out is not None:
         return [arg for arg in (out if isinstance(out, (tuple, list)) else (out,)) if isinstance(arg, torch.fx.Node)]
-    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
     first = node.args[0] if node.args else None
-    if isinstance(first, torch.fx.Node) and (node.target in _INPLACE_OPERATORS or node.kwargs.get("inplace") is True
-                                             or name.endswith("_") and not name.startswith("_")
-                                             or name == "__setitem__"):
+    if isinstance(first, torch.fx.Node) and (writes_first_argument(node) or node.target is operator.setitem or
+                                             node.target == "__setitem__"):
         return [first]
     return list(node.all_input_nodes)
+
+
+def writes_first_argument(node: torch.fx.Node) -> bool:
+    """Whether ``node`` is an in-place op that writes its first argument and returns it (``t.sub_(1)``,
+    ``torch.relu_(t)``, ``operator.iadd``, ``inplace=True``), as :func:`may_write` reads its name and arguments;
+    not an ``out=`` write, a ``setitem`` (it returns nothing) or a norm that writes its running statistics."""
+    if not node.args or "out" in node.kwargs or node.target is operator.setitem or node.target == "__setitem__":
+        return False
+    if node.kwargs.get("inplace") is True or node.target in _INPLACE_OPERATORS:
+        return True
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    return name.endswith("_") and not name.startswith("_")
 
 
 def subgraph_may_write(sub: Any) -> bool:

@@ -102,11 +102,7 @@ def _write_saving_nothing_into_a_view_made_tensor_then_backward(x, y, w):
     return t.squeeze(1)
 
 
-@pytest.mark.parametrize("backend", ["eager", pytest.param("aot_eager", marks=pytest.mark.xfail(strict=True, reason=(
-    "fuzz 68:302: a write that saves nothing into a tensor only it reads (t = w + 1; t.sub_(1)) stays inside "
-    "AOTAutograd's one node, which the first backward frees; a fix (the write joins the ops made apart when its "
-    "tensor was made in the graph, is no view and shares no memory with the op's inputs) was written in session 37 "
-    "on the saving-free prefix before another change restructured it, and is not merged yet")))])
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 @pytest.mark.parametrize("fn", [_write_saving_nothing_then_backward,
                                 _write_saving_nothing_into_a_view_made_tensor_then_backward], ids=lambda f: f.__name__)
 def test_second_backward_through_a_tensor_written_by_an_op_saving_nothing(fn, backend):

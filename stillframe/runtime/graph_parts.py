@@ -194,10 +194,11 @@ def saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset, grad_enabled
     ``.backward()`` after the graph reads, then a backward through ``t`` (fuzz 48:65, 48:133, 48:163, 43:116;
     torch.compile raises too). Those ops run as eager ops, a node each, before the rest of the graph, which takes
     their results as inputs. Only pure ops qualify (no random draw, no submodule or higher-order op, and none
-    at all in a graph that switches grad mode or autocast), and writes that save nothing into a tensor only they
-    read, made by such an op with memory of its own (``t = w + 1; t.sub_(1)``, fuzz 68:302: no other op sees the
-    write, so it runs as early as the op that made the tensor); typical models' outputs (a loss made by ops that
-    save) have no such ops, so nothing changes for them.
+    after the graph's first switch of grad mode or autocast: fuzz 68:63, ``t = w - w`` before a ``no_grad``
+    block), and writes that save nothing into a tensor only they read, made by such an op with memory of its own
+    (``t = w + 1; t.sub_(1)``, fuzz 68:302: no other op sees the write, so it runs as early as the op that made
+    the tensor); typical models' outputs (a loss made by ops that save) have no such ops, so nothing changes for
+    them.
 
     A symbolic graph is cut too (a size or int argument that changed: fuzz 61:72, 63:151). Arithmetic on its
     symbolic sizes and ints (``x * (0 - k)``'s ``0 - k``) saves nothing, and counts as such an op where it is made
@@ -216,7 +217,7 @@ def saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset, grad_enabled
     if output.op != "output" or not isinstance(output.args[0], (tuple, list)):
         return None
     body = [node for node in nodes if node.op not in ("placeholder", "output")]
-    if any(node.op not in ("call_function", "call_method") or node.target in _GLOBAL_STATE or
+    if any(node.op not in ("call_function", "call_method") or
            isinstance(node.target, compat.HigherOrderOperator) for node in body):
         return None
     prefix = _all_saving_free(gm, saving, body, output, grad_enabled)
@@ -229,16 +230,16 @@ def _all_saving_free(gm: torch.fx.GraphModule, saving: frozenset, body: list, ou
                      grad_enabled: bool) -> Prefix | None:
     """The whole of ``gm`` as the part run as eager ops (no rest), where an in-place write in it makes autograd
     history (its result requires grad, in grad mode) and none of its ops saves anything for backward; ``None``
-    elsewhere, or where it draws random numbers, or an op after its first write may raise at run time (a write
-    made as an eager op gives its input a history that putting back the input's data for a run for real does not
-    undo).
+    elsewhere, or where it draws random numbers or switches grad mode or autocast, or an op after its first write
+    may raise at run time (a write made as an eager op gives its input a history that putting back the input's
+    data for a run for real does not undo).
 
     A write that saves nothing (``y.sub_(x, alpha=0.5)``: eager's ``SubBackward`` keeps no tensor) made inside
     AOTAutograd's one node could be passed by a single backward: ``(y * y).sum().backward()``, then a backward
     through ``y`` again raised "Trying to backward through the graph a second time" where eager's runs (fuzz
     63:570; torch.compile raises too). Run as the graph's own ops, in graph order, it is eager's."""
     writers = [node for node in body if node.meta.get("writes") or may_write(node)]
-    if not grad_enabled or not any(map(_requires_grad, writers)):
+    if not grad_enabled or not any(map(_requires_grad, writers)) or any(node.target in _GLOBAL_STATE for node in body):
         return None  # (a write in no_grad, an optimizer's step, makes no history: its graph is compiled whole)
     for node in body:  # (an op without a location counts as saving)
         if draws_random_numbers(node) or not _is_symbolic_scalar(node) and node.meta.get("location", None) in {
@@ -269,8 +270,11 @@ def _saving_free_prefix(gm: torch.fx.GraphModule, saving: frozenset, body: list,
     # (``t = w + 1; t.sub_(1)``), can join the ops made apart: nothing else sees the tensor before the write.
     # Candidates whose operands turn out not to be made apart are writers again, and the rest is recomputed
     candidates = {node for node in writers if _writes_own_tensor(node, saving)}
+    # only ops before the graph's first switch of grad mode or autocast are made apart: they run there in the mode
+    # the graph starts in, the one it is called in, where the part runs
+    switch = next((i for i, node in enumerate(body) if node.target in _GLOBAL_STATE), len(body))
     while True:
-        free, taint = _saving_free(body, [node for node in writers if node not in candidates], saving, order,
+        free, taint = _saving_free(body[:switch], [node for node in writers if node not in candidates], saving, order,
                                    before_writes)
         if candidates <= free:
             break

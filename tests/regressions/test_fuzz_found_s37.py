@@ -132,10 +132,7 @@ def _saving_nothing_before_an_enable_grad_block_then_backward(x, y, w):
     return t, u
 
 
-@pytest.mark.parametrize("backend", ["eager", pytest.param("aot_eager", marks=pytest.mark.xfail(strict=True, reason=(
-    "fuzz 68:63: saving_free_prefix makes nothing apart in a graph holding a switch of grad mode; the ops before the "
-    "first switch could be (they run in the mode the graph starts in): written in session 37 on the prefix's "
-    "earlier form, not merged yet")))])
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 @pytest.mark.parametrize("fn", [_saving_nothing_before_a_no_grad_block_then_backward,
                                 _saving_nothing_before_an_enable_grad_block_then_backward], ids=lambda f: f.__name__)
 def test_second_backward_through_ops_saving_nothing_before_a_switch_of_grad_mode(fn, backend):

@@ -67,6 +67,11 @@ def refuse_writes_aot_cannot_take(tx: Any, kind: str, target: Any, args: tuple, 
         tx.unsupported("unsupported_call", f"{describe} writes into an inference tensor (made under "
                        "torch.inference_mode) outside inference mode: eager raises there, and AOTAutograd raises "
                        "it while compiling (torch.compile breaks and raises eager's error)", RUNS_FOR_REAL)
+    if _writes_input_overlapping_itself(tx, roots, views):
+        tx.unsupported("unsupported_call", f"{describe} writes into a graph input whose memory overlaps itself (an "
+                       "expand() made before the graph) through a view that does not: AOTAutograd's copy_ of the "
+                       "new data back into the input refuses it ('more than one element of the written-to tensor "
+                       "refers to a single memory location'; fuzz 70:25, torch.compile the same)", RUNS_FOR_REAL)
     if _writes_input_with_grad_hooks(tx, roots, views):
         tx.unsupported("unsupported_call", f"{describe} writes into a graph input that retains its grad or has a "
                        "gradient hook: AOTAutograd's copy_ after the graph would carry them, which the gradients "
@@ -266,6 +271,15 @@ def _writes_inference_input(tx: Any, roots: list, views: list) -> bool:
     if torch.is_inference_mode_enabled():  # (guarded: the plan runs only where it is as traced)
         return False
     return any(isinstance(live := tx.input_values.get(tid), torch.Tensor) and live.is_inference()
+               for tid in (*roots, *views))
+
+
+def _writes_input_overlapping_itself(tx: Any, roots: list, views: list) -> bool:
+    """Whether a write touches a graph input (written or sharing its memory) whose memory overlaps itself: a
+    dimension of more than one element with stride 0 (``g = y[0].expand(3, 3)``, a break, then ``g[1:2] += 1``,
+    which eager allows: the written view does not overlap itself, as ops.py's overlap check reads it)."""
+    return any(tid in tx.input_values and any(size > 1 and stride == 0 for size, stride in
+                                              zip(tx.state.heap[tid].meta.shape, tx.state.heap[tid].meta.stride))
                for tid in (*roots, *views))
 
 

@@ -84,8 +84,8 @@ def independent_parts(gm: torch.fx.GraphModule) -> list[Part] | None:
             return None  # (a higher-order op is cut as one op, with its subgraphs: where they write nothing)
         reads[node] = frozenset().union(*(reads[arg] for arg in node.all_input_nodes))
     writers = [node for node in body if node.meta.get("writes") or may_write(node)]
-    for node in writers:
-        written |= reads[node]
+    for node in writers:  # (what it writes: ``t[:, 0] = w`` writes t, not w, whose readers stay apart)
+        written = written.union(*(reads[arg] for arg in written_operands(node)))
     for node in placeholders:
         parent[node] = node
     for node in body:

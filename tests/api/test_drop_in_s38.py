@@ -288,12 +288,10 @@ HOOKS = {
 }
 
 
-@pytest.mark.parametrize("hooks", sorted(HOOKS))
-@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
-def test_hooks_of_a_compiled_module_are_compiled_as_under_torch_compile(hooks, backend):
+def _modules_side_by_side(make_module, call) -> dict:
+    """``found[frontend, record]``: with ``record``, what each frontend's run (eager, torch.compile, stillframe) of
+    three calls appended to SEEN; without, how many graphs its backend got (torch's state reset before each)."""
     global RECORD
-    RECORD = False
-    assert_parity(Hooked(HOOKS[hooks]), lambda i: ((torch.randn(2, 4),), {"shift": 0.5}), backend=backend, calls=3)
     found = {}
     for name, compile_ in (("eager", None), ("torch", torch.compile), ("stillframe", stillframe.compile)):
         for record in (True, False):
@@ -302,12 +300,22 @@ def test_hooks_of_a_compiled_module_are_compiled_as_under_torch_compile(hooks, b
             torch._dynamo.reset()
             torch.manual_seed(0)
             graphs = Graphs()
-            module = Hooked(HOOKS[hooks])
+            module = make_module()
             compiled = module if compile_ is None else compile_(module, backend=graphs)
             for _ in range(3):
-                compiled(torch.ones(2, 4), shift=0.5)
+                call(compiled)
             found[name, record] = list(SEEN) if record else len(graphs.graphs)
     RECORD = True
+    return found
+
+
+@pytest.mark.parametrize("hooks", sorted(HOOKS))
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_hooks_of_a_compiled_module_are_compiled_as_under_torch_compile(hooks, backend):
+    global RECORD
+    RECORD = False
+    assert_parity(Hooked(HOOKS[hooks]), lambda i: ((torch.randn(2, 4),), {"shift": 0.5}), backend=backend, calls=3)
+    found = _modules_side_by_side(lambda: Hooked(HOOKS[hooks]), lambda compiled: compiled(torch.ones(2, 4), shift=0.5))
     # every hook and the forward see is_compiling() True, as under torch.compile; each hook with a tensor op is a
     # graph of its own (the forward's, and one per hook but kwargs_pre_hook, which has none)
     assert found["stillframe", True] == found["torch", True] != found["eager", True]
@@ -334,18 +342,6 @@ def test_a_compiled_modules_nonrecursive_disabled_forward_compiles_what_it_calls
     global RECORD
     RECORD = False
     assert_parity(ShallowForward(), lambda i: (torch.randn(3),), calls=3)
-    found = {}
-    for name, compile_ in (("eager", None), ("torch", torch.compile), ("stillframe", stillframe.compile)):
-        for record in (True, False):
-            RECORD = record
-            SEEN.clear()
-            torch._dynamo.reset()
-            graphs = Graphs()
-            module = ShallowForward()
-            compiled = module if compile_ is None else compile_(module, backend=graphs)
-            for _ in range(3):
-                compiled(torch.ones(3))
-            found[name, record] = list(SEEN) if record else len(graphs.graphs)
-    RECORD = True
+    found = _modules_side_by_side(ShallowForward, lambda compiled: compiled(torch.ones(3)))
     assert found["stillframe", True] == found["torch", True] != found["eager", True]
     assert found["stillframe", False] == found["torch", False] == 2  # the submodule's forward, helper

@@ -74,9 +74,10 @@ def plain_forward_hooks(module: torch.nn.Module) -> list | None:
     hook that must run when the forward raises (``always_call``), no backward hook, no global hook, no
     TorchScript tracing; ``None`` otherwise, or where it has no forward hook of either kind."""
     hooks = torch.nn.modules.module
-    if not (module._forward_pre_hooks or module._forward_hooks) or module._forward_hooks_always_called or module._backward_hooks or module._backward_pre_hooks or \
-            hooks._global_backward_pre_hooks or hooks._global_backward_hooks or hooks._global_forward_hooks or \
-            hooks._global_forward_pre_hooks or torch._C._get_tracing_state():
+    if not (module._forward_pre_hooks or module._forward_hooks) or module._forward_hooks_always_called or \
+            module._backward_hooks or module._backward_pre_hooks or hooks._global_backward_pre_hooks or \
+            hooks._global_backward_hooks or hooks._global_forward_hooks or hooks._global_forward_pre_hooks or \
+            torch._C._get_tracing_state():
         return None
     with_kwargs = module._forward_pre_hooks_with_kwargs
     return [(hook, hook_id in with_kwargs) for hook_id, hook in module._forward_pre_hooks.items()]

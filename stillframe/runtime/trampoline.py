@@ -83,8 +83,9 @@ def trampoline(code: types.CodeType, line: int, kind: str, positions: Any = None
     """:func:`frame_trampoline` for line ``line`` of ``code`` (also used to replay deferred logging calls).
 
     ``kind`` ``"call"``: ``step(fn, args, kwargs)`` returns ``fn(*args, **kwargs)``; ``"raise"``:
-    ``step(exc)`` raises ``exc``; ``step(exc, keep)`` too, its frame holding ``keep`` while it lives. ``positions`` (a ``dis.Positions`` on ``line``) is the column span the
-    call or raise claims; without it, the whole line. ``globals_``: the user's globals, the trampoline's own
+    ``step(exc)`` raises ``exc``; ``step(exc, keep)`` too, its frame holding ``keep`` while it lives.
+    ``positions`` (a ``dis.Positions`` on ``line``) is the column span the call or raise claims; without it, the
+    whole line. ``globals_``: the user's globals, the trampoline's own
     (``warnings`` keeps its ``__warningregistry__`` there and names the module from ``__name__``, as
     ``type(name, bases, ns)`` sets ``__module__``); without them, ``module``, the ``__name__`` the trampoline's
     globals carry.

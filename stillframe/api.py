@@ -568,14 +568,12 @@ class CompiledModule(torch.nn.Module):
         runs the compiled forward; the module's own ``forward`` is back when the call returns or raises.
         """
         module = self._orig_mod
-        if compat.calls_forward_alone(module) and "forward" not in module.__dict__ and \
-                module.__dict__.get("_compiled_call_impl") is None and \
-                type(module).__call__ is torch.nn.Module.__call__ and \
-                _class_forward(module) is self._compiled_forward._fn and not is_disabled(self._compiled_forward._fn):
-            return self._compiled_forward(module, *args, **kwargs)  # what module(...) would call, and nothing else
         if "forward" not in module.__dict__ and module.__dict__.get("_compiled_call_impl") is None and \
                 type(module).__call__ is torch.nn.Module.__call__ and \
                 _class_forward(module) is self._compiled_forward._fn and not is_disabled(self._compiled_forward._fn):
+            # the class's own forward, called by nn.Module's own __call__
+            if compat.calls_forward_alone(module):
+                return self._compiled_forward(module, *args, **kwargs)  # what module(...) would call, nothing else
             pre_hooks = compat.plain_forward_hooks(module)
             if pre_hooks is not None:
                 return self._call_with_hooks(module, pre_hooks, args, kwargs)

@@ -59,6 +59,8 @@ PURE_QUERIES: dict[Any, str] = {
     "element_size": "the dtype",
     "get_device": "the device",
     "type": "the dtype and device (type() with no argument; with one it returns a tensor)",
+    "is_inference": "whether it is an inference tensor: in every tensor's TENSOR guard, and a fake made in the "
+                    "trace is made under the traced inference mode",
     # torch functions on the same metadata, or on dtypes and Python values only.
     torch.numel: "the shape",
     torch.is_floating_point: "the dtype",

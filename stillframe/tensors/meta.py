@@ -37,6 +37,8 @@ class TensorMeta:
     the trace. ``view_creation`` is how autograd recorded the view's making
     (:data:`compat.CreationMeta`: under ``no_grad``, one of several outputs of
     ``split``...); it decides which in-place ops on the view autograd allows.
+    ``inference``: an inference tensor (made under ``torch.inference_mode()``: no version counter, and eager
+    refuses to write into it outside inference mode or to save it for backward).
     ``grad_fn_pending``: a view made while its base did not require grad (autograd makes its grad_fn only when
     asked); once the base takes history it may be a stale view, which eager treats as a leaf that requires
     grad in in-place ops (:func:`compat.is_stale_view` tells).
@@ -56,6 +58,7 @@ class TensorMeta:
     version: int = 0
     autograd_error: str | None = None
     grad_fn_pending: bool = False
+    inference: bool = False
 
     @property
     def ndim(self) -> int:
@@ -93,6 +96,7 @@ class TensorMeta:
             version=version,
             autograd_error=error,
             grad_fn_pending=pending,
+            inference=t.is_inference(),
         )
 
 
@@ -124,8 +128,11 @@ def fresh_base(meta: TensorMeta) -> torch.Tensor:
 
     A leaf gets ``requires_grad`` directly; a non-leaf that requires grad is
     made by an in-place add of a zero-dim leaf, which gives it a ``grad_fn`` while
-    keeping its strides and storage offset.
+    keeping its strides and storage offset. An inference tensor's is made in inference mode, any other outside it.
     """
+    if meta.inference != torch.is_inference_mode_enabled():
+        with torch.inference_mode(meta.inference):
+            return fresh_base(meta)
     t = torch.empty_strided(meta.shape, meta.stride, dtype=meta.dtype, device=meta.device)
     if meta.storage_offset:
         t = torch.empty_strided(

@@ -49,6 +49,12 @@ from .optim import (  # noqa: F401,E402
 
 #: ``torch.set_grad_enabled`` without the context-manager object: what graphs record and plans call.
 set_grad_enabled: Callable[[bool], None] = torch._C._set_grad_enabled
+#: ``torch.inference_mode``'s switch without the context-manager object: what graphs record (as torch.compile's
+#: do), returning the entered ``torch._C._InferenceMode`` that ``exit_inference_mode`` leaves.
+enter_inference_mode: Callable[[bool], Any] = torch.autograd.grad_mode._enter_inference_mode
+exit_inference_mode: Callable[[Any], None] = torch.autograd.grad_mode._exit_inference_mode
+
+
 #: Bumps a tensor's version counter as an in-place write would (``torch.autograd.graph.increment_version``).
 increment_version: Callable[[Any], None] = torch._C._increment_version
 #: The C binding behind ``F.multilabel_margin_loss``, which a program may call directly (an AOT_REFUSED key).

@@ -41,6 +41,8 @@ from ..variables.base import (
     DictViewVariable,
     GeneratorVariable,
     GradModeVariable,
+    InferenceModeExitVariable,
+    InferenceModeVariable,
     IteratorVariable,
     LazyArgument,
     ListVariable,
@@ -88,7 +90,8 @@ from .attrs import (
     getattr_var,
 )
 from .containers import delete_subscript, store_subscript, subscript
-from .context import exit_autocast, profiler_off, record_function_manager, set_grad_mode
+from .context import (exit_autocast, exit_inference_mode, inference_mode_manager, profiler_off, record_function_manager,
+                      set_grad_mode)
 from .deques import make_deque
 from .disable import compiled_original, is_disabled
 from .higher_order import higher_order_rule
@@ -116,6 +119,7 @@ def _is_grad_enabled(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 
 TORCH_SPECIAL: dict[Any, Callable] = {
     torch.is_grad_enabled: _is_grad_enabled,
+    torch.is_inference_mode_enabled: lambda tx, a, k: ConstantVariable(tx.state.inference_mode),
     torch.get_default_dtype: lambda tx, a, k: ConstantVariable(torch.get_default_dtype()),
     torch.jit.annotate: lambda tx, a, k: a[1] if len(a) == 2 and not k else _arity_error(tx, torch.jit.annotate, a, k),
     torch.is_tensor: lambda tx, a, k: ConstantVariable(isinstance(a[0], TensorVariable)) if len(a) == 1 and not k
@@ -311,6 +315,12 @@ def _call_autocast_exit(tx: Tracer, fn: AutocastExitVariable, args: list, kwargs
     tx.push(ConstantVariable(None))
 
 
+@CALL.rule(InferenceModeExitVariable)
+def _call_inference_mode_exit(tx: Tracer, fn: InferenceModeExitVariable, args: list, kwargs: dict) -> None:
+    exit_inference_mode(tx, fn)
+    tx.push(ConstantVariable(None))
+
+
 @CALL.rule(ContextExitVariable)
 def _call_context_exit(tx: Tracer, fn: ContextExitVariable, args: list, kwargs: dict) -> None:
     set_grad_mode(tx, fn.restore)
@@ -322,8 +332,8 @@ CALL.refuse("a constant, container or range is not callable (the real call raise
             DequeVariable, DictViewVariable, NumpyArrayVariable)
 CALL.refuse("a tensor's __call__ is not modelled", TensorVariable)
 CALL.refuse("iterators and generators are not callable", IteratorVariable, LiveIteratorVariable, GeneratorVariable)
-CALL.refuse("a grad-mode or autocast object made in the trace is called for real (as a decorator)",
-            GradModeVariable, AutocastVariable)
+CALL.refuse("a grad-mode, inference-mode or autocast object made in the trace is called for real (as a decorator)",
+            GradModeVariable, AutocastVariable, InferenceModeVariable)
 CALL.refuse("a super() object is not callable", SuperVariable)
 CALL.refuse("not a Python value (an internal stack or cell marker)", *INTERNAL)
 CALL.refuse("an argument not wrapped yet is wrapped before it is called", LazyArgument)
@@ -492,6 +502,8 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
         return tx.push(_autocast(tx, args, kwargs))
     if any(value is cls for cls in GRAD_MODE_CLASSES):
         return tx.push(_grad_mode_manager(tx, value, args, kwargs))
+    if value is torch.inference_mode:
+        return tx.push(inference_mode_manager(tx, args, kwargs))
     if value is torch.autograd.profiler.record_function and (manager := record_function_manager(tx, args, kwargs)):
         return tx.push(manager)
     if value is _noop:

@@ -8,7 +8,7 @@ import torch
 
 from .. import compat
 from ..guards.guard import Guard
-from ..variables.base import ConstantVariable, UserMethodVariable
+from ..variables.base import ConstantVariable, InferenceModeExitVariable, InferenceModeVariable, UserMethodVariable
 from ..variables.builder import wrap
 from . import calls, type_checks
 
@@ -69,3 +69,47 @@ def record_function_manager(tx, args: list, kwargs: dict):
     if following != ["BEFORE_WITH", "POP_TOP"] or not profiler_off(tx):
         return None
     return calls.call_sync(tx, wrap(tx, contextlib.nullcontext, None), [], {})
+
+
+def inference_mode_manager(tx, args: list, kwargs: dict):
+    """``torch.inference_mode(mode=True)`` (``mode`` a bool; the decorator form ``torch.inference_mode(fn)`` runs
+    for real): a manager entered by :func:`enter_inference_mode`."""
+    if len(args) + len(kwargs) > 1 or set(kwargs) - {"mode"}:
+        tx.unsupported("unsupported_argument", "torch.inference_mode takes one argument, mode")
+    arg = args[0] if args else kwargs.get("mode", ConstantVariable(True))
+    if not (isinstance(arg, ConstantVariable) and type(arg.value) is bool):
+        tx.unsupported("unsupported_argument", "torch.inference_mode(mode) with mode not a bool (the decorator "
+                       "form) runs for real")
+    return InferenceModeVariable(arg.value)
+
+
+def enter_inference_mode(tx, manager) -> None:
+    """``with torch.inference_mode(mode):``: records ``_enter_inference_mode(mode)`` in the graph (as torch.compile's
+    graphs do) and traces the block under the mode: fake tensors made in it are inference tensors, and grad mode
+    is ``not mode`` inside, as the C++ guard sets it. Pushes the ``__exit__`` that restores both.
+
+    On a backend that functionalizes the graph (AOTAutograd), entering is a graph break: AOTAutograd traces the
+    switch away, so its graph would run the block's ops outside inference mode (torch.compile's results then are
+    not inference tensors where eager's are, and a view made in the block fails to compile). The block is entered
+    for real, and its body is a graph of its own, called in inference mode."""
+    if tx.functional_backend:
+        tx.unsupported("global_state", "entering torch.inference_mode() on a backend that functionalizes the graph "
+                       "(AOTAutograd would run the block outside inference mode)",
+                       ("the block is entered for real; its body is traced as a graph called in inference mode",
+                        "the \"eager\" backend keeps the block in one graph"))
+    previous = (tx.state.inference_mode, tx.state.grad_enabled)
+    node = tx.graph.call_function(compat.enter_inference_mode, (manager.mode,), {}, None)
+    tx.state = tx.state.replace(inference_mode=manager.mode, grad_enabled=not manager.mode)
+    tx.push(InferenceModeExitVariable(node, manager.mode, previous), ConstantVariable(None))
+
+
+def exit_inference_mode(tx, exit_var) -> None:
+    """Leaving an inference-mode block entered in this graph: ``_exit_inference_mode(node)``, and the traced modes
+    as they were before it. A block entered before a graph break (re-entered for real by the plan's exit) is left
+    by a real step."""
+    if exit_var.node is None:
+        tx.unsupported("global_state", "leaving a torch.inference_mode() block entered before a graph break",
+                       ("the exit runs for real; tracing resumes after it",))
+    tx.graph.call_function(compat.exit_inference_mode, (exit_var.node,), {}, None)
+    inference_mode, grad_enabled = exit_var.previous
+    tx.state = tx.state.replace(inference_mode=inference_mode, grad_enabled=grad_enabled)

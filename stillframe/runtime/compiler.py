@@ -44,7 +44,8 @@ from ..tensors import symbolic as symbolic_values
 from ..rules.known import live_iterator_index
 from ..rules.speculation import draws_random_numbers
 from ..tensors.meta import TensorEntry
-from ..variables.base import AutocastExitVariable, LazyArgument, LiveIteratorVariable, SymNodeVariable, TensorVariable
+from ..variables.base import (AutocastExitVariable, InferenceModeExitVariable, LazyArgument, LiveIteratorVariable,
+                              SymNodeVariable, TensorVariable)
 from ..variables.builder import grad_stand_in, is_lazy_scalar, wrap
 from ..rules.frames import EMPTY_CELLS
 from ..rules.generators import refuse_unclosed
@@ -290,15 +291,22 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         if result is not None:
             if tracer.state.autocast and len(tracer.state.autocast) != int(torch.is_autocast_enabled("cpu")):
                 tracer.unsupported("global_state", "the function returns inside an autocast block it entered")
+            if tracer.state.inference_mode != torch.is_inference_mode_enabled():
+                tracer.unsupported("global_state", "the function returns inside a torch.inference_mode() block it "
+                                   "entered")
             codegen.final = True
             result_expr = codegen.expr(result)
         else:
-            # autocast blocks open at the break are closed at the end of this graph and re-entered for real by
-            # the plan's exit (codegen of AutocastExitVariable), so the real step runs under them
+            # autocast and inference-mode blocks open at the break are closed at the end of this graph, innermost
+            # first, and re-entered for real by the plan's exit (codegen of AutocastExitVariable,
+            # InferenceModeExitVariable), so the real step runs under them
             for frame in reversed(tracer.state.frames):
                 for value in reversed(frame.stack):
                     if isinstance(value, AutocastExitVariable) and value.node is not None:
                         tracer.graph.call_function(torch.amp.autocast_mode._exit_autocast, (value.node,), {}, None)
+                    if isinstance(value, InferenceModeExitVariable) and value.node is not None:
+                        tracer.graph.call_function(compat.exit_inference_mode, (value.node,), {},
+                                                   None)
             hints = _dynamic_hints(tracer) if tracer.fake_mode.shape_env is not None else {}
             hints.update(_loop_counter_hint(tracer))
             handling = tracer.state.handling

@@ -47,6 +47,8 @@ from ..variables.base import (
     DictViewVariable,
     GeneratorVariable,
     GradModeVariable,
+    InferenceModeExitVariable,
+    InferenceModeVariable,
     IteratorVariable,
     LazyArgument,
     ListVariable,
@@ -831,6 +833,23 @@ def _rebuild_autocast_exit(cg: StateCodegen, var: AutocastExitVariable) -> str:
                     lambda name: "pass")
 
 
+@REBUILD.rule(InferenceModeExitVariable)
+def _rebuild_inference_mode_exit(cg: StateCodegen, var: InferenceModeExitVariable) -> str:
+    if var.node is None:  # entered for real already: the same one
+        return cg.gen.ref(var.source)
+    # closed in the graph (runtime/compiler), re-entered here for real
+    return cg._once(("inference mode", id(var)), f"{cg.gen.const(standins.InferenceModeExit)}({var.mode!r})",
+                    lambda name: "pass")
+
+
+@REBUILD.rule(InferenceModeVariable)
+def _rebuild_inference_mode(cg: StateCodegen, var: InferenceModeVariable) -> str:
+    """``torch.inference_mode(mode)`` before it is entered holds no state: a new one is torch's own object, as eager
+    has it here (a functional backend breaks the graph at entering it: ``rules/context.enter_inference_mode``)."""
+    return cg._once(("inference mode", id(var)), f"{cg.gen.const(torch.inference_mode)}({var.mode!r})",
+                    lambda name: "pass")
+
+
 @REBUILD.rule(GradModeVariable)
 def _rebuild_grad_mode(cg: StateCodegen, var: GradModeVariable) -> str:
     """``torch.no_grad()`` / ``torch.enable_grad()`` before it is entered holds no state: a new one is torch's own
@@ -846,6 +865,7 @@ def _rebuild_grad_mode(cg: StateCodegen, var: GradModeVariable) -> str:
 # ExitStack.enter_context) and what the trace knows of it: the function runs eagerly.
 REBUILD.refuse("an autocast context made in traced code and not entered yet cannot cross a graph break",
                AutocastVariable)
+
 REBUILD.refuse("a super() object is only ever read from in the trace; one held across a graph break is not "
                "rebuilt (the frame runs eagerly)", SuperVariable)
 REBUILD.refuse("a deleted-attribute marker is never a value of the program", _Deleted)

@@ -95,7 +95,8 @@ class Tracer:
     """
 
     def __init__(self, root: Frame | None, fake_mode: Any, grad_enabled: bool, real_steps: Container[str] = ()):
-        self.state = TraceState(frames=(root,) if root is not None else (), grad_enabled=grad_enabled)
+        self.state = TraceState(frames=(root,) if root is not None else (), grad_enabled=grad_enabled,
+                                inference_mode=torch.is_inference_mode_enabled())  # (guarded: runtime/compiler)
         self.entry_grad_enabled = grad_enabled  # the grad mode the graph is called in
         self.real_steps = real_steps  # opnames the runtime can execute for real: where a graph break may stop
         self.fullgraph = False
@@ -547,6 +548,8 @@ class Tracer:
             if self.fake_mode.shape_env is not None:  # symbolic sizes stay symbolic, as under torch.compile
                 stack.enter_context(compat.python_dispatcher())
             stack.enter_context(compat.user_saved_tensors_hooks_shadowed())
+            if self.state.inference_mode != torch.is_inference_mode_enabled():  # (entering it sets grad mode too)
+                stack.enter_context(torch.inference_mode(self.state.inference_mode))
             stack.enter_context(torch.set_grad_enabled(self.state.grad_enabled))
             for device_type, dtype, enabled, cache_enabled in self.state.autocast:
                 stack.enter_context(torch.autocast(device_type, dtype=dtype, enabled=enabled,

@@ -39,6 +39,8 @@ Strategy, field by field:
 * ``grad_enabled``: the grad mode the traced code runs under.
 * ``autocast``: the stack of autocast settings ``(device_type, dtype, enabled,
   cache_enabled)`` in force (fake tensors are propagated under them).
+* ``inference_mode``: whether the traced code runs under ``torch.inference_mode()``
+  (fake tensors are propagated under it, so they are inference tensors where eager's are).
 """
 
 from __future__ import annotations
@@ -150,6 +152,7 @@ class TraceState(NamedTuple):
     next_id: int = 0
     autocast: tuple = ()
     handling: Any = None  # the exception being handled by a traced `except` (a VT), as sys.exception() says
+    inference_mode: bool = False
 
     def replace(self, **changes: Any) -> "TraceState":
         return self._replace(**changes)
@@ -157,7 +160,7 @@ class TraceState(NamedTuple):
     def with_top(self, frame: Frame) -> "TraceState":
         return _make(TraceState, (self.frames[:-1] + (frame,), self.heap, self.guards, self.inputs, self.memo,
                                   self.fakes, self.side_effects, self.prologue, self.grad_enabled, self.next_id,
-                                  self.autocast, self.handling))
+                                  self.autocast, self.handling, self.inference_mode))
 
 
 @dataclass(frozen=True, slots=True)

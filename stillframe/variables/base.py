@@ -439,6 +439,37 @@ class AutocastExitVariable(VariableTracker):
 
 
 @dataclass(frozen=True, slots=True)
+class InferenceModeVariable(VariableTracker):
+    """``torch.inference_mode(mode)`` not entered yet (``mode`` True: inference mode on inside the block)."""
+
+    mode: bool
+
+    def python_type(self) -> type:
+        import torch
+
+        return torch.inference_mode
+
+
+@dataclass(frozen=True, slots=True)
+class InferenceModeExitVariable(VariableTracker):
+    """The ``__exit__`` of an entered ``torch.inference_mode(mode)`` block; ``node`` is the graph's
+    ``_enter_inference_mode`` result, and ``previous`` the traced ``(inference_mode, grad_enabled)`` that leaving
+    restores (entering sets both: grad mode is ``not mode`` inside).
+
+    ``node`` is ``None`` for a block entered for real before this trace (it crossed a graph break): leaving it is
+    then a real step, as for autocast.
+    """
+
+    node: Any
+    mode: bool = True
+    previous: tuple = (False, True)
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+
+@dataclass(frozen=True, slots=True)
 class CellVariable(VariableTracker):
     """A closure cell pushed by ``LOAD_CLOSURE``: a heap id (a cell made in the trace) or ``("real", cell, source)``."""
 

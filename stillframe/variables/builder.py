@@ -44,6 +44,7 @@ from .base import (
     ConstantVariable,
     SliceVariable,
     ContextExitVariable,
+    InferenceModeExitVariable,
     DictEntry,
     DictVariable,
     LazyArgument,
@@ -301,6 +302,9 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
     if _is(value, standins.AutocastExit):
         _guard(tx, source, "TYPE", standins.AutocastExit)
         return AutocastExitVariable(None, value.args, source)
+    if _is(value, standins.InferenceModeExit):
+        _guard(tx, source, "TYPE", standins.InferenceModeExit)
+        return InferenceModeExitVariable(None, value.mode, source=source)
     if _is(value, standins.GradModeExit):
         _guard(tx, source, "EQUALS", value)
         return ContextExitVariable(value.restore)

@@ -9,6 +9,8 @@ from .base import (
     CellVariable,
     ContextExitVariable,
     GradModeVariable,
+    InferenceModeExitVariable,
+    InferenceModeVariable,
     NestedFunctionVariable,
     NullVariable,
     PartialVariable,
@@ -24,5 +26,6 @@ INTERNAL = (NullVariable, CellVariable, _Deleted)
 #: Functions and bound methods of every origin.
 CALLABLES = (UserFunctionVariable, UserMethodVariable, NestedFunctionVariable, PartialVariable, TorchFunctionVariable,
              TensorMethodVariable, BuiltinVariable, ContainerMethodVariable)
-#: The objects of grad-mode and autocast blocks and their ``__exit__``.
-CONTEXT_VALUES = (GradModeVariable, ContextExitVariable, AutocastVariable, AutocastExitVariable)
+#: The objects of grad-mode, inference-mode and autocast blocks and their ``__exit__``.
+CONTEXT_VALUES = (GradModeVariable, ContextExitVariable, AutocastVariable, AutocastExitVariable, InferenceModeVariable,
+                  InferenceModeExitVariable)

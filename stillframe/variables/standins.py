@@ -329,6 +329,19 @@ class GradModeExit:
         compat.set_grad_enabled(self.restore)
 
 
+class InferenceModeExit:
+    """An inference-mode block that crosses a graph break: the plan re-enters it for real (the graph closed it),
+    so the real step and the resumed segment run under the mode; calling this leaves it, restoring the grad and
+    inference modes as they were before the block."""
+
+    def __init__(self, mode: bool):
+        self.mode = mode
+        self.context = compat.enter_inference_mode(mode)
+
+    def __call__(self, *exc_info: Any) -> None:
+        compat.exit_inference_mode(self.context)
+
+
 class AutocastExit:
     """An autocast block that crosses a graph break: the plan re-enters it for real; calling this leaves it."""
 

@@ -588,7 +588,8 @@ def inference_mode_block(x, w):
 
 
 def test_inference_mode_block_matches_eager():
-    """``torch.inference_mode()`` is entered and left for real (graph breaks); the ops inside are traced."""
+    """``torch.inference_mode()`` on the eager backend: entered and left in the graph (on AOTAutograd backends, for
+    real: tests/api/test_inference_mode_s38.py)."""
     from stillframe.check import assert_parity
 
     assert_parity(inference_mode_block, lambda: (rand(3, 3), rand(3, 3)), calls=2)

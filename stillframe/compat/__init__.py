@@ -55,6 +55,18 @@ enter_inference_mode: Callable[[bool], Any] = torch.autograd.grad_mode._enter_in
 exit_inference_mode: Callable[[Any], None] = torch.autograd.grad_mode._exit_inference_mode
 
 
+def leave_inference_modes(tb: Any) -> None:
+    """Leave the ``torch.inference_mode`` blocks a graph entered and did not leave because it raised: the entered
+    contexts are held by the locals of the frames of traceback ``tb``; each is left, innermost first (leaving one
+    already left does nothing), so the grad and inference modes are as before the graph."""
+    entered = []
+    while tb is not None:
+        entered.extend(v for v in tb.tb_frame.f_locals.values() if type(v) is torch._C._InferenceMode)
+        tb = tb.tb_next
+    for context in reversed(entered):
+        context.__exit__(None, None, None)
+
+
 #: Bumps a tensor's version counter as an in-place write would (``torch.autograd.graph.increment_version``).
 increment_version: Callable[[Any], None] = torch._C._increment_version
 #: The C binding behind ``F.multilabel_margin_loss``, which a program may call directly (an AOT_REFUSED key).

@@ -81,6 +81,7 @@ class CacheEntry:
             try:
                 outputs = self.compiled(*args)
             except Exception as e:
+                compat.leave_inference_modes(e.__traceback__)  # a graph that raised inside an inference_mode block
                 compat.set_grad_enabled(grad_mode)  # a graph that raised inside a no_grad block
                 # as before the graph, so the real run makes eager's changes once
                 if self.rerun_on_raise and storages is not None and \
@@ -91,7 +92,8 @@ class CacheEntry:
                         _set_rng_states(rng)
                     return RunForReal(e)
                 raise
-            except BaseException:
+            except BaseException as e:
+                compat.leave_inference_modes(e.__traceback__)
                 compat.set_grad_enabled(grad_mode)
                 raise
         return self.rebuild(outputs, inputs, L, G, F)

@@ -315,6 +315,26 @@ def test_eagers_errors_later(fn, make_args):
     assert _counts(fn, make_args) == (1, 1)
 
 
+def indexes(x, i):
+    with torch.inference_mode():
+        y = x.index_select(0, i) * 2
+    return y
+
+
+def test_a_graph_raising_inside_the_block_leaves_it():
+    """The graph raises inside the block (an index out of range): inference mode is off again at once, while
+    the exception is still held, as after eager's ``with``."""
+    compiled = stillframe.compile(indexes, backend="eager")
+    compiled(torch.randn(3), torch.tensor(1))
+    for _ in range(2):
+        try:
+            compiled(torch.randn(3), torch.tensor(5))
+        except IndexError:
+            assert (torch.is_inference_mode_enabled(), torch.is_grad_enabled()) == (False, True)
+        else:
+            raise AssertionError("no IndexError")
+
+
 # --- a graph break inside the block -----------------------------------------------------------------------------
 
 SEEN = []

@@ -405,7 +405,9 @@ def _heap_class(var: Any) -> bool:
     sees what was registered on it (``B.register(str)``; ``isinstance("", A)`` turns False). Eager's frame holds
     it to its end."""
     value = getattr(var, "value", None) if isinstance(var, (LazyArgument, PythonObjectVariable)) else None
-    return isinstance(value, type) and bool(value.__flags__ & HEAPTYPE_FLAG)
+    # by its exact type: isinstance(value, type) of an object whose type is no class reads value.__class__, which
+    # runs a user __getattribute__ (a module subclass's) or a __class__ property, one read eager never made
+    return issubclass(type(value), type) and bool(value.__flags__ & HEAPTYPE_FLAG)
 
 
 def in_code_order(names: Any, code: Any) -> list:

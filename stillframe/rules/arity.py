@@ -154,6 +154,10 @@ def check_call(tx: Any, fn: Any, args: list, kwargs: dict) -> None:
             tx.user_error(TypeError(*e.args))
         except Exception:  # another error than the arity's: the real call decides
             pass
+    elif fn in CONSTRUCTION:
+        # map, filter, zip: no signature before Python 3.13, where their rules' probe gave eager's error; 3.13 has
+        # one, refusing filter(None) here, and the probe (an empty tuple for each iterable) still gives the text
+        check_construction(tx, fn, args, kwargs)
     tx.unsupported("unsupported_builtin", f"{name}() called with arguments its signature refuses: it runs for real")
 
 

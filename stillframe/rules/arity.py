@@ -38,6 +38,7 @@ from typing import Any
 
 import torch
 
+from ..tensors.symbolic import specialize
 from ..variables.base import ConstantVariable, SymNodeVariable
 
 __all__ = ["ARITY", "CONSTRUCTION", "EMPTY_SAFE", "check", "check_call", "check_construction", "positional"]
@@ -235,8 +236,7 @@ def check_construction(tx: Any, fn: Any, args: list, kwargs: dict) -> None:
             if isinstance(var, ConstantVariable):
                 return var.value
             if isinstance(var, SymNodeVariable):
-                from .known import const_value  # (known imports the rules above this one)
-                return const_value(tx, var)
+                return specialize(tx, var)  # (the ShapeEnv guards the value, as const_value of a symbolic int does)
             tx.unsupported("unsupported_builtin", f"{fn.__name__}() of an argument that is not a constant: it "
                            "runs for real")
         return None

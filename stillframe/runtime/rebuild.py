@@ -826,22 +826,17 @@ def _rebuild_live(cg: StateCodegen, var: VariableTracker) -> str:
     return cg.gen.const(value)
 
 
-@REBUILD.rule(AutocastExitVariable)
-def _rebuild_autocast_exit(cg: StateCodegen, var: AutocastExitVariable) -> str:
+def _rebuild_block_exit(cg: StateCodegen, var: Any, stand_in: type, arg: Any) -> str:
+    """The ``__exit__`` of an autocast or inference-mode block: the live one where the block was entered for real,
+    else (closed in the graph) a ``stand_in(arg)`` that re-enters it here for real, once per VT."""
     if var.node is None:  # entered for real already: the same one
         return cg.gen.ref(var.source)
-    # closed in the graph, re-entered here for real
-    return cg._once(("autocast", id(var)), f"{cg.gen.const(standins.AutocastExit)}({var.args!r})",
-                    lambda name: "pass")
+    return cg._once((stand_in.__name__, id(var)), f"{cg.gen.const(stand_in)}({arg!r})", lambda name: "pass")
 
 
-@REBUILD.rule(InferenceModeExitVariable)
-def _rebuild_inference_mode_exit(cg: StateCodegen, var: InferenceModeExitVariable) -> str:
-    if var.node is None:  # entered for real already: the same one
-        return cg.gen.ref(var.source)
-    # closed in the graph (runtime/compiler), re-entered here for real
-    return cg._once(("inference mode", id(var)), f"{cg.gen.const(standins.InferenceModeExit)}({var.mode!r})",
-                    lambda name: "pass")
+REBUILD.rule(AutocastExitVariable)(lambda cg, var: _rebuild_block_exit(cg, var, standins.AutocastExit, var.args))
+REBUILD.rule(InferenceModeExitVariable)(
+    lambda cg, var: _rebuild_block_exit(cg, var, standins.InferenceModeExit, var.mode))
 
 
 @REBUILD.rule(InferenceModeVariable)

@@ -18,18 +18,9 @@ from torch import nn
 
 import stillframe
 from stillframe.check.parity import assert_parity
+from py_cases import counting_backend
 from stillframe.errors import StillframeWarning
 
-
-class Graphs:
-    """A backend that counts the graphs it is given and runs each as it is."""
-
-    def __init__(self):
-        self.graphs = []
-
-    def __call__(self, gm, example_inputs):
-        self.graphs.append(gm)
-        return gm
 
 
 def _side_by_side(program, make_args, calls=2):
@@ -37,11 +28,11 @@ def _side_by_side(program, make_args, calls=2):
     counts = {}
     for name, compile_ in (("torch", torch.compile), ("stillframe", stillframe.compile)):
         torch._dynamo.reset()
-        backend = Graphs()
+        graphs, backend = counting_backend()
         compiled = compile_(program, backend=backend)
         for i in range(calls):
             compiled(*make_args(i))
-        counts[name] = len(backend.graphs)
+        counts[name] = len(graphs)
     return counts
 
 
@@ -128,7 +119,7 @@ def test_compiled_zero_grad_runs_silently_as_under_torch_compile(set_to_none):
         torch.manual_seed(0)
         model = nn.Linear(3, 3)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        backend = Graphs()
+        graphs, backend = counting_backend()
         zero_grad = opt.zero_grad if compile_ is None else compile_(opt.zero_grad, backend=backend)
         seen = []
         with warnings.catch_warnings(record=True) as caught:
@@ -138,7 +129,7 @@ def test_compiled_zero_grad_runs_silently_as_under_torch_compile(set_to_none):
                 zero_grad(set_to_none=set_to_none)
                 seen.append([None if p.grad is None else p.grad.clone() for p in model.parameters()])
         assert not [w for w in caught if issubclass(w.category, StillframeWarning)], [str(w.message) for w in caught]
-        results[name] = (seen, len(backend.graphs))
+        results[name] = (seen, len(graphs))
     for name in ("torch", "stillframe"):
         for eager_step, step in zip(results["eager"][0], results[name][0]):
             assert [g is None for g in eager_step] == [g is None for g in step]
@@ -215,14 +206,14 @@ def _seen_under(compile_, program, calls=3, record=True):
     RECORD = record
     SEEN.clear()
     torch._dynamo.reset()
-    backend = Graphs()
+    graphs, backend = counting_backend()
     compiled = compile_(program, backend=backend)
     for _ in range(calls):
         try:
             compiled(torch.ones(3))
         except ValueError:
             pass
-    return list(SEEN), len(backend.graphs), compiled
+    return list(SEEN), len(graphs), compiled
 
 
 @pytest.mark.parametrize("program", [calls_shallow, calls_shallow_raises])
@@ -299,12 +290,12 @@ def _modules_side_by_side(make_module, call) -> dict:
             SEEN.clear()
             torch._dynamo.reset()
             torch.manual_seed(0)
-            graphs = Graphs()
+            graphs, backend = counting_backend()
             module = make_module()
-            compiled = module if compile_ is None else compile_(module, backend=graphs)
+            compiled = module if compile_ is None else compile_(module, backend=backend)
             for _ in range(3):
                 call(compiled)
-            found[name, record] = list(SEEN) if record else len(graphs.graphs)
+            found[name, record] = list(SEEN) if record else len(graphs)
     RECORD = True
     return found
 

@@ -22,20 +22,11 @@ import torch._dynamo
 
 import stillframe
 from stillframe.check.parity import assert_parity
+from py_cases import counting_backend
 
 ENTER = torch.autograd.grad_mode._enter_inference_mode
 EXIT = torch.autograd.grad_mode._exit_inference_mode
 
-
-class Graphs:
-    """A backend that keeps the graphs it is given and runs each as it is."""
-
-    def __init__(self):
-        self.graphs = []
-
-    def __call__(self, gm, example_inputs):
-        self.graphs.append(gm)
-        return gm
 
 
 def _switches(gm) -> list[str]:
@@ -46,10 +37,10 @@ def _switches(gm) -> list[str]:
 
 def _torch_compile_graphs(fn, *args) -> list:
     torch._dynamo.reset()
-    backend = Graphs()
+    graphs, backend = counting_backend()
     torch.compile(fn, backend=backend)(*args)
     torch._dynamo.reset()
-    return backend.graphs
+    return graphs
 
 
 def _explain(fn, *args, backend="eager"):

@@ -158,11 +158,12 @@ def autograd_function_of(value: Any) -> type | None:
     """The ``torch.autograd.Function`` subclass ``cls`` when ``value`` is ``cls.apply`` (on any torch here: a
     bound classmethod, or from torch 2.14 a builtin method whose ``__self__`` is the class), else ``None``."""
     owner = getattr(value, "__self__", None)
-    if not isinstance(owner, type) or not issubclass(owner, torch.autograd.Function):
+    # (by type: ``isinstance`` would read the user's ``__class__``, as variables.builder.of_type says)
+    if not issubclass(type(owner), type) or not issubclass(owner, torch.autograd.Function):
         return None
-    if isinstance(value, types.MethodType):
+    if issubclass(type(value), types.MethodType):
         return owner if value.__func__ is AUTOGRAD_FUNCTION_APPLY else None
-    if isinstance(value, types.BuiltinMethodType) and isinstance(AUTOGRAD_FUNCTION_APPLY, types.ClassMethodDescriptorType):
+    if issubclass(type(value), types.BuiltinMethodType) and isinstance(AUTOGRAD_FUNCTION_APPLY, types.ClassMethodDescriptorType):
         # bound C methods are equal when they bind the same C function to the same object
         return owner if value == AUTOGRAD_FUNCTION_APPLY.__get__(None, owner) else None
     return None

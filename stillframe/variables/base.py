@@ -533,7 +533,7 @@ def _c_level_key(value: Any) -> bool:
     if cls not in _PLAIN_KEYS and (isinstance(getattr(cls, "__eq__", None), types.FunctionType) or
                                    isinstance(getattr(cls, "__hash__", None), types.FunctionType)):
         return False
-    if isinstance(value, (tuple, frozenset)):
+    if issubclass(type(value), (tuple, frozenset)):  # (by type: see builder.of_type)
         return all(_c_level_key(v) for v in value)
     return True
 

@@ -77,11 +77,12 @@ TRUSTED_MODULES = (torch, math, operator, builtins, functools, torch.nn.function
                    torch.special)
 
 
-def _is(value: Any, classes: Any) -> bool:
+def of_type(value: Any, classes: Any) -> bool:
     """``isinstance(value, classes)`` by ``value``'s real type alone. ``isinstance`` reads ``value.__class__`` when
     the type does not match, and that runs a ``__getattribute__`` or ``__class__`` property written in Python (a
     logging proxy, a lazy object that loads itself): wrapping a value must not run the user's code (test_descr
-    test_module_subclasses), and what the trace models is the object's real layout, not the class it shows."""
+    test_module_subclasses), and what the trace models is the object's real layout, not the class it shows. The one
+    helper for classifying a live value (a VT's ``.value``) anywhere in the trace, the rules and the runtime."""
     return issubclass(type(value), classes)
 
 
@@ -94,9 +95,9 @@ def is_constant(value: Any) -> bool:
     """Immutable values a trace may bake in (behind an EQUALS guard): Python scalars, dtypes, NumPy scalars ...
     A subclass of a scalar type whose own classes define a dunder method (``class g(int): def __lt__``) is not one:
     folding its operators at trace time would run that Python code then, not at each call (test_heapq)."""
-    if _is(value, CONSTANT_TYPES):
-        return type(value) in CONSTANT_TYPES or _is(value, enum.Enum) or not _own_dunders(type(value))
-    return type(value).__module__ == "numpy" and _is(value, numbers.Number)
+    if of_type(value, CONSTANT_TYPES):
+        return type(value) in CONSTANT_TYPES or of_type(value, enum.Enum) or not _own_dunders(type(value))
+    return type(value).__module__ == "numpy" and of_type(value, numbers.Number)
 
 
 #: Dunders every class statement gives its class (no behaviour of their own).
@@ -119,26 +120,26 @@ def _own_dunders(cls: type) -> bool:
 
 def is_class_key(value: Any) -> bool:
     """A class or typing form as a dict key (a dispatch table keyed by type): hashed and compared by identity."""
-    return (_is(value, type) or type(value).__module__ == "typing") and \
+    return (of_type(value, type) or type(value).__module__ == "typing") and \
         type(value).__eq__ is object.__eq__ and type(value).__hash__ is object.__hash__
 
 
 def is_torch_callable(value: Any) -> bool:
     """A callable from torch's own namespace that becomes an FX node (``torch.add``, ``F.relu``, ``Tensor.add``)."""
-    if _is(value, (types.BuiltinFunctionType, types.FunctionType, types.MethodDescriptorType,
+    if of_type(value, (types.BuiltinFunctionType, types.FunctionType, types.MethodDescriptorType,
                           types.WrapperDescriptorType, types.BuiltinMethodType)) or callable(value):
         module = getattr(value, "__module__", None) or ""
-        if _is(value, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+        if of_type(value, (types.MethodDescriptorType, types.WrapperDescriptorType)):
             return getattr(value, "__objclass__", None) in (torch.Tensor, compat.TensorBase)
-        if _is(value, type) or hasattr(type(value), "__enter__"):
+        if of_type(value, type) or hasattr(type(value), "__enter__"):
             return False  # a class, or a context-manager object (an inference_mode() made per call): not an op
         owner = getattr(value, "__self__", None)
-        if owner is not None and not isinstance(owner, types.ModuleType):
+        if owner is not None and not of_type(owner, types.ModuleType):
             return False  # a method bound to some torch object (a context, a generator): not a graph op
-        if _is(value, types.FunctionType) and (value.__qualname__ != value.__name__ or
+        if of_type(value, types.FunctionType) and (value.__qualname__ != value.__name__ or
                                                       module in _TRACED_MODULES):
             return False  # traced into as Python code: see _TRACED_MODULES
-        if not _is(value, (types.FunctionType, types.BuiltinFunctionType)) and \
+        if not of_type(value, (types.FunctionType, types.BuiltinFunctionType)) and \
                 module.startswith(_TRACED_OBJECT_MODULES):
             return False  # an object of torch's Python classes with a __call__ (a distribution's transform)
         return module == "torch" or module.startswith(("torch.", "torch._C"))
@@ -208,7 +209,7 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
         # classified by its type alone, an object the trace keeps by reference (a proxy's every use runs for real)
         _guard(tx, source, "TYPE", type(value))
         return PythonObjectVariable(value, source)
-    if _is(value, torch.Tensor):
+    if of_type(value, torch.Tensor):
         return wrap_tensor(tx, value, source)
     if source is not None and type(value).__name__ == "ndarray" and type(value).__module__ == "numpy" and \
             compat.torch_numpy is not None and value.dtype.kind in "biufc" and value.flags.writeable:
@@ -232,7 +233,7 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
         _guard(tx, source, "EQUALS", value)
         return ConstantVariable(value, source)
     if type(value) is frozenset and source is not None and all(
-            is_constant(m) or isinstance(m, _IDENTITY_MEMBERS) for m in value):
+            is_constant(m) or of_type(m, _IDENTITY_MEMBERS) for m in value):
         # a frozenset of constants, functions or classes (``func in SUPPORTED``): fixed by its members, guarded
         _guard(tx, source, "EQUALS", value)
         tx.keepalive.append(value)
@@ -240,9 +241,9 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
     if type(value) is slice and all(is_constant(p) for p in (value.start, value.stop, value.step)):
         _guard(tx, source, "EQUALS", value)  # a slice passed in (x[s]): its parts are Python values
         return SliceVariable(ConstantVariable(value.start), ConstantVariable(value.stop), ConstantVariable(value.step))
-    if _is(value, torch.nn.Module):
+    if of_type(value, torch.nn.Module):
         return _identity(tx, value, source, lambda: NNModuleVariable(value, source))
-    if type(value) is tuple or _is(value, torch.Size) or _is_namedtuple(value):
+    if type(value) is tuple or of_type(value, torch.Size) or _is_namedtuple(value):
         hit = tx.state.memo.get(("id", id(value)))
         if hit is not None and hit.source is None and source is not None:
             # met first with no source (inside an object the trace keeps opaque): read now through a source, it is
@@ -257,16 +258,16 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
         if not trusted:
             _guard(tx, source, "ID", id(value))
         return BuiltinVariable(value, source)
-    if compat.CustomOpDef is not None and _is(value, compat.CustomOpDef):  # a torch.library.custom_op
+    if compat.CustomOpDef is not None and of_type(value, compat.CustomOpDef):  # a torch.library.custom_op
         _guard(tx, source, "ID", id(value))
         return TorchFunctionVariable(value._opoverload, source)  # (its schema says what it writes)
     if is_torch_callable(value):
         if not trusted:
             _guard(tx, source, "ID", id(value))
         return TorchFunctionVariable(value, source)
-    if _is(value, types.FunctionType):
+    if of_type(value, types.FunctionType):
         return _function(tx, value, source)
-    if _is(value, (types.ModuleType, type, types.BuiltinFunctionType, types.MethodType, functools.partial)) or \
+    if of_type(value, (types.ModuleType, type, types.BuiltinFunctionType, types.MethodType, functools.partial)) or \
             type(value).__module__ == "typing":  # a TypeVar, typing.List[int] ...: used by identity
         if not trusted:
             _guard(tx, source, "ID", id(value))
@@ -289,7 +290,7 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
         return None
     if value is standins.NULL:
         return NULL
-    if _is(value, standins.ResumableIterator):
+    if of_type(value, standins.ResumableIterator):
         _guard(tx, source, "TYPE", standins.ResumableIterator)
         _guard(tx, AttrSource(source, "_real"), "TYPE", type(value._real))
         if value._real is not None:  # CPython's own iterator: each next is taken for real (FOR_ITER breaks on it)
@@ -304,30 +305,30 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
         _guard(tx, AttrSource(source, "_view"), "EQUALS", value._view)
         _guard(tx, AttrSource(source, "_cls"), "ID", id(value._cls))
         return LiveIteratorVariable(AttrSource(source, "_items"), items, value._index, id(value), value._kind, cls=cls)
-    if _is(value, standins.AutocastExit):
+    if of_type(value, standins.AutocastExit):
         _guard(tx, source, "TYPE", standins.AutocastExit)
         return AutocastExitVariable(None, value.args, source)
-    if _is(value, standins.InferenceModeExit):
+    if of_type(value, standins.InferenceModeExit):
         _guard(tx, source, "TYPE", standins.InferenceModeExit)
         return InferenceModeExitVariable(None, value.mode, source=source)
-    if _is(value, standins.GradModeExit):
+    if of_type(value, standins.GradModeExit):
         _guard(tx, source, "EQUALS", value)
         return ContextExitVariable(value.restore)
-    if _is(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
+    if of_type(value, types.MethodType) and of_type(value.__func__, types.FunctionType):
         _guard(tx, source, "TYPE", types.MethodType)
         fn = wrap(tx, value.__func__, AttrSource(source, "__func__") if source else None)
         self_var = wrap(tx, value.__self__, AttrSource(source, "__self__") if source else None)
         return UserMethodVariable(fn.fn, self_var, source)
-    if _is(value, types.BuiltinMethodType) and isinstance(getattr(value, "__self__", None), torch.Tensor):
+    if of_type(value, types.BuiltinMethodType) and of_type(getattr(value, "__self__", None), torch.Tensor):
         self_var = wrap(tx, value.__self__, AttrSource(source, "__self__") if source else None)
         _guard(tx, AttrSource(source, "__name__") if source else None, "EQUALS", value.__name__)
         return TensorMethodVariable(value.__name__, self_var)
-    if _is(value, types.BuiltinMethodType) and type(getattr(value, "__self__", None)) in (list, dict):
+    if of_type(value, types.BuiltinMethodType) and type(getattr(value, "__self__", None)) in (list, dict):
         owner = wrap(tx, value.__self__, AttrSource(source, "__self__") if source else None)
         _guard(tx, AttrSource(source, "__name__") if source else None, "EQUALS", value.__name__)
         return ContainerMethodVariable(owner, value.__name__)
-    if _is(value, (types.BuiltinMethodType, types.MethodWrapperType)) and source is not None and \
-            not isinstance(getattr(value, "__self__", None), (types.ModuleType, type(None))):
+    if of_type(value, (types.BuiltinMethodType, types.MethodWrapperType)) and source is not None and \
+            not of_type(getattr(value, "__self__", None), (types.ModuleType, type(None))):
         # A C method bound to an object (``od.values``, ``dq.append``, a context's ``__enter__``) is a new object
         # on every attribute read: guarded by what it is, not by its own id, which never holds again. Its owner
         # is guarded by value where the trace may fold the call (a constant's method), by identity where it is
@@ -337,7 +338,7 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
         _guard(tx, AttrSource(source, "__name__"), "EQUALS", value.__name__)
         if is_constant(owner):
             _guard(tx, AttrSource(source, "__self__"), "EQUALS", owner)
-        elif isinstance(owner, type):
+        elif of_type(owner, type):
             _guard(tx, AttrSource(source, "__self__"), "ID", id(owner))
             tx.keepalive.append(owner)
         else:
@@ -347,7 +348,7 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
 
 
 def _is_namedtuple(value: Any) -> bool:
-    return _is(value, tuple) and (hasattr(type(value), "_fields") or hasattr(type(value), "n_fields"))
+    return of_type(value, tuple) and (hasattr(type(value), "_fields") or hasattr(type(value), "n_fields"))
 
 
 def _identity(tx: Any, value: Any, source: Source | None, build: Any) -> VariableTracker:
@@ -358,7 +359,7 @@ def _identity(tx: Any, value: Any, source: Source | None, build: Any) -> Variabl
         if source is not None and hit.source is not None:
             _guard(tx, source, "SAME", hit.source)
         return hit
-    if _is(value, torch.nn.Module):
+    if of_type(value, torch.nn.Module):
         _guard(tx, source, "ID", id(value))
     var = build()
     tx.state = tx.state.replace(memo=tx.state.memo.set(key, var))
@@ -479,7 +480,7 @@ def wrap_tensor(tx: Any, value: torch.Tensor, source: Source | None) -> Variable
     if source is None:
         tx.unsupported("constant_tensor", "a tensor with no source (created outside the trace and reached "
                        "through an object stillframe cannot name)")
-    if type(value) not in (torch.Tensor, torch.nn.Parameter) and not _is(value, torch.nn.parameter.Buffer):
+    if type(value) not in (torch.Tensor, torch.nn.Parameter) and not of_type(value, torch.nn.parameter.Buffer):
         tx.unsupported("tensor_subclass", f"tensor subclass {type(value).__name__} is not supported")
     fake, meta_fields = _fakeified(tx, value, source)
     existing = tx.tid_of_fake(fake)
@@ -698,7 +699,7 @@ def load_local(tx, name, keep_scalars=False):
     """
     frame = tx.frame
     value = frame.locals.get(name)
-    if _is(value, LazyArgument):
+    if of_type(value, LazyArgument):
         if keep_scalars and is_lazy_scalar(value.value):
             return value
         value = wrap(tx, value.value, value.source)

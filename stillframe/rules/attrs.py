@@ -49,7 +49,7 @@ from ..variables.base import (
     UserMethodVariable,
     VariableTracker,
 )
-from ..variables.builder import TRUSTED_MODULES, is_constant, shows_other_class, wrap
+from ..variables.builder import TRUSTED_MODULES, is_constant, of_type, shows_other_class, wrap
 from ..variables.kinds import CONTEXT_VALUES, INTERNAL
 from ..variables.objects import (DELETED, ContainerMethodVariable, DICT_BASES, ExceptionEntry, ObjectVariable,
                                  SuperVariable, storage_of)
@@ -99,7 +99,7 @@ def _live_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
     # that write; it runs for real, after the writes before it)
     refuse_weak_proxy(tx, obj, f"reading .{name}")
     getattribute = type(obj.value).__getattribute__
-    if isinstance(getattribute, types.FunctionType) and not issubclass(type(obj.value), type):  # (modules too)
+    if of_type(getattribute, types.FunctionType) and not issubclass(type(obj.value), type):  # (modules too)
         return calls.call_sync(tx, UserFunctionVariable(getattribute), [obj, ConstantVariable(name)], {})
     return object_attr(tx, obj, obj.value, name)
 
@@ -111,7 +111,7 @@ GETATTR.rule(NumpyArrayVariable)(lambda tx, obj, name: numpy_interop.array_attr(
 @GETATTR.rule(ObjectVariable)
 def _object_getattr(tx: Any, obj: ObjectVariable, name: str) -> VariableTracker:
     getattribute = obj.cls.__getattribute__
-    if isinstance(getattribute, types.FunctionType):  # the class's own lookup runs in the trace
+    if of_type(getattribute, types.FunctionType):  # the class's own lookup runs in the trace
         return calls.call_sync(tx, UserFunctionVariable(getattribute), [obj, ConstantVariable(name)], {})
     return instance_attr(tx, obj, name)
 
@@ -134,11 +134,11 @@ def _container_getattr(tx: Any, obj: VariableTracker, name: str) -> VariableTrac
         if class_attr is not MISSING and not callable(class_attr):
             return wrap(tx, class_attr, None)  # _fields, _field_defaults ...
         method = _python_method_of(obj.cls, name)
-        if isinstance(method, staticmethod):  # a method written in a NamedTuple subclass: traced
+        if of_type(method, staticmethod):  # a method written in a NamedTuple subclass: traced
             return wrap(tx, method.__func__, None)
-        if isinstance(method, classmethod):
+        if of_type(method, classmethod):
             return bind_classmethod(tx, method, wrap(tx, obj.cls, None))
-        if isinstance(method, types.FunctionType):
+        if of_type(method, types.FunctionType):
             return UserMethodVariable(method, obj)
     if hasattr(obj.python_type(), name):
         return ContainerMethodVariable(obj, name)
@@ -155,7 +155,7 @@ def _python_method_of(cls: type, name: str) -> Any:
         attr = klass.__dict__.get(name, MISSING)
         if attr is not MISSING:
             fn = getattr(attr, "__func__", attr)
-            if not isinstance(fn, types.FunctionType) or fn.__module__ == "collections":
+            if not of_type(fn, types.FunctionType) or fn.__module__ == "collections":
                 return None
             return attr
     return None
@@ -167,7 +167,7 @@ def _constant_getattr(tx: Any, obj: ConstantVariable, name: str) -> VariableTrac
         value = getattr(obj.value, name)
     except AttributeError as e:
         tx.user_error(e)
-    if callable(value) and not isinstance(value, type):
+    if callable(value) and not of_type(value, type):
         return PythonObjectVariable(value)
     return wrap(tx, value, None)
 
@@ -308,7 +308,7 @@ def instance_attr(tx: Any, obj: Any, name: str) -> VariableTracker:
         tx.heap_set(view.oid, tx.heap(view.oid)._with_live(AttrsView(obj.oid)))
         return view
     found = _static_lookup_type(entry.cls, name)
-    if isinstance(found, types.MemberDescriptorType) and not hasattr(entry.cls, "__getattr__"):
+    if of_type(found, types.MemberDescriptorType) and not hasattr(entry.cls, "__getattr__"):
         refused = slots_refuse(entry.cls, name, write=False)  # a slot never assigned in the trace: unset
         if refused is not None:
             tx.user_error(refused)
@@ -339,7 +339,7 @@ def super_attr(tx: Any, sup: Any, name: str) -> VariableTracker:
     self_var = sup.self_var
     if isinstance(self_var, LazyArgument):
         self_var = wrap(tx, self_var.value, self_var.source)
-    owner = self_var.value if isinstance(self_var, PythonObjectVariable) and isinstance(self_var.value, type) and \
+    owner = self_var.value if isinstance(self_var, PythonObjectVariable) and of_type(self_var.value, type) and \
         issubclass(self_var.value, sup.cls) else None
     start = owner if owner is not None else _type_of(tx, self_var)
     mro = start.__mro__
@@ -352,7 +352,7 @@ def super_attr(tx: Any, sup: Any, name: str) -> VariableTracker:
             attr = klass.__dict__[name]
             if owner is not None:
                 return _bind_to_class(tx, self_var, owner, name, attr)
-            if isinstance(attr, classmethod):  # bound to the object's type, not to the object
+            if of_type(attr, classmethod):  # bound to the object's type, not to the object
                 return bind_classmethod(tx, attr, wrap(tx, start, None))
             sup = SuperVariable(sup.cls, self_var)
             if klass is dict and isinstance(sup.self_var, PythonObjectVariable):
@@ -376,15 +376,15 @@ def super_attr(tx: Any, sup: Any, name: str) -> VariableTracker:
 
 def _bind_to_class(tx: Any, cls_var: VariableTracker, cls: type, name: str, attr: Any) -> VariableTracker:
     """``attr``, found on a base of the class ``cls`` by ``super(C, cls).name``, as ``attr.__get__(None, cls)``."""
-    if isinstance(attr, classmethod):
+    if of_type(attr, classmethod):
         return bind_classmethod(tx, attr, cls_var)
-    if isinstance(attr, staticmethod):
+    if of_type(attr, staticmethod):
         return wrap(tx, attr.__func__, None)
-    if isinstance(attr, types.FunctionType):
+    if of_type(attr, types.FunctionType):
         return wrap(tx, attr, None)
-    if isinstance(attr, types.ClassMethodDescriptorType):  # a C classmethod (autograd.Function's apply ...)
+    if of_type(attr, types.ClassMethodDescriptorType):  # a C classmethod (autograd.Function's apply ...)
         return PythonObjectVariable(attr.__get__(None, cls))
-    if isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)):  # unbound on a class
+    if of_type(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)):  # unbound on a class
         return wrap(tx, attr, None)
     if not hasattr(type(attr), "__get__"):
         return wrap(tx, attr, None)
@@ -425,7 +425,7 @@ def bind_classmethod(tx: Any, method: classmethod, cls_var: VariableTracker) -> 
     """``method.__get__(None, cls)`` of a ``classmethod``: its function bound to the class. CPython 3.11's
     ``cm_descr_get`` chains to the wrapped object's own ``__get__`` (``@classmethod @property``), which is not
     modelled: anything but a plain function is a graph break, and the access runs for real."""
-    if not isinstance(method.__func__, types.FunctionType):
+    if not of_type(method.__func__, types.FunctionType):
         tx.unsupported("unsupported_attribute", f"a classmethod wrapping a {type(method.__func__).__name__}")
     return UserMethodVariable(method.__func__, cls_var)
 
@@ -505,7 +505,7 @@ def slot_is_set(tx: Any, var: VariableTracker, obj: Any, member: types.MemberDes
 
 def _has_static(tx: Any, var: VariableTracker, value: Any, name: str) -> bool:
     found = _static_lookup(value, name)
-    if found is not MISSING and found[0] == "class" and isinstance(found[1], types.MemberDescriptorType) and \
+    if found is not MISSING and found[0] == "class" and of_type(found[1], types.MemberDescriptorType) and \
             not issubclass(type(value), (type, types.ModuleType)) and not slot_is_set(tx, var, value, found[1]):
         if hasattr(type(value), "__getattr__"):
             tx.unsupported("unsupported_attribute", f"hasattr() of an unset slot of a {type(value).__name__} "
@@ -538,9 +538,9 @@ def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> Va
                     tx.user_error(e)
                 return wrap(tx, found, src)
             tx.user_error(AttributeError(f"type object '{value.__name__}' has no attribute '{name}'", name=name))
-        if isinstance(found, staticmethod):
+        if of_type(found, staticmethod):
             return wrap(tx, found.__func__, src)
-        if isinstance(found, classmethod):
+        if of_type(found, classmethod):
             return bind_classmethod(tx, found, var)
         module = getattr(value, "__module__", None)
         return wrap(tx, getattr(value, name), src, trusted=isinstance(module, str) and module.startswith("torch"))
@@ -556,7 +556,7 @@ def object_attr(tx: Any, var: PythonObjectVariable, value: Any, name: str) -> Va
                        "writes are made first", ("the read runs for real",))
     found = _static_lookup(value, name)
     if src is not None and found is not MISSING and found[0] == "instance" and \
-            isinstance(type(value).__getattribute__, types.FunctionType):
+            of_type(type(value).__getattribute__, types.FunctionType):
         # guarded as obj.__dict__[name]: one call of the class's own __getattribute__ per guard check, not one
         # per attribute (a transformers config is read dozens of times)
         src = GetItemSource(AttrSource(var.source, "__dict__"), name)
@@ -573,7 +573,7 @@ def _class_getattr(tx: Any, var: VariableTracker, cls: type, name: str) -> Varia
     """``cls.__getattr__(obj, name)``, traced, as ``object.__getattribute__`` calls it when ordinary lookup finds
     nothing (its reads are guarded as it makes them)."""
     hook = cls.__getattr__
-    if not isinstance(hook, types.FunctionType):
+    if not of_type(hook, types.FunctionType):
         tx.unsupported("unsupported_attribute", f"{cls.__name__} defines __getattr__ in C")
     return calls.call_sync(tx, UserMethodVariable(hook, var), [ConstantVariable(name)], {})
 
@@ -589,8 +589,8 @@ def guard_not_shadowed(tx: Any, var: VariableTracker, obj: Any, name: str) -> No
     except (AttributeError, TypeError):  # no instance dict (__slots__): nothing can shadow the class
         lookup = type(obj).__getattribute__
         # unless a C __getattribute__ other than object's keeps one elsewhere: a threading.local's, per thread
-        if lookup is object.__getattribute__ or not isinstance(lookup, types.WrapperDescriptorType) or \
-                not isinstance(getattr(obj, "__dict__", None), dict):
+        if lookup is object.__getattribute__ or not of_type(lookup, types.WrapperDescriptorType) or \
+                not of_type(getattr(obj, "__dict__", None), dict):
             return
     tx.add_guard(Guard(AttrSource(var.source, "__dict__"), "HAS_KEY", (name, False)))
 
@@ -600,27 +600,27 @@ def _bind_found(tx: Any, var: VariableTracker, obj: Any, name: str, found: tuple
     if where == "instance":
         return wrap(tx, attr, src)
     # found on the class
-    if not (isinstance(attr, property) or hasattr(type(attr), "__set__") or hasattr(type(attr), "__delete__")):
+    if not (of_type(attr, property) or hasattr(type(attr), "__set__") or hasattr(type(attr), "__delete__")):
         guard_not_shadowed(tx, var, obj, name)  # an instance attribute set later would be found first
-    if isinstance(attr, property):
+    if of_type(attr, property):
         if attr.fget is None:
             tx.user_error(AttributeError(f"property '{name}' has no getter"))
         depth = len(tx.state.frames)
         frames.inline_call(tx, attr.fget, None, [var], {})
         return tx.run_until_return(depth)
-    if isinstance(attr, staticmethod):
+    if of_type(attr, staticmethod):
         return wrap(tx, attr.__func__, None)
-    if isinstance(attr, classmethod):  # bound to the class (of an object made in the trace, obj is None)
+    if of_type(attr, classmethod):  # bound to the class (of an object made in the trace, obj is None)
         return bind_classmethod(tx, attr, PythonObjectVariable(type(obj) if obj is not None else _type_of(tx, var)))
-    if isinstance(attr, types.FunctionType):
+    if of_type(attr, types.FunctionType):
         return UserMethodVariable(attr, var)
     wrapped = compiled_original(attr)
-    if wrapped is not None and isinstance(wrapped[1], types.FunctionType):  # a compiled method: inlined
+    if wrapped is not None and of_type(wrapped[1], types.FunctionType):  # a compiled method: inlined
         return UserMethodVariable(wrapped[1], var)
-    if hasattr(type(attr), "__get__") and not isinstance(attr, (int, float, str, bool, tuple, type(None))):
+    if hasattr(type(attr), "__get__") and not of_type(attr, (int, float, str, bool, tuple, type(None))):
         if is_python_data_descriptor(attr):  # its __get__ runs in the trace
             return descriptor_call(tx, attr, "__get__", [var, PythonObjectVariable(_type_of(tx, var))])
-        if isinstance(attr, types.MemberDescriptorType) and obj is not None and not slot_is_set(tx, var, obj, attr):
+        if of_type(attr, types.MemberDescriptorType) and obj is not None and not slot_is_set(tx, var, obj, attr):
             if hasattr(type(obj), "__getattr__"):
                 return _class_getattr(tx, var, type(obj), name)
             try:
@@ -629,10 +629,10 @@ def _bind_found(tx: Any, var: VariableTracker, obj: Any, name: str, found: tuple
                 tx.user_error(e)
         if hasattr(type(attr), "__set__"):  # slots members and other data descriptors: read the live value
             return wrap(tx, getattr(obj, name), src)
-        if isinstance(attr, functools._lru_cache_wrapper) and obj is not None:
+        if of_type(attr, functools._lru_cache_wrapper) and obj is not None:
             # a cached function used as a method (transformers' Logger.warning_once): bound for real
             return PythonObjectVariable(attr.__get__(obj, type(obj)))
-        if isinstance(attr, types.MethodDescriptorType) and obj is not None and src is not None:
+        if of_type(attr, types.MethodDescriptorType) and obj is not None and src is not None:
             # a C method of a live object (deque.append): bound for real, guarded by its type, name and owner;
             # a call of it is the one graph break (the attribute read was a second)
             return wrap(tx, getattr(obj, name), src)

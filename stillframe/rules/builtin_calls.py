@@ -52,7 +52,7 @@ from ..variables.base import (
     VariableTracker,
 )
 from ..variables.base import is_builtin_class
-from ..variables.builder import wrap
+from ..variables.builder import of_type, wrap
 from ..variables.objects import (ContainerMethodVariable, ObjectVariable, SuperVariable, dict_base, storage_of)
 from ..tensors import symbolic
 from ..tensors.ops import call_tensor_op
@@ -197,9 +197,9 @@ def _len(tx: Tracer, var: VariableTracker) -> int:
         nn_modules.guard_registry_read(tx, var, "len()")
         return len(var.module)
     if isinstance(var, (ConstantVariable, PythonObjectVariable)) and var.source is None and \
-            isinstance(var.value, types.MappingProxyType):
+            of_type(var.value, types.MappingProxyType):
         return len(var.value)  # inspect.signature(f).parameters
-    if isinstance(var, PythonObjectVariable) and isinstance(var.value, (dict, list, tuple, set, frozenset)):
+    if isinstance(var, PythonObjectVariable) and of_type(var.value, (dict, list, tuple, set, frozenset)):
         if live_dicts.written(tx, var):
             tx.unsupported("unsupported_call", f"len() of a {type(var.value).__name__} the trace wrote into (it "
                            "runs for real, after the writes)")
@@ -246,8 +246,8 @@ def call_builtin(tx: Tracer, fn: Any, args: list, kwargs: dict) -> None:
     if all(is_const(tx, a) for a in args) and all(is_const(tx, v) for v in kwargs.values()) and fn in FOLDABLE:
         return tx.push(fold(tx, fn, args, kwargs))
     if fn in (str, repr) and len(args) == 1 and not kwargs and isinstance(args[0], PythonObjectVariable) and \
-            isinstance(args[0].value, (type, types.FunctionType, types.ModuleType)) and \
-            (not isinstance(args[0].value, type) or type(args[0].value).__repr__ is type.__repr__):
+            of_type(args[0].value, (type, types.FunctionType, types.ModuleType)) and \
+            (not of_type(args[0].value, type) or type(args[0].value).__repr__ is type.__repr__):
         # a class, function or module: fixed by its type/identity guards, and so is its text
         return tx.push(ConstantVariable(fn(args[0].value)))
     if fn in (str, repr) and len(args) == 1 and not kwargs and isinstance(args[0], UserFunctionVariable) and \
@@ -415,7 +415,7 @@ def _getter_in_python(value: Any, name: str) -> bool:
     """Whether ``value.name`` is found on its class as a ``property`` or a descriptor whose ``__get__`` is written
     in Python: reading it runs that code, which may raise AttributeError (then ``hasattr`` is False; test_descr
     test_properties)."""
-    if isinstance(value, (type, types.ModuleType)):
+    if of_type(value, (type, types.ModuleType)):
         return False
     attr = _static_lookup_type(type(value), name)
     return isinstance(attr, property) or isinstance(getattr(type(attr), "__get__", None), types.FunctionType)
@@ -425,7 +425,7 @@ def _looks_up_in_python(value: Any) -> bool:
     """Whether an attribute lookup on ``value`` may run user code: its class defines ``__getattr__`` or its own
     ``__getattribute__``."""
     cls = type(value)
-    if isinstance(value, types.ModuleType):  # (a module's own __getattr__ is looked up statically: attrs.has_attr)
+    if of_type(value, types.ModuleType):  # (a module's own __getattr__ is looked up statically: attrs.has_attr)
         return False
     return getattr(cls, "__getattr__", None) is not None or \
         getattr(cls, "__getattribute__", object.__getattribute__) is not object.__getattribute__
@@ -622,7 +622,7 @@ def _id(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     if isinstance(var, NNModuleVariable) and var.source is not None:
         return ConstantVariable(id(var.module))
     if isinstance(var, PythonObjectVariable) and var.source is not None and \
-            isinstance(var.value, (type, types.ModuleType)):
+            of_type(var.value, (type, types.ModuleType)):
         return ConstantVariable(id(var.value))
     tx.unsupported("unsupported_builtin", "id() of a traced value")
 
@@ -654,9 +654,9 @@ def _flat_classinfo(classinfo: Any) -> list:
 
 def _not_classinfo(c: Any) -> bool:
     """Whether ``isinstance`` refuses ``c`` as a class (CPython's ``object_isinstance`` / ``check_class``)."""
-    if isinstance(c, type) or any("__instancecheck__" in vars(k) for k in type(c).__mro__):  # (on its type only)
+    if of_type(c, type) or any("__instancecheck__" in vars(k) for k in type(c).__mro__):  # (on its type only)
         return False
-    if type(c) in (int, float, complex, str, bytes, bool, type(None)) or isinstance(c, types.FunctionType):
+    if type(c) in (int, float, complex, str, bytes, bool, type(None)) or of_type(c, types.FunctionType):
         return True
     return False  # (anything else is left to the rule)
 

@@ -64,7 +64,7 @@ from ..variables.base import (
     VariableTracker,
 )
 from ..variables.base import is_builtin_class
-from ..variables.builder import is_constant, wrap
+from ..variables.builder import is_constant, of_type, wrap
 from ..variables.kinds import INTERNAL
 from ..variables.objects import ContainerMethodVariable, ObjectVariable, SuperVariable
 from ..tensors.effects import hashable_key, never_traced, runs_for_real
@@ -176,7 +176,7 @@ OPAQUE_MODULES = ("logging", "warnings", "traceback", "pdb", "inspect", "threadi
 def call(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     """Call ``fn`` with VT arguments; push the result (or a child frame that will push it)."""
     target = getattr(fn, "fn", None) or getattr(fn, "value", None)
-    if isinstance(target, types.FunctionType) and not args and not kwargs:
+    if of_type(target, types.FunctionType) and not args and not kwargs:
         answer = _tracing_answers().get(target)
         if answer is not None:
             return tx.push(ConstantVariable(answer))
@@ -264,7 +264,7 @@ def _make_partial(tx: Tracer, args: list, kwargs: dict) -> PartialVariable:
     fn, bound = args[0], tuple(args[1:])
     if isinstance(fn, PartialVariable):
         return PartialVariable(fn.fn, (*fn.args, *bound), tuple({**dict(fn.kwargs), **kwargs}.items()))
-    if isinstance(fn, PythonObjectVariable) and isinstance(fn.value, functools.partial):
+    if isinstance(fn, PythonObjectVariable) and of_type(fn.value, functools.partial):
         tx.unsupported("unsupported_call", "functools.partial of a live partial (flattened only while it has no "
                        "__dict__)")
     if not _callable(tx, [fn], {}).value:
@@ -368,7 +368,7 @@ def _signature(tx: Tracer, fn: VariableTracker) -> VariableTracker:
 def _log_owner(fn: VariableTracker, target: Any) -> Any:
     """The object a logging method is bound to (a ``Logger``, a ``LoggerAdapter``), or what else ``fn`` is."""
     owner = fn.self_var if isinstance(fn, UserMethodVariable) else getattr(target, "__self__", None)
-    return owner.value if isinstance(owner, PythonObjectVariable) else owner
+    return owner.value if of_type(owner, PythonObjectVariable) else owner
 
 
 def _is_log_call(fn: VariableTracker, target: Any) -> bool:
@@ -424,7 +424,7 @@ def _defer_log_call(tx: Tracer, fn: VariableTracker, target: Any, args: list, kw
         if isinstance(v, TupleVariable):
             return all(immutable(i) for i in v.items)
         return isinstance(v, (ConstantVariable, LazyArgument)) or (
-            isinstance(v, PythonObjectVariable) and isinstance(v.value, (type, types.ModuleType)))
+            isinstance(v, PythonObjectVariable) and of_type(v.value, (type, types.ModuleType)))
 
     if not all(immutable(v) for v in (*args, *kwargs.values())):
         return False
@@ -432,7 +432,7 @@ def _defer_log_call(tx: Tracer, fn: VariableTracker, target: Any, args: list, kw
         return False  # they read the exception being handled, or the stack: only the call in place sees eager's
     logger = _log_owner(fn, target)
     logger = getattr(logger, "logger", logger)  # (a LoggerAdapter's)
-    if not isinstance(logger, logging.Logger) or not plain_logging(logger):
+    if not of_type(logger, logging.Logger) or not plain_logging(logger):
         return False
     tx.add_guard(Guard(None, "GLOBAL", ("query", (plain_logging, (logger,), True))))
     frame = tx.frame
@@ -479,18 +479,18 @@ def _size(tx: Tracer, args: list) -> TupleVariable:
 
 def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs: dict) -> None:
     value = var.value
-    if isinstance(value, functools.partial) and value.func is nn_modules.module_iterator:
+    if of_type(value, functools.partial) and value.func is nn_modules.module_iterator:
         return tx.push(value(tx, args, kwargs))
-    if not isinstance(value, type) and not isinstance(value, types.FunctionType):
+    if not of_type(value, type) and not of_type(value, types.FunctionType):
         result = call_dunder(tx, var, "__call__", list(args), kwargs)
         if result is not None:
             return tx.push(result)
-    if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, (type, types.ModuleType)) and \
+    if of_type(value, types.BuiltinMethodType) and of_type(value.__self__, (type, types.ModuleType)) and \
             value in BUILTIN_RULES:  # a C classmethod or module function with a rule: itertools.chain.from_iterable
         return call_builtin(tx, value, args, kwargs)
     if exceptions.is_c_method(value) and value in BUILTIN_RULES:  # Exception.__init__(self, msg)
         return call_builtin(tx, value, args, kwargs)
-    if isinstance(value, type) and value.__module__ == "builtins" and getattr(builtins, value.__name__, None) is value:
+    if of_type(value, type) and value.__module__ == "builtins" and getattr(builtins, value.__name__, None) is value:
         return call_builtin(tx, value, args, kwargs)  # a builtin type reached as a value: type(3)(4)
     if value is collections.deque:
         return tx.push(make_deque(tx, args, kwargs))
@@ -510,7 +510,7 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
         return tx.push(ConstantVariable(None))
     if value is functools.partial:
         return tx.push(_make_partial(tx, args, kwargs))
-    if isinstance(value, functools.partial):
+    if of_type(value, functools.partial):
         src = var.source
         func = wrap(tx, value.func, AttrSource(src, "func") if src else None)
         bound = [wrap(tx, a, GetItemSource(AttrSource(src, "args"), i) if src else None)
@@ -522,24 +522,24 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
             all(is_const(tx, a) for a in (*args, *kwargs.values())):
         return tx.push(PythonObjectVariable(value(*[const_value(tx, a) for a in args],
                                                   **{k: const_value(tx, v) for k, v in kwargs.items()})))
-    if isinstance(value, (operator.itemgetter, operator.attrgetter)) and len(args) == 1:
+    if of_type(value, (operator.itemgetter, operator.attrgetter)) and len(args) == 1:
         return tx.push(_apply_getter(tx, value, args[0]))
-    if isinstance(value, operator.methodcaller) and len(args) == 1 and not kwargs:
+    if of_type(value, operator.methodcaller) and len(args) == 1 and not kwargs:
         return _apply_methodcaller(tx, value, args[0])
     if value is operator.getitem and len(args) == 2:
         return tx.push(subscript(tx, args[0], args[1]))
     owner = getattr(value, "__self__", None)
-    if owner is not None and not isinstance(owner, types.ModuleType) and is_constant(owner):
+    if owner is not None and not of_type(owner, types.ModuleType) and is_constant(owner):
         # A method of a constant (str.join, bytes.join, tuple.count ...) consumes a generator argument whole,
         # before anything else runs, as eager does: running it to completion here is the same order.
         args = [drain(tx, a) if isinstance(a, GeneratorVariable) else a for a in args]
-    if owner is not None and not isinstance(owner, types.ModuleType) and is_constant(owner) and \
+    if owner is not None and not of_type(owner, types.ModuleType) and is_constant(owner) and \
             all(is_const(tx, a) for a in args) and all(is_const(tx, v) for v in kwargs.values()):
         return tx.push(fold(tx, value, args, kwargs))  # a method of a constant: "a,b".split(","), ...
     if value is object.__setattr__:
         store_attr(tx, args[0], const_value(tx, args[1]), args[2])
         return tx.push(ConstantVariable(None))
-    if isinstance(value, type) and not issubclass(value, torch.nn.Module) and \
+    if of_type(value, type) and not issubclass(value, torch.nn.Module) and \
             not is_builtin_class(value) and not value.__module__.startswith("torch"):
         return tx.push(construct(tx, value, args, kwargs))
     module = getattr(value, "__module__", "") or ""
@@ -555,7 +555,7 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
             return tx.push(call_tensor_op(tx, "call_function", value, tuple(args), kwargs))
         if all(is_const(tx, a) for a in args) and all(is_const(tx, v) for v in kwargs.values()):
             return tx.push(fold(tx, value, args, kwargs))
-    if getattr(value, "__name__", None) == "__subclasses__" and isinstance(getattr(value, "__self__", None), type) \
+    if getattr(value, "__name__", None) == "__subclasses__" and of_type(getattr(value, "__self__", None), type) \
             and not args and not kwargs:
         return tx.push(_subclasses(tx, value.__self__))
     if type(value) is weakref.ref and var.source is not None and not args and not kwargs:
@@ -565,7 +565,7 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
     view = live_dicts.view_call(tx, value, var.source, args, kwargs)  # od.values() of a live OrderedDict
     if view is not None:
         return tx.push(view)
-    if isinstance(value, type) and issubclass(value, torch.nn.Module):
+    if of_type(value, type) and issubclass(value, torch.nn.Module):
         tx.unsupported("unsupported_call", f"constructing the module {value.__qualname__} inside the trace",
                        ("construct the module outside the compiled function and call it inside",))
     tx.unsupported("unsupported_call", f"calling {getattr(value, '__qualname__', type(value).__name__)}",

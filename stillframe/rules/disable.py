@@ -26,6 +26,7 @@ import types
 from typing import Any, Callable
 
 from .. import compat
+from ..variables.builder import of_type
 
 
 def disable(fn: Callable) -> Callable:
@@ -58,7 +59,7 @@ def compiled_original(obj: Any) -> tuple[str, Any] | None:
     try:
         # looked up statically: a class's own __getattr__ (which answers anything) must not run, nor make any
         # object look like a wrapper
-        target = obj.__func__ if isinstance(obj, types.MethodType) else obj
+        target = obj.__func__ if of_type(obj, types.MethodType) else obj
         original = inspect.getattr_static(target, ORIGINAL, None)
         if isinstance(original, property):  # a class's own property (a compiled module's): read through it
             original = getattr(target, ORIGINAL, None)
@@ -67,7 +68,7 @@ def compiled_original(obj: Any) -> tuple[str, Any] | None:
         if type(obj).__name__ == "OptimizedModule" and type(obj).__module__ == "torch._dynamo.eval_frame":
             # torch.compiler.disable(module) is an OptimizedModule too, with a disabled forward: not inlined
             return None if compat.torch_disabled(obj.__dict__.get("forward")) else ("_orig_mod", obj._orig_mod)
-        original = obj.__dict__.get("_torchdynamo_orig_callable") if isinstance(obj, type(compiled_original)) \
+        original = obj.__dict__.get("_torchdynamo_orig_callable") if of_type(obj, type(compiled_original)) \
             else None
     except Exception:  # an object whose attribute lookup raises is not a wrapper
         return None

@@ -36,7 +36,7 @@ from ..variables.base import (
     TupleVariable,
     VariableTracker,
 )
-from ..variables.builder import wrap
+from ..variables.builder import of_type, wrap
 from ..tensors.ops import wrap_result
 from . import calls
 from .nn_modules import module_attr
@@ -259,7 +259,7 @@ def _members(module: torch.nn.Module) -> list:
 
 def is_functorch_internal(target: Any) -> bool:
     """A Python function of ``torch._functorch`` (what a transform made for real returns): never inlined."""
-    return isinstance(target, types.FunctionType) and "/torch/_functorch/" in target.__code__.co_filename.replace(
+    return of_type(target, types.FunctionType) and "/torch/_functorch/" in target.__code__.co_filename.replace(
         "\\", "/")
 
 

@@ -44,7 +44,7 @@ from ..variables.base import (
     UserMethodVariable,
     VariableTracker,
 )
-from ..variables.builder import wrap
+from ..variables.builder import of_type, wrap
 from ..variables.objects import (ContainerMethodVariable, ObjectVariable, SuperVariable)
 from ..tensors.ops import call_tensor_op
 from .attrs import (
@@ -144,7 +144,7 @@ def _function_value(tx: Tracer, var: VariableTracker) -> Any:
 
 @const_value.rule(PythonObjectVariable)
 def _object_value(tx: Tracer, var: PythonObjectVariable) -> Any:
-    if callable(var.value) or isinstance(var.value, types.ModuleType) or type(var.value).__module__ == "typing":
+    if callable(var.value) or of_type(var.value, types.ModuleType) or type(var.value).__module__ == "typing":
         return var.value  # identity-guarded (or trusted) objects: classes, functions, modules, typing forms
     return _not_constant(tx, var, "only classes, functions and modules are used by identity")
 
@@ -267,9 +267,9 @@ def _dunder_items(tx: Tracer, var: VariableTracker) -> tuple | None:
 
 @sequence_items.rule(PythonObjectVariable, ObjectVariable)
 def _object_items(tx: Tracer, var: VariableTracker) -> tuple:
-    if isinstance(var, PythonObjectVariable) and isinstance(var.value, enum.EnumMeta):
+    if isinstance(var, PythonObjectVariable) and of_type(var.value, enum.EnumMeta):
         return tuple(ConstantVariable(m) for m in var.value)
-    if isinstance(var, PythonObjectVariable) and var.source is None and isinstance(var.value, types.MappingProxyType) \
+    if isinstance(var, PythonObjectVariable) and var.source is None and of_type(var.value, types.MappingProxyType) \
             and all(isinstance(k, str) for k in var.value):
         return tuple(ConstantVariable(k) for k in var.value)  # inspect.signature(f).parameters: its names
     if live_dicts.empty_view(tx, var):  # list(od.values()) of an empty live mapping (rules/live_dicts.py)

@@ -47,7 +47,7 @@ import torch
 from ..guards.guard import Guard
 from ..guards.source import CallSource, KeyedItemSource, LiftedSource, Source
 from ..variables.base import ConstantVariable, LazyArgument, PythonObjectVariable, TensorVariable, VariableTracker
-from ..variables.builder import wrap
+from ..variables.builder import of_type, wrap
 from ..variables.objects import dict_base
 from . import attrs, calls, objects
 
@@ -77,7 +77,7 @@ def key_of(tx: Any, container: VariableTracker, key: VariableTracker) -> TensorV
     if not isinstance(container, PythonObjectVariable) or container.source is None or \
             type(container.value) not in LIVE_DICT_TYPES:
         return None
-    if isinstance(key, LazyArgument) and isinstance(key.value, torch.Tensor):
+    if isinstance(key, LazyArgument) and of_type(key.value, torch.Tensor):
         key = wrap(tx, key.value, key.source)
     if not isinstance(key, TensorVariable):
         return None

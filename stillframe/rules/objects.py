@@ -24,7 +24,7 @@ import weakref
 from typing import Any
 from ..errors import UserError
 from ..guards.guard import Guard
-from ..guards.source import AttrSource, GetItemSource
+from ..guards.source import AttrSource, CallSource, GetItemSource
 from ..variables.base import (
     HEAPTYPE_FLAG,
     BuiltinVariable,
@@ -48,7 +48,7 @@ from ..variables.base import (
     VariableTracker,
     same_key,
 )
-from ..variables.builder import is_constant, wrap
+from ..variables.builder import is_constant, of_type, wrap
 from . import arity, calls, exceptions, known, tensor_attrs
 from .deques import deque_method
 from . import operators
@@ -106,9 +106,9 @@ def guard_not_on_class(tx: Any, var: VariableTracker, obj: Any, name: str) -> No
     """Guard that no class in the MRO of the live object read from ``var.source`` has gained ``name`` (a class
     attribute set after the trace found none: ``getattr(obj, name, default)`` must then find it, as eager does).
     The classes a user wrote only: a C type's dict cannot change."""
-    if var.source is None or isinstance(obj, (type, types.ModuleType)):
+    if var.source is None or of_type(obj, (type, types.ModuleType)):
         return
-    mro = AttrSource(AttrSource(var.source, "__class__"), "__mro__")
+    mro = AttrSource(CallSource(var.source, type), "__mro__")  # (its real class: obj.__class__ may be another)
     for i, klass in enumerate(type(obj).__mro__):
         if klass.__flags__ & HEAPTYPE_FLAG:
             tx.add_guard(Guard(AttrSource(GetItemSource(mro, i), "__dict__"), "HAS_KEY", (name, False)))
@@ -195,8 +195,8 @@ def _store_outside_attr(tx: Any, obj: VariableTracker, name: str, value: Variabl
 
         if setter not in (object.__setattr__, torch.nn.Module.__setattr__):
             tx.unsupported("side_effect", f"{type(real).__name__} defines __setattr__")
-        if isinstance(real, type) or not hasattr(real, "__dict__"):
-            if not isinstance(real, type):
+        if of_type(real, type) or not hasattr(real, "__dict__"):
+            if not of_type(real, type):
                 tx.unsupported("side_effect", f"assigning .{name} of a {type(real).__name__}")
         _refuse_c_attribute(tx, real, name, "assigning", (types.GetSetDescriptorType,))
         key = ("attr", id(real), name)

@@ -25,7 +25,7 @@ from ..variables.base import (
     TupleVariable,
 )
 from ..variables.base import is_builtin_class
-from ..variables.builder import wrap
+from ..variables.builder import of_type, wrap
 from ..variables.objects import ObjectVariable, SuperVariable
 
 
@@ -89,11 +89,11 @@ def _object(tx, var):
     cls = type_checks.python_type_of(tx, var)
     if getattr(cls, "__bool__", None) is None and getattr(cls, "__len__", None) is None:
         return True
-    if isinstance(var, PythonObjectVariable) and isinstance(var.value, (dict, list, tuple, set, frozenset)):
+    if isinstance(var, PythonObjectVariable) and of_type(var.value, (dict, list, tuple, set, frozenset)):
         # a live container the trace does not model (a dict keyed by tensors): its length, guarded (bool() was
         # folded from the live value unguarded, and an empty dict passed later took the non-empty branch)
         return builtin_calls._len(tx, var) > 0
-    if isinstance(var, PythonObjectVariable) and (isinstance(var.value, (type, type(tx)))
+    if isinstance(var, PythonObjectVariable) and (of_type(var.value, (type, type(tx)))
                                                   or is_builtin_class(cls)):
         return bool(var.value)
     tx.unsupported("unsupported_condition", f"truth value of a {cls.__name__} value (its __bool__ or __len__ is "

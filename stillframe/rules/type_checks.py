@@ -15,7 +15,7 @@ from ..guards.guard import Guard
 from ..guards.source import AttrSource
 from ..variables.base import (ConstantVariable, LazyArgument, NNModuleVariable, NumpyArrayVariable,
                               PythonObjectVariable, TensorVariable, VariableTracker)
-from ..variables.builder import wrap
+from ..variables.builder import of_type, wrap
 from . import attrs, calls, known, numpy_interop, truthiness
 
 if TYPE_CHECKING:
@@ -68,16 +68,16 @@ def isinstance_rule(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
             if truthiness.truthiness(tx, result):
                 return ConstantVariable(True)
             continue
-        if isinstance(c, type) and isinstance_type(python_type_of(tx, obj), c, tx, obj):
+        if of_type(c, type) and isinstance_type(python_type_of(tx, obj), c, tx, obj):
             return ConstantVariable(True)
-        if isinstance(c, type) and _shown_class_check(tx, obj, c):
+        if of_type(c, type) and _shown_class_check(tx, obj, c):
             return ConstantVariable(True)
-        if not isinstance(c, type) and not any("__instancecheck__" in vars(k) for k in type(c).__mro__):
+        if not of_type(c, type) and not any("__instancecheck__" in vars(k) for k in type(c).__mro__):
             # CPython's abstract protocol: ``c.__bases__`` and ``obj.__class__``, user code, walked by
             # abstract_issubclass; not modelled
             tx.unsupported("unsupported_call", "isinstance() against an object that is no class (its __bases__)",
                            ("the check runs for real",))
-        if not isinstance(c, type):
+        if not of_type(c, type):
             return ConstantVariable(isinstance_type(python_type_of(tx, obj), cls, tx, obj))  # Python's TypeError
     return ConstantVariable(False)
 
@@ -115,12 +115,12 @@ def _shown_class_check(tx: Tracer, obj: VariableTracker, cls: type) -> bool:
     if not known.is_const(tx, shown):
         tx.unsupported("unsupported_call", "isinstance() of an object whose __class__ is not a constant")
     value = known.const_value(tx, shown)
-    return isinstance(value, type) and value is not t and issubclass(value, cls)
+    return of_type(value, type) and value is not t and issubclass(value, cls)
 
 
 def _flat_classes(cls: Any) -> list:
     """The classes ``isinstance(x, cls)`` tries, in order: nested tuples flattened; a union as itself."""
-    if isinstance(cls, tuple):
+    if of_type(cls, tuple):
         return [c for part in cls for c in _flat_classes(part)]
     return [cls]
 

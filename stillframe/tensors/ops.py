@@ -52,7 +52,7 @@ from ..variables.base import (
     TupleVariable,
     VariableTracker,
 )
-from ..variables.builder import is_constant, wrap
+from ..variables.builder import is_constant, of_type, wrap
 
 
 INPLACE_OPERATORS = {
@@ -918,7 +918,7 @@ def _convert(tx: Any, var: VariableTracker, rec: Any) -> Any:
         return slice(rec(var.start), rec(var.stop), rec(var.step))
     if isinstance(var, RangeVariable):
         return var.value
-    if isinstance(var, PythonObjectVariable) and isinstance(var.value, (torch.dtype, torch.device)):
+    if isinstance(var, PythonObjectVariable) and of_type(var.value, (torch.dtype, torch.device)):
         return var.value
     tx.unsupported("unsupported_argument", f"passing a {var.python_type().__name__} value to a tensor operation")
 

@@ -39,7 +39,7 @@ from ..variables.base import (
     VariableTracker,
 )
 from ..variables.base import is_builtin_class
-from ..variables.builder import is_constant, wrap
+from ..variables.builder import is_constant, of_type, wrap
 from ..variables.objects import ContainerMethodVariable, ExceptionEntry, ObjectVariable, TracebackEntry
 from . import attrs, builtin_calls, calls, frames, known, objects
 
@@ -115,7 +115,7 @@ def is_exception(tx: Tracer, var: VariableTracker) -> bool:
 
 def _is_exception_value(tx: Tracer, var: VariableTracker) -> bool:
     """An exception instance: made in the trace, or a live one."""
-    return is_exception(tx, var) or isinstance(var, PythonObjectVariable) and isinstance(var.value, BaseException)
+    return is_exception(tx, var) or isinstance(var, PythonObjectVariable) and of_type(var.value, BaseException)
 
 
 def _new(tx: Tracer, cls: type, args: tuple, template: BaseException | None = None, **state: Any) -> ObjectVariable:
@@ -250,7 +250,7 @@ def raise_value(tx: Tracer, var: VariableTracker, cause: VariableTracker | None 
                 reraise: bool = False) -> None:
     """``raise var`` (``raise var from cause`` where ``cause`` is given; a bare ``raise`` or a ``RERAISE`` where
     ``reraise``: no chaining, and no traceback entry for this frame). A class is instantiated, as CPython does."""
-    if isinstance(var, (BuiltinVariable, PythonObjectVariable)) and isinstance(_value(var), type):
+    if isinstance(var, (BuiltinVariable, PythonObjectVariable)) and of_type(_value(var), type):
         if not issubclass(_value(var), BaseException):
             tx.user_error(TypeError("exceptions must derive from BaseException"))
         made = calls.call_sync(tx, var, [], {})
@@ -259,12 +259,12 @@ def raise_value(tx: Tracer, var: VariableTracker, cause: VariableTracker | None 
                                     f"not {made.python_type()!r}"))
         var = made
     if not is_exception(tx, var):
-        if isinstance(var, (PythonObjectVariable, ConstantVariable)) and isinstance(var.value, BaseException):
+        if isinstance(var, (PythonObjectVariable, ConstantVariable)) and of_type(var.value, BaseException):
             tx.unsupported("unsupported_raise", "raising an exception made outside the traced code: raising it "
                            "writes its __traceback__ and __context__, so the raise runs for real")
         tx.user_error(TypeError("exceptions must derive from BaseException"))
     if cause is not None:
-        if isinstance(cause, (BuiltinVariable, PythonObjectVariable)) and isinstance(_value(cause), type) and \
+        if isinstance(cause, (BuiltinVariable, PythonObjectVariable)) and of_type(_value(cause), type) and \
                 issubclass(_value(cause), BaseException):
             made = calls.call_sync(tx, cause, [], {})
             if not _is_exception_value(tx, made) and cause_call_checked():
@@ -295,6 +295,25 @@ def cause_call_checked() -> bool:
         return True
     except IndexError:
         return False
+
+
+#: CPython's TypeError for an ``except`` clause naming something other than exception classes.
+HANDLER_CLASSES_ERROR = "catching classes that do not inherit from BaseException is not allowed"
+
+
+def handler_classes_valid(classes: Any) -> bool:
+    """Whether ``except classes:`` may name ``classes``: an exception class or a tuple of them, each judged by its
+    real type (CPython's ``check_except_type_valid``; a ``__class__`` property is not read)."""
+    return all(of_type(c, type) and issubclass(c, BaseException)
+               for c in (classes if of_type(classes, tuple) else (classes,)))
+
+
+def handler_matches(raised: type, classes: Any) -> bool:
+    """Whether ``except classes:`` (valid: :func:`handler_classes_valid`) catches an exception of type ``raised``:
+    by ``raised``'s MRO alone, as CPython's ``PyErr_GivenExceptionMatches``. Unlike ``issubclass``, no metaclass
+    ``__subclasscheck__`` is asked: ``except A`` does not catch a ``ValueError`` that ``A.register`` (an ABC) made
+    a virtual subclass."""
+    return any(c in raised.__mro__ for c in (classes if of_type(classes, tuple) else (classes,)))
 
 
 def _value(var: VariableTracker) -> Any:
@@ -401,7 +420,7 @@ def data_attr(tx: Tracer, obj: ObjectVariable, name: str) -> VariableTracker | N
 def is_c_method(attr: Any) -> bool:
     """Whether ``attr`` is a C method of a builtin exception class (``BaseException.add_note``,
     ``ValueError.__init__`` ...)."""
-    return isinstance(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)) and \
+    return of_type(attr, (types.MethodDescriptorType, types.WrapperDescriptorType)) and \
         issubclass(attr.__objclass__, BaseException)
 
 

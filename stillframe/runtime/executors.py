@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..bytecode.operators import BINARY_OPERATORS, COMPARE_OPERATORS
 from ..bytecode.reader import OPNAMES_311, OPNAMES_312, OPNAMES_313, Instruction
 from ..errors import InternalError
-from ..rules.exceptions import cause_call_checked
+from ..rules.exceptions import HANDLER_CLASSES_ERROR, cause_call_checked, handler_classes_valid, handler_matches
 from ..rules.frames import unbound_cell_error
+from ..variables.builder import of_type
 from ..variables.standins import NULL
 from .trampoline import call_through_frames, frame_trampoline
 
@@ -338,15 +339,22 @@ def RAISE_VARARGS(cont: Continuation, frame: LiveFrame, inst: Instruction) -> No
         raise active
     cause = frame.stack.pop() if inst.arg == 2 else None
     exc = frame.stack.pop()
-    if isinstance(exc, type):
-        exc = exc()
+    if of_type(exc, type) and issubclass(exc, BaseException):  # (CPython's checks are by type: no __class__ read)
+        made = exc()
+        if not of_type(made, BaseException):
+            raise TypeError(f"calling {exc!r} should have returned an instance of BaseException, not {type(made)!r}")
+        exc = made
+    if not of_type(exc, BaseException):
+        raise TypeError("exceptions must derive from BaseException")
     if inst.arg == 2:
-        if isinstance(cause, type) and issubclass(cause, BaseException):  # `from C`: C() is the cause
+        if of_type(cause, type) and issubclass(cause, BaseException):  # `from C`: C() is the cause
             made = cause()
-            if not isinstance(made, BaseException) and cause_call_checked():
+            if not of_type(made, BaseException) and cause_call_checked():
                 raise TypeError(f"calling {cause!r} should have returned an instance of BaseException, "
                                 f"not {type(made)!r}")
             cause = made
+        elif cause is not None and not of_type(cause, BaseException):
+            raise TypeError("exception causes must derive from BaseException")
         exc.__cause__ = cause
     if isinstance(cont.handling, BaseException) and cont.handling is not exc:
         exc.__context__ = cont.handling  # CPython's implicit chaining (the real raise below sees no handler)
@@ -570,7 +578,9 @@ def POP_EXCEPT(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
 @executor("CHECK_EXC_MATCH")
 def CHECK_EXC_MATCH(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
     right = frame.stack.pop()
-    frame.stack.append(isinstance(frame.stack[-1], right))
+    if not handler_classes_valid(right):
+        raise TypeError(HANDLER_CLASSES_ERROR)
+    frame.stack.append(handler_matches(type(frame.stack[-1]), right))
 
 
 @executor("RERAISE")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ...variables.base import BuiltinVariable, ConstantVariable, NullVariable
 from ...variables.objects import SuperVariable
 from ...rules.attrs import getattr_var, super_attr
-from ...rules.exceptions import raise_value
+from ...rules.exceptions import HANDLER_CLASSES_ERROR, handler_classes_valid, handler_matches, raise_value
 from ...rules.imports import import_module
 from ...rules.known import const_value
 from ...rules.type_checks import python_type_of
@@ -87,10 +87,9 @@ def POP_EXCEPT(tx, inst):
 @handler("CHECK_EXC_MATCH")
 def CHECK_EXC_MATCH(tx, inst):
     types_ = const_value(tx, tx.pop())
-    for cls in types_ if isinstance(types_, tuple) else (types_,):
-        if not (isinstance(cls, type) and issubclass(cls, BaseException)):
-            tx.user_error(TypeError("catching classes that do not inherit from BaseException is not allowed"))
-    tx.push(ConstantVariable(issubclass(python_type_of(tx, tx.peek()), types_)))
+    if not handler_classes_valid(types_):
+        tx.user_error(TypeError(HANDLER_CLASSES_ERROR))
+    tx.push(ConstantVariable(handler_matches(python_type_of(tx, tx.peek()), types_)))
 
 
 @handler("RERAISE")

@@ -163,7 +163,8 @@ def autograd_function_of(value: Any) -> type | None:
         return None
     if issubclass(type(value), types.MethodType):
         return owner if value.__func__ is AUTOGRAD_FUNCTION_APPLY else None
-    if issubclass(type(value), types.BuiltinMethodType) and isinstance(AUTOGRAD_FUNCTION_APPLY, types.ClassMethodDescriptorType):
+    if issubclass(type(value), types.BuiltinMethodType) and \
+            isinstance(AUTOGRAD_FUNCTION_APPLY, types.ClassMethodDescriptorType):
         # bound C methods are equal when they bind the same C function to the same object
         return owner if value == AUTOGRAD_FUNCTION_APPLY.__get__(None, owner) else None
     return None

@@ -116,18 +116,36 @@ def _user_local(local: str) -> str:
     return parts[1] if len(parts) == 3 and parts[1] == "yields" else parts[-1]
 
 
+#: Types whose ``repr`` runs no code of the user's (a recompilation message may show them by it).
+_PLAIN_REPR = frozenset({int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type, torch.dtype,
+                         torch.device, torch.layout, torch.memory_format, torch.Size, types.FunctionType,
+                         types.BuiltinFunctionType})
+
+
+def _plain_repr(value: Any, depth: int = 0) -> bool:
+    """Whether ``repr(value)`` runs no code of the user's: a value of :data:`_PLAIN_REPR`, or a small builtin
+    container of them (a class's own ``__repr__`` does; so does a class's metaclass's, unless it is ``type``)."""
+    cls = type(value)
+    if cls in _PLAIN_REPR:
+        return True
+    if cls in (tuple, list, set, frozenset) and depth < 2 and len(value) <= 16:
+        return all(_plain_repr(v, depth + 1) for v in value)
+    if cls is dict and depth < 2 and len(value) <= 16:
+        return all(_plain_repr(k, depth + 1) and _plain_repr(v, depth + 1) for k, v in value.items())
+    return False
+
+
 def actual(value: Any) -> str:
     """A live value as a recompilation message shows it beside the guard it failed: a tensor by what a
-    TENSOR guard compares, anything else by its (shortened) repr and type."""
-    if isinstance(value, torch.Tensor):
+    TENSOR guard compares, a value whose ``repr`` runs no user code (:func:`_plain_repr`) by its (shortened) repr
+    and type, anything else by its type alone. Eager runs no ``__repr__`` and reads no ``__class__`` of an
+    argument: neither does a recompilation (issue 11 item 4; the type is ``type(value)``, not ``value.__class__``)."""
+    if issubclass(type(value), torch.Tensor):
         strided = value.layout == torch.strided
         return (f"a {type(value).__name__}(dtype={value.dtype}, device={value.device}, shape={tuple(value.shape)}, "
                 f"stride={tuple(value.stride()) if strided else None}, requires_grad={value.requires_grad}, "
                 f"is_leaf={compat.is_leaf(value)})")
-    try:
-        text = repr(value)
-    except Exception:  # a user's __repr__ that raises
-        text = f"<{type(value).__name__} object>"
+    text = repr(value) if _plain_repr(value) else f"<{type(value).__name__} object>"
     if len(text) > 80:
         text = text[:77] + "..."
     return text if type(value) in (int, float, bool, str, type(None)) else f"{text} ({type(value).__name__})"

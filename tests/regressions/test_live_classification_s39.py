@@ -434,3 +434,38 @@ def test_truth_of_a_container_subclass_showing_list():
         _ShowsDeque.reads = 0
         assert torch.equal(compiled(torch.ones(2), _ShowsDeque([1])), torch.full((2,), 2.0))
         assert _ShowsDeque.reads == 0
+
+
+class _Shown:
+    reprs = 0
+    reads = 0
+
+    def __init__(self, v):
+        self.v = v
+
+    def __repr__(self):
+        _Shown.reprs += 1
+        return "shown"
+
+    @property
+    def __class__(self):
+        _Shown.reads += 1
+        return _Shown
+
+
+class _ShownToo(_Shown):
+    pass
+
+
+def _reads_v(x, o):
+    return x + o.v
+
+
+def test_a_recompilation_runs_no_repr_and_reads_no_class_of_an_argument():
+    # a recompilation notes the first failing guard and what the call passed (guards.actual): it ran the
+    # argument's __repr__ and, through isinstance(value, torch.Tensor), its __class__, where eager runs neither
+    compiled = stillframe.compile(_reads_v, backend="eager")
+    compiled(torch.ones(2), _Shown(1))
+    _Shown.reprs = _Shown.reads = 0
+    assert torch.equal(compiled(torch.ones(2), _ShownToo(2)), torch.full((2,), 3.0))  # (TYPE guard: recompiled)
+    assert (_Shown.reprs, _Shown.reads) == (0, 0)

@@ -333,7 +333,9 @@ def _observed_collection(value: Any) -> bool:
         if type(ref) in (weakref.ProxyType, weakref.CallableProxyType):
             return True  # a weakref.proxy: its attributes are its referent's (no __callback__ to read), the user's
         callback = ref.__callback__
-        if isinstance(callback, weakref.finalize):  # (a finalize is its weak reference's callback): its function's
+        # (a finalize is its weak reference's callback: its function's module counts; by type: the user's
+        # callback's __class__ is not read)
+        if issubclass(type(callback), weakref.finalize):
             info = callback.peek()
             callback = info[1] if info is not None else None
         owner = getattr(callback, "__module__", None) or ""

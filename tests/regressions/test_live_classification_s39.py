@@ -19,6 +19,7 @@ import io
 import logging
 import types
 import warnings
+import weakref
 
 import pytest
 import torch
@@ -469,3 +470,38 @@ def test_a_recompilation_runs_no_repr_and_reads_no_class_of_an_argument():
     _Shown.reprs = _Shown.reads = 0
     assert torch.equal(compiled(torch.ones(2), _ShownToo(2)), torch.full((2,), 3.0))  # (TYPE guard: recompiled)
     assert (_Shown.reprs, _Shown.reads) == (0, 0)
+
+
+class _Callback:
+    reads = 0
+
+    def __call__(self, ref):
+        pass
+
+    @property
+    def __class__(self):
+        _Callback.reads += 1
+        return _Callback
+
+
+class _Referent:
+    pass
+
+
+_CALLBACK = _Callback()
+
+
+def _weakly_referred_across_a_break(x):
+    o = _Referent()
+    r = weakref.ref(o, _CALLBACK)
+    print("", end="")  # (a break: whether the frame's objects are watched is asked of their weak references)
+    return x + 1, r() is o
+
+
+def test_a_weak_reference_callback_is_classified_by_its_type():
+    # guards._observed_collection asked isinstance(callback, weakref.finalize) of the user's callback on each call
+    compiled = stillframe.compile(_weakly_referred_across_a_break, backend="eager")
+    for _ in range(2):
+        _Callback.reads = 0
+        assert compiled(torch.ones(2))[1] is True
+        assert _Callback.reads == 0

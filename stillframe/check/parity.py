@@ -56,6 +56,7 @@ import torch
 import stillframe
 
 from ..errors import StillframeWarning
+from ..variables.builder import of_type
 from .values import (Walker, arg_tensors, identity_labels, qualname, storage_labels, tensors_of,
                      tolerances)
 
@@ -221,9 +222,9 @@ def _make_args(make_args, seed: int, index: int) -> tuple[tuple, dict]:
     torch.manual_seed(seed)
     random.seed(seed)
     got = make_args(index) if _takes_index(make_args) else make_args()
-    if isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], tuple) and isinstance(got[1], dict):
+    if of_type(got, tuple) and len(got) == 2 and of_type(got[0], tuple) and of_type(got[1], dict):
         return tuple(got[0]), dict(got[1])
-    if isinstance(got, tuple):
+    if of_type(got, tuple):
         return got, {}
     return (got,), {}
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from ..variables.builder import of_type
+
 SCALARS = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device,
            torch.layout, torch.memory_format, slice, range, type(Ellipsis), type(NotImplemented))
 _MAX_VALUE_LINES = 6
@@ -55,8 +57,8 @@ class Walker:
             return
         self.visited.add((id(e), id(c)))
 
-        if isinstance(e, torch.Tensor) or isinstance(c, torch.Tensor):
-            if not (isinstance(e, torch.Tensor) and isinstance(c, torch.Tensor)):
+        if of_type(e, torch.Tensor) or of_type(c, torch.Tensor):
+            if not (of_type(e, torch.Tensor) and of_type(c, torch.Tensor)):
                 self.mismatch(path, f"eager {short(e)}, compiled {short(c)}")
             else:
                 self._tensor(e, c, path)
@@ -72,11 +74,11 @@ class Walker:
             else:
                 self._tensor(torch.as_tensor(e.copy()), torch.as_tensor(c.copy()), path)
             return
-        if isinstance(e, torch.Size) or isinstance(e, SCALARS):
+        if of_type(e, torch.Size) or of_type(e, SCALARS):
             if not _scalar_equal(e, c):
                 self.mismatch(path, f"eager {e!r}, compiled {c!r}")
-        elif isinstance(e, (tuple, list, collections.deque)):
-            if isinstance(e, collections.deque) and e.maxlen != c.maxlen:
+        elif of_type(e, (tuple, list, collections.deque)):
+            if of_type(e, collections.deque) and e.maxlen != c.maxlen:
                 self.mismatch(path, f"deque maxlen differs: eager {e.maxlen}, compiled {c.maxlen}")
             if len(e) != len(c):
                 self.mismatch(path, f"length differs: eager {len(e)}, compiled {len(c)}")
@@ -85,7 +87,7 @@ class Walker:
             for i, (ei, ci) in enumerate(zip(e, c)):
                 sub = f"{path}.{fields[i]}" if fields and i < len(fields) else f"{path}[{i}]"
                 self.compare(ei, ci, sub)
-        elif isinstance(e, dict) and any(isinstance(k, torch.Tensor) for k in (*e, *c)):
+        elif of_type(e, dict) and any(of_type(k, torch.Tensor) for k in (*e, *c)):
             # tensor keys are two different objects on the two sides: compared in order, as tensors
             if len(e) != len(c):
                 self.mismatch(path, f"dict length differs: eager {len(e)}, compiled {len(c)}")
@@ -93,20 +95,20 @@ class Walker:
             for i, (ek, ck) in enumerate(zip(e, c)):
                 self.compare(ek, ck, f"{path}.keys()[{i}]")
                 self.compare(e[ek], c[ck], f"{path}.values()[{i}]")
-        elif isinstance(e, dict):
+        elif of_type(e, dict):
             if list(e) != list(c):
                 self.mismatch(path, f"dict keys differ: eager {list(e)!r}, compiled {list(c)!r}")
                 return
             for key in e:
                 self.compare(e[key], c[key], f"{path}[{key!r}]")
-        elif isinstance(e, (set, frozenset)):
+        elif of_type(e, (set, frozenset)):
             self._set(e, c, path)
-        elif isinstance(e, torch.nn.Module):
+        elif of_type(e, torch.nn.Module):
             pass  # a module that is not an input/attribute of ours: its type matched; state is compared elsewhere
-        elif isinstance(e, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type)):
+        elif of_type(e, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type)):
             if e != c and getattr(e, "__qualname__", None) != getattr(c, "__qualname__", None):
                 self.mismatch(path, f"eager {e!r}, compiled {c!r}")
-        elif isinstance(e, BaseException):  # its arguments, chaining and traceback, then attributes (notes)
+        elif of_type(e, BaseException):  # its arguments, chaining and traceback, then attributes (notes)
             self.compare(e.args, c.args, f"{path}.args")
             for name in ("__cause__", "__context__"):
                 ev, cv = getattr(e, name), getattr(c, name)
@@ -118,7 +120,7 @@ class Walker:
                                     f"{e.__traceback__ is not None}; compiled {c.__suppress_context__}, "
                                     f"{c.__traceback__ is not None}")
             self._attributes(e, c, path)
-        elif isinstance(e, collections.abc.Iterator) and type(e).__module__ == "builtins" and \
+        elif of_type(e, collections.abc.Iterator) and type(e).__module__ == "builtins" and \
                 hasattr(type(e), "__reduce__"):  # a C iterator (range_iterator, list_iterator): what it has left
             self.compare(_iterator_rest(e), _iterator_rest(c), f"{path} (what it has left)")  # not consumed
         elif hasattr(e, "__dict__") and (type(e).__eq__ is object.__eq__ or dataclasses.is_dataclass(e)):
@@ -143,13 +145,13 @@ class Walker:
     def _set(self, e, c, path: str):
         """Sets: equal members; tensor members (hashed by identity, so iterated in no fixed order) are matched by
         what they are (the same input on both sides) or, for new tensors, by their values."""
-        e_tensors = [m for m in e if isinstance(m, torch.Tensor)]
-        c_tensors = [m for m in c if isinstance(m, torch.Tensor)]
+        e_tensors = [m for m in e if of_type(m, torch.Tensor)]
+        c_tensors = [m for m in c if of_type(m, torch.Tensor)]
         if not e_tensors and not c_tensors:
             if e != c:
                 self.mismatch(path, f"eager {e!r}, compiled {c!r}")
             return
-        if {m for m in e if not isinstance(m, torch.Tensor)} != {m for m in c if not isinstance(m, torch.Tensor)} \
+        if {m for m in e if not of_type(m, torch.Tensor)} != {m for m in c if not of_type(m, torch.Tensor)} \
                 or len(e_tensors) != len(c_tensors):
             self.mismatch(path, f"set members differ: eager {e!r}, compiled {c!r}")
             return
@@ -223,14 +225,14 @@ def tensors_of(obj, path, _seen=None):
     seen = set() if _seen is None else _seen
     if id(obj) in seen:
         return
-    if isinstance(obj, torch.Tensor):
+    if of_type(obj, torch.Tensor):
         seen.add(id(obj))
         yield path, obj
-    elif isinstance(obj, (tuple, list, collections.deque)):
+    elif of_type(obj, (tuple, list, collections.deque)):
         seen.add(id(obj))
         for i, item in enumerate(obj):
             yield from tensors_of(item, f"{path}[{i}]", seen)
-    elif isinstance(obj, dict):
+    elif of_type(obj, dict):
         seen.add(id(obj))
         for key, item in obj.items():
             yield from tensors_of(item, f"{path}[{key!r}]", seen)
@@ -247,7 +249,7 @@ def arg_tensors(args, kwargs):
 
 def _has_identity(obj) -> bool:
     """Whether identity of ``obj`` is observable and meaningful (mutable or user objects, not scalars or tuples)."""
-    return not isinstance(obj, (*SCALARS, tuple, torch.Size, types.FunctionType, types.BuiltinFunctionType,
+    return not of_type(obj, (*SCALARS, tuple, torch.Size, types.FunctionType, types.BuiltinFunctionType,
                                 types.MethodType, type, types.ModuleType))
 
 
@@ -256,16 +258,16 @@ def identity_labels(args, kwargs, module) -> dict[int, str]:
     labels: dict[int, str] = {}
 
     def visit(obj, path):
-        if not _has_identity(obj) and not isinstance(obj, tuple):
+        if not _has_identity(obj) and not of_type(obj, tuple):
             return
         if _has_identity(obj):
             if id(obj) in labels:
                 return
             labels[id(obj)] = f"input {path}"
-        if isinstance(obj, (tuple, list, collections.deque)):
+        if of_type(obj, (tuple, list, collections.deque)):
             for i, item in enumerate(obj):
                 visit(item, f"{path}[{i}]")
-        elif isinstance(obj, dict):
+        elif of_type(obj, dict):
             for key, item in obj.items():
                 visit(item, f"{path}[{key!r}]")
 
@@ -321,9 +323,9 @@ def _strides_equal(e: torch.Tensor, c: torch.Tensor, *, exact: bool) -> bool:
 
 
 def _scalar_equal(e, c) -> bool:
-    if isinstance(e, float) and math.isnan(e):
-        return isinstance(c, float) and math.isnan(c)
-    if isinstance(e, complex):
+    if of_type(e, float) and math.isnan(e):
+        return of_type(c, float) and math.isnan(c)
+    if of_type(e, complex):
         return e == c or (math.isnan(abs(e)) and math.isnan(abs(c)))
     return e == c
 
@@ -353,7 +355,7 @@ def _iterator_rest(it: Any) -> Any:
 
 def short(value) -> str:
     """A one-line description of a value for a mismatch message (a tensor by its metadata)."""
-    if isinstance(value, torch.Tensor):
+    if of_type(value, torch.Tensor):
         return f"{type(value).__name__}(shape={tuple(value.shape)}, dtype={value.dtype})"
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."

@@ -25,6 +25,7 @@ import pytest
 import torch
 
 import stillframe
+from stillframe.check.parity import assert_parity
 
 
 class _Shows:
@@ -505,3 +506,28 @@ def test_a_weak_reference_callback_is_classified_by_its_type():
         _Callback.reads = 0
         assert compiled(torch.ones(2))[1] is True
         assert _Callback.reads == 0
+
+
+def _returns_it(x, o):
+    o.b = 2
+    return x + 1, o
+
+
+@pytest.mark.parametrize("shown", [dict, list, torch.Tensor, BaseException], ids=lambda c: c.__name__)
+def test_the_parity_harness_compares_an_object_showing_a_class_by_its_real_type(shown):
+    # check/values and check/parity classified the values they compare with isinstance: an object showing dict was
+    # walked as a dict ("'_Shows' object is not subscriptable" from the harness), and the harness's own reads of
+    # __class__ counted among the program's. Its attributes (reads among them) are compared now, as a user
+    # object's are
+    assert_parity(_returns_it, lambda: (torch.ones(2), _Shows(shown)))
+
+
+def _alone(o):
+    o.b = 2
+    return o.a + 1
+
+
+def test_the_parity_harness_takes_a_lone_argument_showing_tuple_as_one_argument():
+    # make_args may return the one argument itself: check/parity._make_args asked isinstance(got, tuple) of it,
+    # and an object showing tuple was taken for the argument tuple (its items became the arguments)
+    assert_parity(_alone, lambda: _Shows(tuple, items=(1, 2)))

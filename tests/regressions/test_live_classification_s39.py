@@ -157,10 +157,12 @@ def _raise_from(x, o):
         return x + 1, type(e), str(e)
 
 
-def test_a_cause_showing_an_exception_class_is_refused_as_eager_refuses_it():
-    # was: ValueError raised with o as its cause; eager raises TypeError "exception causes must derive from
-    # BaseException" (do_raise checks the real type) (rules/exceptions._is_exception_value)
-    _assert_like_eager(_raise_from, lambda: (torch.ones(2), _Shows(RuntimeError)))
+@pytest.mark.parametrize("shown", [RuntimeError, type], ids=["exception", "type"])
+def test_a_cause_showing_an_exception_or_a_class_is_refused_as_eager_refuses_it(shown):
+    # was: ValueError raised with o as its cause (shown RuntimeError; silent), or "issubclass() arg 1 must be a
+    # class" inside stillframe (shown type); eager raises TypeError "exception causes must derive from
+    # BaseException" (do_raise checks the real type) (rules/exceptions._is_exception_value, raise_value)
+    _assert_like_eager(_raise_from, lambda: (torch.ones(2), _Shows(shown)))
 
 
 class _Virtual(Exception, metaclass=abc.ABCMeta):

@@ -418,7 +418,7 @@ def _getter_in_python(value: Any, name: str) -> bool:
     if of_type(value, (type, types.ModuleType)):
         return False
     attr = _static_lookup_type(type(value), name)
-    return isinstance(attr, property) or isinstance(getattr(type(attr), "__get__", None), types.FunctionType)
+    return of_type(attr, property) or isinstance(getattr(type(attr), "__get__", None), types.FunctionType)
 
 
 def _looks_up_in_python(value: Any) -> bool:

@@ -32,7 +32,7 @@ from ..variables.base import (
     TupleVariable,
     same_key,
 )
-from ..variables.builder import is_lazy_scalar, wrap
+from ..variables.builder import is_lazy_scalar, of_type, wrap
 from ..variables.objects import ObjectVariable, SuperVariable
 from . import attrs, builtin_calls, known, live_dicts, nn_modules
 from .protocol import Protocol
@@ -136,7 +136,7 @@ def _annotation(tx, var) -> bool:
         return all(_annotation(tx, v) for v in known.sequence_items(tx, var))
     if isinstance(var, (BuiltinVariable, PythonObjectVariable)):
         value = var.fn if isinstance(var, BuiltinVariable) else var.value
-        return isinstance(value, type) or type(value).__module__ == "typing"
+        return of_type(value, type) or type(value).__module__ == "typing"
     return known.is_const(tx, var)
 
 

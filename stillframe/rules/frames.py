@@ -19,7 +19,7 @@ from ..guards.guard import globals_key
 from ..guards.source import AttrSource, DefaultSource, GetItemSource
 from ..trace.state import make_frame
 from ..variables.base import ConstantVariable, NestedFunctionVariable, TupleVariable, VariableTracker
-from ..variables.builder import is_constant, wrap
+from ..variables.builder import is_constant, of_type, wrap
 from .generators import make_generator
 
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ def bind_arguments(tx: Tracer, code: types.CodeType, qualname: str, args: list, 
 def _wrap_default(tx: Tracer, value: Any) -> VariableTracker:
     if is_constant(value):
         return ConstantVariable(value)
-    if isinstance(value, tuple) and all(is_constant(v) for v in value):
+    if of_type(value, tuple) and all(is_constant(v) for v in value):
         return TupleVariable(tuple(ConstantVariable(v) for v in value))
     return wrap(tx, value, None)
 

@@ -9,6 +9,7 @@ from ..variables.base import ConstantVariable
 from ..variables.base import GeneratorEntry
 from ..variables.base import GeneratorVariable
 from ..variables.base import IteratorVariable
+from ..variables.builder import of_type
 
 
 def make_generator(tx, frame) -> GeneratorVariable:
@@ -86,7 +87,7 @@ def _close_runs_code(frame) -> bool:
     while i + 2 < len(code) and code[i].opname == "LOAD_GLOBAL" and code[i + 1].opname == "CHECK_EXC_MATCH" \
             and code[i + 2].opname.startswith("POP_JUMP") and code[i + 2].opname.endswith("IF_FALSE"):
         caught = frame.globals.get(code[i].argval, getattr(builtins, code[i].argval, None))
-        if not isinstance(caught, type) or issubclass(GeneratorExit, caught):
+        if not of_type(caught, type) or issubclass(GeneratorExit, caught):
             return True
         i = code[i + 2].target
     return code[i].opname != "RERAISE"

@@ -93,7 +93,7 @@ def deleted_attr_missing(tx: Any, var: VariableTracker, name: str) -> None:
     cls = type(real)
     effects = tx.state.side_effects
     # a class's own deleted: its bases' is found (`del B.foo` reveals the abstract A.foo)
-    bases = real.__mro__[1:] if isinstance(real, type) else ()
+    bases = real.__mro__[1:] if of_type(real, type) else ()
     if _static_lookup_type(cls, name) is not MISSING or hasattr(cls, "__getattr__") or \
             any(effects.get(("attr", id(klass), name)) is not None for klass in cls.__mro__) or \
             any(name in vars(klass) or effects.get(("attr", id(klass), name)) is not None for klass in bases):
@@ -246,7 +246,7 @@ def is_python_data_descriptor(attr: Any) -> bool:
 
     Any such attribute counts, whatever it is (a function, or a callable object such as a ``Mock``), as CPython's
     ``tp_descr_set`` slot does; :func:`descriptor_call` traces a function and breaks the graph on anything else."""
-    return isinstance(attr, property) or bool(type(attr).__flags__ & _HEAPTYPE) and any(
+    return of_type(attr, property) or bool(type(attr).__flags__ & _HEAPTYPE) and any(
         getattr(type(attr), m, None) is not None for m in ("__set__", "__delete__"))
 
 
@@ -267,7 +267,7 @@ def descriptor_set(tx: Any, desc: Any, obj: VariableTracker, name: str, value: V
     ``False`` when there is none."""
     if desc is MISSING:
         return False
-    if isinstance(desc, property):
+    if of_type(desc, property):
         _call_setter(tx, desc, obj, name, value)
     else:
         descriptor_call(tx, desc, "__set__", [obj, value])
@@ -278,7 +278,7 @@ def _descriptor_delete(tx: Any, desc: Any, obj: VariableTracker, name: str) -> b
     """``del obj.name`` through the data descriptor ``desc``, traced; ``False`` when there is none."""
     if desc is MISSING:
         return False
-    if not isinstance(desc, property):
+    if not of_type(desc, property):
         descriptor_call(tx, desc, "__delete__", [obj])
         return True
     if desc.fdel is None:
@@ -342,7 +342,7 @@ def _missing_on_delete(cls: type, name: str, real: Any = None) -> AttributeError
     ``_PyObject_GenericSetAttrWithDict`` words it: an empty slot is its bare name; a class attribute of an
     instance without ``__dict__`` is read-only; a class (``real``, when it is one) is "type object 'A'"; anything
     else "has no attribute"."""
-    if isinstance(real, type):
+    if of_type(real, type):
         return AttributeError(f"type object '{real.__name__}' has no attribute '{name}'")
     found = _static_lookup_type(cls, name)
     if isinstance(found, types.MemberDescriptorType):  # an empty __slots__ slot: member_delete's message
@@ -754,7 +754,7 @@ def deepcopy_var(tx: Any, var: VariableTracker, memo: dict) -> VariableTracker:
         import types as _types
 
         value = var.value
-        if isinstance(value, (type, _types.FunctionType, _types.BuiltinFunctionType, _types.ModuleType)):
+        if of_type(value, (type, _types.FunctionType, _types.BuiltinFunctionType, _types.ModuleType)):
             return var  # deepcopy keeps these
         return _deepcopy_outside(tx, var, memo, key)
     tx.unsupported("unsupported_call", f"copy.deepcopy of a {var.python_type().__name__} value")
@@ -818,9 +818,9 @@ def _static_lookup(obj: Any, name: str) -> Any:
     """Python's attribute lookup order, without running user code: ``('instance'|'class', value)`` or MISSING."""
     cls_attr = _static_lookup_type(type(obj), name)
     if cls_attr is not MISSING and (hasattr(type(cls_attr), "__set__") or hasattr(type(cls_attr), "__delete__")) \
-            and not isinstance(cls_attr, property):
+            and not of_type(cls_attr, property):
         return ("class", cls_attr)
-    if isinstance(cls_attr, property):
+    if of_type(cls_attr, property):
         return ("class", cls_attr)
     inst = getattr(obj, "__dict__", None)
     if inst is not None and name in inst:

@@ -126,8 +126,8 @@ def _flat_classes(cls: Any) -> list:
 
 
 def isinstance_type(t: type, cls: Any, tx: Tracer, obj: VariableTracker) -> bool:
-    if isinstance(obj, TensorVariable) and not (isinstance(cls, type) and issubclass(torch.Tensor, cls)):
-        if cls is torch.nn.Parameter or (isinstance(cls, tuple) and torch.nn.Parameter in cls):
+    if isinstance(obj, TensorVariable) and not (of_type(cls, type) and issubclass(torch.Tensor, cls)):
+        if cls is torch.nn.Parameter or (of_type(cls, tuple) and torch.nn.Parameter in cls):
             return issubclass(t, cls)
     return issubclass(t, cls)
 
@@ -137,7 +137,7 @@ def super_refusal(cls: type, obj_type: type, value: Any = None) -> TypeError:
     neither an instance nor a subclass of ``cls``, in this Python's own words (3.13 names both types: "obj
     (instance of list) is not an instance or subtype of type (C)."). Found by trying it on a stand-in: the class
     itself, or an instance of a class named as ``obj_type`` is (its C name, module-qualified outside builtins)."""
-    if isinstance(value, type):
+    if of_type(value, type):
         probe: Any = value
     else:
         heap = obj_type.__flags__ & (1 << 9)  # Py_TPFLAGS_HEAPTYPE: tp_name is __name__

@@ -13,6 +13,7 @@ The parity harness is not used: it classifies the values it compares with ``isin
 
 import abc
 import collections
+import copy
 import enum
 import functools
 import io
@@ -251,6 +252,17 @@ def test_a_logged_object_showing_a_class_is_formatted_where_the_call_is():
         _LOGGER.propagate = True
 
 
+def _deep_copied(x, o):
+    c = copy.deepcopy(o)
+    return x + 1, c is o, c.a
+
+
+def test_deepcopy_of_an_object_showing_a_class_copies_it():
+    # was: taken for a class (which deepcopy keeps), the object itself was returned: c is o was True, eager's
+    # copy.deepcopy goes by type(o) and copies it (rules/objects.deepcopy_var)
+    _assert_like_eager(_deep_copied, lambda: (torch.ones(2), _Shows(type)))
+
+
 # -- internal errors: an exception of stillframe's, a fallback with a warning ---------------------------------------
 
 
@@ -342,6 +354,18 @@ def test_a_method_object_whose_function_shows_a_function():
     _assert_like_eager(_call_it, lambda: (torch.ones(2), types.MethodType(_CallableShows(types.FunctionType), 5)))
 
 
+def _deletes_then_reads(x, o):
+    o.a = 3
+    del o.a
+    return x + 1, getattr(o, "a", 5)
+
+
+def test_reading_an_attribute_deleted_from_an_object_showing_type():
+    # was: "'_Shows' object has no attribute '__mro__'" inside stillframe: the object was taken for a class whose
+    # bases' attributes the read would find (rules/objects)
+    _assert_like_eager(_deletes_then_reads, lambda: (torch.ones(2), _Shows(type)))
+
+
 # -- reads of __class__ eager does not make -------------------------------------------------------------------------
 
 
@@ -400,6 +424,23 @@ def _except_it(x, o):
         raise ValueError
     except o:
         return x + 1
+
+
+class _Holder:
+    attr = _Shows(property)
+
+
+def _class_attribute(x, h):
+    return x + 1, h.attr is _Holder.attr, hasattr(h, "attr")
+
+
+def test_a_class_attribute_is_classified_by_its_type():
+    # rules/objects and builtin_calls asked isinstance(attr, property) of the class attribute found for h.attr
+    compiled = stillframe.compile(_class_attribute, backend="eager")
+    for _ in range(2):
+        _Holder.attr.reads = 0
+        assert compiled(torch.ones(2), _Holder())[1:] == (True, True)
+        assert _Holder.attr.reads == 0
 
 
 _READS = [

@@ -52,7 +52,7 @@ from ..variables.base import (
     VariableTracker,
 )
 from ..variables.base import is_builtin_class
-from ..variables.builder import of_type, wrap
+from ..variables.builder import of_type, shows_other_class, wrap
 from ..variables.objects import (ContainerMethodVariable, ObjectVariable, SuperVariable, dict_base, storage_of)
 from ..tensors import symbolic
 from ..tensors.ops import call_tensor_op
@@ -838,7 +838,11 @@ def _super(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
 def _checked_super(tx: Tracer, cls: type, obj: VariableTracker) -> VariableTracker:
     value = obj.value if isinstance(obj, PythonObjectVariable) else obj.fn if isinstance(obj, BuiltinVariable) else None
     if not issubclass(type_checks.python_type_of(tx, obj), cls) and \
-            not (isinstance(value, type) and issubclass(value, cls)):
+            not (of_type(value, type) and issubclass(value, cls)):
+        if isinstance(obj, PythonObjectVariable) and shows_other_class(type(value)):
+            # CPython's supercheck then reads obj.__class__ (user code, which may name a subclass of cls)
+            tx.unsupported("unsupported_call", "super(C, obj) of an object whose __class__ is its own: CPython "
+                           "reads it", ("the call runs for real",))
         tx.user_error(type_checks.super_refusal(cls, type_checks.python_type_of(tx, obj), value))
     return SuperVariable(cls, obj)
 

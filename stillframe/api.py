@@ -15,6 +15,7 @@ trace order; the first whose guard function holds runs its plan), and on a miss 
 """
 
 from __future__ import annotations
+from .own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import collections.abc
 import functools

@@ -14,6 +14,7 @@ symbolic and why).
 """
 
 from __future__ import annotations
+from .own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import os
 from dataclasses import dataclass, field

@@ -25,6 +25,7 @@ Example::
 """
 
 from __future__ import annotations
+from .own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import copy
 import importlib.util

@@ -16,6 +16,7 @@ eagerly and the user sees exactly the exception eager Python raises.
 """
 
 from __future__ import annotations
+from .own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import enum
 from typing import Any

@@ -72,6 +72,7 @@ The same routing serves ``stillframe explain SCRIPT.py``
 """
 
 from __future__ import annotations
+from .own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import builtins
 import collections

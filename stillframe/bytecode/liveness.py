@@ -18,6 +18,7 @@ zero-argument ``super()`` reads the first argument.
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import threading
 import weakref

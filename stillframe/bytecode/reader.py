@@ -118,6 +118,7 @@ indexes ``start <= i < end`` and do not overlap.
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import bisect
 import dis

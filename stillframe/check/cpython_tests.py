@@ -28,6 +28,7 @@ see the same order). Times are wall seconds.
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import argparse
 import doctest

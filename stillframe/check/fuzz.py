@@ -22,6 +22,7 @@ eagerly and warned), ``hang`` (a call passed ``--timeout`` seconds).
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import argparse
 import ast

@@ -13,6 +13,7 @@ Example::
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 from typing import Any
 

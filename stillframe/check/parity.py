@@ -42,6 +42,7 @@ pass a tuple and a dict as the only two positional arguments, return
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import contextlib
 import copy

@@ -11,6 +11,7 @@ identity). The classes they use are defined in every program's header (:data:`.p
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 from .program_writer import WriterBase
 

@@ -5,6 +5,7 @@ Each ``s_*`` method writes one statement (or a block) at the current indentation
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 from dataclasses import replace
 

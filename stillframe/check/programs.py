@@ -20,6 +20,7 @@ programs run eagerly to their end. It validates each program by running it eager
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import contextlib
 import io

@@ -9,6 +9,7 @@ torch.compile's ``unique_graphs`` and ``recompiles`` log records, stillframe's `
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import contextlib
 import io

@@ -13,6 +13,7 @@ creates its per-parameter state lazily (``state = self.state[p]; if len(state) =
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import collections
 import logging

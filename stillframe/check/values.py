@@ -8,6 +8,7 @@ side must alias the same input on the other.
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import collections
 import dataclasses

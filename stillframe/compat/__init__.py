@@ -15,6 +15,7 @@ the saved-tensor hooks and torch mode stacks (``torch._C._autograd._top_saved_te
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import contextlib
 import functools

@@ -3,6 +3,7 @@ symbols, the ShapeEnv's guards, and the TracingContext a backend reads them from
 .symbolic_shapes``, ``torch._guards``, ``torch._dispatch.python``). Re-exported by :mod:`stillframe.compat`."""
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import contextlib
 import dataclasses

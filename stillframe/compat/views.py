@@ -2,6 +2,7 @@
 lazily when asked (``torch._C._autograd``), read without making it. Re-exported by :mod:`stillframe.compat`."""
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 from typing import Any
 

@@ -2,6 +2,7 @@
 and print the :class:`~stillframe.diagnostics.report.ExplainReport` of everything it compiled."""
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import importlib.util
 import inspect

@@ -7,6 +7,7 @@ Each channel is a child of the ``stillframe`` logger; a channel named in
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import logging
 from typing import Any

@@ -13,6 +13,7 @@ it saw when it was taken::
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import itertools
 from typing import Any

@@ -6,6 +6,7 @@ grad-mode switches put the mode it is called in.
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import torch
 import torch.fx

@@ -44,6 +44,7 @@ Kinds (:data:`GUARD_KINDS` holds each one's check code and readable text):
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import math
 import re

@@ -21,6 +21,7 @@ own: ``stillframe.guards.guard.globals_key``).
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 from dataclasses import dataclass
 

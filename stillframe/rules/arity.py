@@ -27,6 +27,7 @@ effect), any other builtin breaks the graph and runs for real.
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import builtins
 import collections

@@ -10,6 +10,7 @@ guarded. ``nn.Module`` parameters, buffers and submodules come from
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import dataclasses
 import functools

@@ -32,6 +32,7 @@ with the wrong number of gradients) is a graph break: ``apply`` runs for real, w
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import operator
 import types

@@ -7,6 +7,7 @@ module object (getattr, call and setattr recurse as Python's object model does).
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 from typing import TYPE_CHECKING
 

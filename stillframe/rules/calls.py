@@ -7,6 +7,7 @@ closed set) and, for builtins, by the builtin itself (``BUILTIN_RULES``).
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import collections
 from typing import TYPE_CHECKING

@@ -1,6 +1,7 @@
 """Subscripts and iteration over containers: ``c[k]``, ``c[k] = v``, ``del c[k]``, items of a live iterator."""
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import collections
 import enum

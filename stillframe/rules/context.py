@@ -1,6 +1,7 @@
 """Context managers: grad mode, autocast, the profiler's ``record_function``, and Python context managers inlined."""
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import contextlib
 

@@ -9,6 +9,7 @@ constant values. A deque that leaves the trace is rebuilt as a real deque.
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import collections
 from typing import TYPE_CHECKING, Any

@@ -20,6 +20,7 @@ they are, where torch.compile would compile some of them).
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import inspect
 import types

@@ -22,6 +22,7 @@ An exception group keeps the message and exceptions it was made with (``except*`
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import functools
 import types

@@ -6,6 +6,7 @@ would (``f() takes 1 positional argument but 2 were given``), naming the user's 
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import builtins
 import inspect

@@ -25,6 +25,7 @@ first and breaks the graph.
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import inspect
 from typing import TYPE_CHECKING, Any

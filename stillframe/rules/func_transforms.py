@@ -15,6 +15,7 @@ eager's values: the partial crosses the break as a partial, and a function from 
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import dataclasses
 import inspect

@@ -1,6 +1,7 @@
 """Generator objects: made by calling a generator function, stepped by ``next``, drained by everything else."""
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import builtins
 from ..errors import UserError

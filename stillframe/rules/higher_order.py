@@ -18,6 +18,7 @@ one of these ops makes the runtime trace the frame again with it in ``tx.uncaptu
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import dataclasses
 import math

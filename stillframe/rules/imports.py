@@ -1,6 +1,7 @@
 """Imports in traced code: the ``import`` statement (``IMPORT_NAME``) and the ``__import__`` builtin."""
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import sys
 from typing import TYPE_CHECKING, Any

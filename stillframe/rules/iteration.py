@@ -15,6 +15,7 @@ type. ``all``/``any`` over a generator step it only as far as eager does.
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import collections
 import dataclasses

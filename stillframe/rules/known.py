@@ -3,6 +3,7 @@
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import collections
 from typing import TYPE_CHECKING

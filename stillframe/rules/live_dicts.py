@@ -36,6 +36,7 @@ a mapping that is not empty is iterated for real, as before.
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import collections
 import gc

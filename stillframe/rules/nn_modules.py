@@ -8,6 +8,7 @@ unrolls ``parameters()``, ``named_modules()`` ... from the live module tree, gua
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import functools
 import inspect

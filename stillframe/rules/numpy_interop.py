@@ -13,6 +13,7 @@ and the truth of an array break the graph instead (they run for real with NumPy 
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import operator
 from typing import TYPE_CHECKING, Any

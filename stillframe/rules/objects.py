@@ -16,6 +16,7 @@ object that escapes (returned, stored on ``self``) is rebuilt by the plan with
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import torch
 

@@ -1,6 +1,7 @@
 """Operators on VariableTrackers: binary and unary operators, comparisons, identity, ``in``."""
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import operator
 import types

@@ -53,6 +53,7 @@ tensors, tensor hyperparameters, gradient scaling), keeps running for real
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import dataclasses
 import importlib

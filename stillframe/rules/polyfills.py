@@ -18,8 +18,12 @@ constructor does when it is called is done when the function is called:
 arguments (``count``'s start, ``islice``'s indices, ``repeat``'s times) are
 checked before, by calling the real constructor
 (:func:`stillframe.rules.arity.check_construction`). They use builtins only:
-their module's globals are never read by a trace.
+their module's globals are never read by a trace, and the builtins they read are
+the real ones (:mod:`stillframe.own_builtins`), as the C code's are, whatever
+the user has rebound.
 """
+
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 
 def map_(function, iterable, *iterables):

@@ -13,6 +13,7 @@ set of final classes (none subclasses another).
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import sys
 from typing import Any, Callable

@@ -19,6 +19,7 @@ speculations differ, for error messages.
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import dataclasses
 from dataclasses import dataclass

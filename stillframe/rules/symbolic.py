@@ -9,6 +9,7 @@ ask torch's ShapeEnv, which records the guard that makes the answer hold
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 from ..tensors.symbolic import specialize
 from ..variables.base import ConstantVariable, SymNodeVariable

@@ -3,6 +3,7 @@ and ``.data`` of inputs read live, attributes a user set on an input tensor; wri
 ``.grad``."""
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import builtins
 from typing import Any

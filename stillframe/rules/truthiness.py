@@ -1,6 +1,7 @@
 """Truthiness: ``bool(v)`` of a VariableTracker at trace time, one rule per VariableTracker kind."""
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 from . import builtin_calls, type_checks
 from .protocol import Protocol

@@ -12,6 +12,7 @@ once, and the guard would take it for the object it was traced with.
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import collections
 import weakref

@@ -14,6 +14,7 @@ delivers to the user's ``except``.
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import builtins
 import functools

@@ -12,6 +12,7 @@ torch's op (they save the graph's tensors themselves, with their versions).
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 from typing import Any
 

@@ -25,6 +25,7 @@ the graph's inputs by ops that save nothing are made apart, as eager ops, before
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 from typing import Any, Callable
 

@@ -17,6 +17,7 @@ where data flow does not tell (a node writes in place without saying what) gets 
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import itertools
 import operator

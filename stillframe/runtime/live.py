@@ -15,6 +15,7 @@ trace recognises (:mod:`stillframe.variables.standins`).
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 from dataclasses import dataclass, field
 from typing import Any

@@ -35,6 +35,7 @@ reason, as torch.compile's fullgraph raises where it would break the graph).
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import threading
 import time

@@ -15,6 +15,7 @@ replay them on the real objects. The result is one generated function::
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import collections
 import copy

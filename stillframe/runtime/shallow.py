@@ -20,6 +20,7 @@ function of the user's::
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import functools
 import inspect

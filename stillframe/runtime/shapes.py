@@ -26,6 +26,7 @@ Markings torch.compile reads on a tensor are honoured in every mode:
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import dataclasses
 import math

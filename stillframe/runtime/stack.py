@@ -15,6 +15,7 @@ above does, sees the same thing on both sides.
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import sys
 

@@ -5,6 +5,7 @@ each is one line of CPython's semantics on the live stack, with nothing to model
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import builtins
 from typing import TYPE_CHECKING

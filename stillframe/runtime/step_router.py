@@ -5,6 +5,7 @@ See :class:`StepRouter`; the compiled step itself is ``runtime/optimizer_step.py
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import functools
 import types

@@ -23,6 +23,7 @@ them all (for debugging stillframe).
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import linecache
 import os

@@ -7,6 +7,7 @@ replayed through them too (:mod:`stillframe.runtime.rebuild`).
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import __future__
 import functools

@@ -9,6 +9,7 @@ for real. :func:`note_input_writes` records which inputs a graph writes, for ``C
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import operator
 from typing import Any

@@ -15,6 +15,7 @@ op runs for real (``UserError(traceable=False)``), so eager's own error, or its 
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import operator
 import warnings

@@ -25,6 +25,7 @@ there as data-dependent, before any fake runs.
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import inspect
 import operator

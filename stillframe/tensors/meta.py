@@ -18,6 +18,7 @@ on fake tensors) computes eager's answer, including eager's errors.
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 from dataclasses import dataclass, replace
 from typing import Any

@@ -15,6 +15,7 @@ checkpoint taken before the op still sees the tensors as they were.
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import contextlib
 import functools

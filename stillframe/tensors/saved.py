@@ -21,6 +21,7 @@ back (speculation, a restored checkpoint) no longer counts: its fakes are in no 
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import contextlib
 from typing import Any, Iterator

@@ -16,6 +16,7 @@ guard ``L['x'].size()[0] == 3`` in the ShapeEnv, never silently.
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import math
 import operator

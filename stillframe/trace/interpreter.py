@@ -16,6 +16,7 @@ stack is data in :class:`TraceState` (what a graph break resumes).
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import contextlib
 import dataclasses

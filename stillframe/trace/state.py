@@ -44,6 +44,7 @@ Strategy, field by field:
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 from dataclasses import dataclass
 from typing import Any, Iterator, NamedTuple

@@ -17,6 +17,7 @@ two names bound to the same list or tensor see the same contents::
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import collections
 import functools

@@ -15,6 +15,7 @@ object) is wrapped once, so tensor identity and aliasing are preserved.
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import builtins
 import enum

@@ -1,6 +1,7 @@
 """VariableTracker kinds and heap entries for user objects made in the trace, super(), bound container methods."""
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import collections
 import dataclasses

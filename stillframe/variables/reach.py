@@ -12,6 +12,7 @@ object look dropped, which costs a graph break, never a finalizer run out of ord
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import dataclasses
 import types

@@ -5,6 +5,7 @@ A plan rebuilds them at a graph break; the builder recognises them when tracing 
 """
 
 from __future__ import annotations
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import operator
 import types

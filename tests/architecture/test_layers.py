@@ -21,7 +21,7 @@ PACKAGE = pathlib.Path(stillframe.__file__).parent
 # Module-name prefixes, lowest floor first; the longest matching prefix decides a module's floor.
 FLOORS = [
     ("stillframe.bytecode", 0), ("stillframe.errors", 0), ("stillframe.config", 0), ("stillframe.compat", 0),
-    ("stillframe.diagnostics.log", 0),
+    ("stillframe.diagnostics.log", 0), ("stillframe.own_builtins", 0),
     ("stillframe.guards", 1), ("stillframe.graph", 1), ("stillframe.tensors.meta", 1), ("stillframe.trace.state", 1),
     ("stillframe.variables", 2),
     ("stillframe.tensors", 3),

@@ -14,6 +14,7 @@ is inlined like any method call.
 """
 
 from __future__ import annotations
+from ...own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import torch
 

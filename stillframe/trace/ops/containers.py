@@ -8,6 +8,7 @@ it) and ``FOR_ITER`` advances it.
 """
 
 from __future__ import annotations
+from ...own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 
 from ...variables.base import (

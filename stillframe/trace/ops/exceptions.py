@@ -10,6 +10,7 @@ Only already-imported modules can be imported inside a traced function
 """
 
 from __future__ import annotations
+from ...own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 from ...variables.base import BuiltinVariable, ConstantVariable, NullVariable
 from ...variables.objects import SuperVariable

@@ -1,6 +1,7 @@
 """Calls: ``KW_NAMES``, ``CALL``, ``CALL_FUNCTION_EX``."""
 
 from __future__ import annotations
+from ...own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 from ...variables.base import (
     ConstantVariable,
     DictVariable,

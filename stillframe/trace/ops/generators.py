@@ -18,6 +18,7 @@ Code that sends values into a generator or throws into it is unsupported.
 """
 
 from __future__ import annotations
+from ...own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 from ...variables.base import ConstantVariable, GeneratorEntry
 from ..interpreter import handler

@@ -6,6 +6,7 @@ flow: the graph breaks there and the jump runs for real (DESIGN invariant 6).
 """
 
 from __future__ import annotations
+from ...own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 from ..interpreter import handler
 from ...rules.truthiness import _is_none

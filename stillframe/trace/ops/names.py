@@ -1,6 +1,7 @@
 """Names: locals, constants, globals, cells and attributes (``LOAD_FAST``, ``LOAD_GLOBAL``, ``LOAD_ATTR`` ...)."""
 
 from __future__ import annotations
+from ...own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import builtins
 from ...guards.source import AttrSource, GlobalSource

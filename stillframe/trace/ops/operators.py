@@ -6,6 +6,7 @@ tensor); on Python constants it is evaluated at trace time.
 """
 
 from __future__ import annotations
+from ...own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 import operator
 

@@ -1,6 +1,7 @@
 """Stack manipulation and frame exit: ``POP_TOP``, ``COPY``, ``SWAP``, ``PUSH_NULL``, ``RETURN_VALUE`` ..."""
 
 from __future__ import annotations
+from ...own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 from ...variables.base import NULL, ConstantVariable
 from ..interpreter import handler

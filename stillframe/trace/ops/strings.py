@@ -1,6 +1,7 @@
 """Strings: ``FORMAT_VALUE``, ``BUILD_STRING`` (f-strings over values known at trace time)."""
 
 from __future__ import annotations
+from ...own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 from ...variables.base import ConstantVariable
 from ...rules.exceptions import is_exception, text
 from ...rules.known import const_value

@@ -1,0 +1,120 @@
+"""A user program that rebinds a builtin while compiled code runs (issue 11, item 4; session 39): stillframe's own
+code keeps the real builtins (``stillframe/own_builtins.py``), and the user's code sees the rebinding as eagerly.
+Each behavioural test is a parity test against eager."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import functools
+import inspect
+import pathlib
+import sys
+import types
+
+import torch
+
+import stillframe
+from stillframe.check.parity import assert_parity
+from stillframe.own_builtins import BUILTINS
+
+PACKAGE = pathlib.Path(stillframe.__file__).parent
+_DEFINES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.GeneratorExp, ast.ListComp,
+            ast.SetComp, ast.DictComp)
+
+
+def _binds_own_builtins(node: ast.stmt) -> bool:
+    return isinstance(node, ast.ImportFrom) and node.module is not None and \
+        node.module.endswith("own_builtins") and [(a.name, a.asname) for a in node.names] == \
+        [("BUILTINS", "__builtins__")]
+
+
+def test_every_module_binds_its_builtins_before_its_first_function():
+    # a function keeps the builtins of its globals at the moment it is made (function.__builtins__): a def or
+    # class above the binding would look builtins up in the process's (the user's) namespace
+    missing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name == "own_builtins.py":
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        if not any(isinstance(n, _DEFINES) for n in ast.walk(tree)):
+            continue
+        at = next((i for i, node in enumerate(tree.body) if _binds_own_builtins(node)), None)
+        if at is None or any(isinstance(n, _DEFINES) for node in tree.body[:at] for n in ast.walk(node)):
+            missing.append(str(path.relative_to(PACKAGE)))
+    assert missing == []
+
+
+def test_the_functions_of_stillframe_hold_the_copy():
+    # the same, read off the live objects: each function and method a loaded stillframe module defines
+    seen = []
+    for name, module in list(sys.modules.items()):
+        if name != "stillframe" and not name.startswith("stillframe."):
+            continue
+        for value in list(vars(module).values()):
+            members = list(vars(value).values()) if isinstance(value, type) and value.__module__ == name else [value]
+            for member in members:
+                member = inspect.unwrap(getattr(member, "__func__", getattr(member, "fget", member)))
+                if isinstance(member, types.FunctionType) and member.__module__ == name:
+                    seen.append((name, member.__qualname__, member.__builtins__ is BUILTINS))
+    assert len(seen) > 1000 and [s for s in seen if not s[2]] == []
+    assert BUILTINS is not vars(builtins) and BUILTINS["len"] is len
+
+
+def _lru_cached_len(s):
+    # test_functools test_lru_reentrancy_with_len: stillframe's runtime called the user's lru_cache'd len on its
+    # own unhashable objects ("TypeError: unhashable type: 'CacheEntries'" at the user) and the user's finally never
+    # ran, leaving builtins.len patched. The trace after the rebinding still falls back to running for real: torch's
+    # FakeTensorMode() calls traceback.extract_stack(), whose linecache calls the user's len on a list (torch code,
+    # with the process's builtins; torch.compile raises "TypeError: unhashable type: 'list'" at the user here)
+    old = builtins.len
+    try:
+        builtins.len = functools.lru_cache(4)(len)
+        out = [len(s[:i]) for i in [0, 0, 1, 2, 3, 3, 4, 5, 6, 1, 7, 2, 1]]
+    finally:
+        builtins.len = old
+    return torch.tensor(out), builtins.len is old
+
+
+def test_user_lru_cached_len_is_not_called_by_stillframe():
+    try:
+        assert_parity(_lru_cached_len, lambda: ("abcdefghijklmn",), calls=2, expect_fallback=True)
+    finally:  # (before the fix the user's finally never ran: len stayed patched and broke the tests after this one)
+        leaked, builtins.len = builtins.len is not BUILTINS["len"], BUILTINS["len"]
+    assert not leaked
+
+
+_MARKED = [1.0, 2.0]
+
+
+def _add_items(xs, t):
+    return t + xs[0] + xs[1]
+
+
+def _calls_of_a_counting_len(fn):
+    """``fn`` called three times while ``builtins.len`` is a wrapper that counts its calls on ``_MARKED``; the
+    results and the count."""
+    calls = []
+    real_len = len
+
+    def counting_len(o):
+        if o is _MARKED:
+            calls.append(o)
+        return real_len(o)
+
+    builtins.len = counting_len
+    try:
+        out = [fn(_MARKED, torch.ones(2)) for _ in range(3)]
+    finally:
+        builtins.len = real_len
+    return out, len(calls)
+
+
+def test_guards_do_not_call_the_users_len():
+    # silent before: the guard function checked its LEN guard on the list argument with the user's len, which
+    # counted 3 calls the eager program never made
+    eager_out, eager_calls = _calls_of_a_counting_len(_add_items)
+    compiled_out, compiled_calls = _calls_of_a_counting_len(stillframe.compile(_add_items, backend="eager"))
+    assert (compiled_calls, eager_calls) == (0, 0)
+    for e, c in zip(eager_out, compiled_out):
+        torch.testing.assert_close(c, e)

@@ -118,3 +118,38 @@ def test_guards_do_not_call_the_users_len():
     assert (compiled_calls, eager_calls) == (0, 0)
     for e, c in zip(eager_out, compiled_out):
         torch.testing.assert_close(c, e)
+
+
+_A, _B = (1.0, 2.0), (3.0, 4.0)
+
+
+def _lazy_iterators(t):
+    return sum(map(lambda v: t * v, _A)), list(zip(_A, _B)), list(enumerate(_A)), list(filter(None, _B))
+
+
+def _calls_of_a_counting_iter(fn):
+    """``fn`` called twice while ``builtins.iter`` is a wrapper that counts its calls on ``_A`` and ``_B``."""
+    calls = []
+    real_iter = iter
+
+    def counting_iter(*args):
+        if args[0] is _A or args[0] is _B:
+            calls.append(args)
+        return real_iter(*args)
+
+    builtins.iter = counting_iter
+    try:
+        out = [fn(torch.ones(2)) for _ in range(2)]
+    finally:
+        builtins.iter = real_iter
+    return out, len(calls)
+
+
+def test_polyfills_do_not_call_the_users_iter():
+    # silent before: the Python stand-ins the trace runs in place of C's map, zip, enumerate and filter called
+    # iter() through the process's builtins, so the user's wrapper ran (4 calls) where C calls no builtin
+    eager_out, eager_calls = _calls_of_a_counting_iter(_lazy_iterators)
+    compiled_out, compiled_calls = _calls_of_a_counting_iter(stillframe.compile(_lazy_iterators, backend="eager"))
+    assert (compiled_calls, eager_calls) == (0, 0)
+    for e, c in zip(eager_out, compiled_out):
+        torch.testing.assert_close(c, e)

@@ -46,6 +46,7 @@ Kinds (:data:`GUARD_KINDS` holds each one's check code and readable text):
 from __future__ import annotations
 from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
+import builtins
 import math
 import re
 import sys
@@ -57,8 +58,8 @@ from typing import Any, Callable
 import torch
 
 from .. import compat
-from .source import (AttrSource, BaseItemSource, CallSource, DefaultSource, GetItemSource,
-                     GlobalSource, KeyedItemSource, LiftedSource, ModuleMemberSource, SizeSource, Source)
+from .source import (AttrSource, BaseItemSource, BuiltinsSource, CallSource, DefaultSource, GetItemSource,
+                     GlobalSource, GlobalsSource, KeyedItemSource, LiftedSource, ModuleMemberSource, SizeSource, Source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,6 +310,16 @@ def _module_globals(key: str) -> dict:
     return namespace if namespace is not None else sys.modules[key].__dict__
 
 
+def builtins_of(globals_: dict) -> dict:
+    """The builtins namespace that code run with ``globals_`` looks a name up in when ``globals_`` lacks it: its
+    ``__builtins__`` (a module's dict, or a dict), the ``builtins`` module's when it has none (CPython takes a
+    function's at its creation, from its globals' ``__builtins__``: ``function.__builtins__``). Read by the trace's
+    ``LOAD_GLOBAL``, the real steps' and the ``BuiltinsSource`` guards, so all three find what the user's code finds
+    (not the copy stillframe's own code runs with, ``own_builtins``, unless the code is stillframe's)."""
+    table = globals_.get("__builtins__", builtins)
+    return table if isinstance(table, dict) else vars(table)
+
+
 class OwnRef(weakref.ref):
     """A weak reference of stillframe's own (a cache entry watching an object it guards by identity, a routed
     optimizer): unlike the user's, it makes no one see when its object is collected (:func:`has_finalizer`)."""
@@ -419,6 +430,10 @@ class GuardCodegen:
             expr = f"{self.const(keyed_item)}({self.ref(source.base)}, {self.ref(source.key)})"
         elif isinstance(source, GlobalSource) and source.module is not None:
             expr = f"{self._module_dict(source.module)}[{source.global_name!r}]"
+        elif isinstance(source, GlobalsSource):
+            return "G" if source.module is None else self._module_dict(source.module)
+        elif isinstance(source, BuiltinsSource):
+            expr = f"___builtins({self.ref(GlobalsSource(source.module))})"
         elif isinstance(source, DefaultSource):
             attr = "__kwdefaults__" if source.kwonly else "__defaults__"
             expr = f"{self.ref(source.function)}.{attr}[{source.index!r}]"
@@ -451,6 +466,7 @@ class GuardCodegen:
             "___default_device": compat.default_device_context,
             "___finalizer_names": finalizer_names,
             "___module_globals": _module_globals,
+            "___builtins": builtins_of,
             "torch": torch,
             "math": math,  # the ShapeEnv's guards on a float say math.isnan(...)
         }

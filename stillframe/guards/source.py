@@ -17,7 +17,8 @@ values in messages. Expressions are evaluated in a namespace with three roots:
 ``GlobalSource(name, module=...)`` reads another module's globals through
 ``___module_globals(key)``, provided by the guard namespace (the key is the
 module's name, or for globals no module in ``sys.modules`` owns, a key of their
-own: ``stillframe.guards.guard.globals_key``).
+own: ``stillframe.guards.guard.globals_key``); ``BuiltinsSource(module=...)``
+is the builtins namespace of those globals, ``___builtins(G)``.
 """
 
 from __future__ import annotations
@@ -72,6 +73,33 @@ class GlobalSource(Source):
         if self.module is None:
             return f"G[{self.global_name!r}]"
         return f"___module_globals({self.module!r})[{self.global_name!r}]"
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalsSource(Source):
+    """The globals dict itself of the compiled function (``G``) or of another module's function (a guard that a
+    builtin the trace read is not shadowed by a global of that name)."""
+
+    module: str | None = None
+
+    @property
+    def name(self) -> str:
+        return "G" if self.module is None else f"___module_globals({self.module!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltinsSource(Source):
+    """The builtins namespace (a dict) that code run with the globals of the compiled function, or of another
+    module's function, looks a name up in when those globals lack it: ``___builtins(G)``
+    (``guard.builtins_of``). A builtin the trace read is ``GetItemSource(BuiltinsSource(...), 'len')``: a user may
+    rebind it (``builtins.len = ...``) and its guard sees that, as torch.compile guards the builtins dict entries
+    it read."""
+
+    module: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"___builtins({GlobalsSource(self.module).name})"
 
 
 @dataclass(frozen=True, slots=True)

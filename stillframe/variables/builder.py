@@ -16,8 +16,8 @@ object) is wrapped once, so tensor identity and aliasing are preserved.
 
 from __future__ import annotations
 from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
+from ..own_builtins import BUILTINS
 
-import builtins
 import enum
 import numbers
 import functools
@@ -33,8 +33,8 @@ import torch
 from .. import compat
 from ..errors import RetraceSymbolic
 from ..guards.guard import Guard, tensor_signature
-from ..guards.source import (AttrSource, CallSource, GetItemSource, GlobalSource, KeyedItemSource, LocalSource,
-                             ScalarOutputSource, SizeSource, Source)
+from ..guards.source import (AttrSource, BuiltinsSource, CallSource, GetItemSource, GlobalSource, KeyedItemSource,
+                             LocalSource, ScalarOutputSource, SizeSource, Source)
 from ..tensors.meta import TensorEntry, TensorMeta, fresh_view
 from . import standins
 from .base import (
@@ -73,9 +73,10 @@ CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellips
 #: Members a guarded frozenset may have besides constants: compared by identity (or by name, for builtins).
 _IDENTITY_MEMBERS = (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType, type)
 
-# Modules whose attributes are stable: reading ``torch.add`` guards ``torch`` only.
-TRUSTED_MODULES = (torch, math, operator, builtins, functools, torch.nn.functional, torch.linalg, torch.fft,
-                   torch.special)
+# Modules whose attributes are stable: reading ``torch.add`` guards ``torch`` only. Not ``builtins``: programs
+# rebind its names (``builtins.len = ...``, ``mock.patch("builtins.open")``), so ``builtins.len`` is guarded by
+# identity, as a builtin read by name is (``trace/ops/names.py``).
+TRUSTED_MODULES = (torch, math, operator, functools, torch.nn.functional, torch.linalg, torch.fft, torch.special)
 
 
 def of_type(value: Any, classes: Any) -> bool:
@@ -279,7 +280,7 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
 
 
 #: Builtins, and the C iterators and functions of the standard library that stillframe has rules for.
-_BUILTIN_IDS = {id(v) for v in (*vars(builtins).values(), *vars(itertools).values(),
+_BUILTIN_IDS = {id(v) for v in (*BUILTINS.values(), *vars(itertools).values(),
                                 functools.reduce) if callable(v)}
 _NEVER_LIVE_MARKERS = frozenset({int, float, bool, str, bytes, type(None), tuple, list, dict, type,
                                  types.FunctionType, types.ModuleType})
@@ -397,11 +398,12 @@ def _function(tx: Any, value: types.FunctionType, source: Source | None) -> Vari
 
 
 def _rooted_in_globals(source: Source) -> bool:
-    """Whether ``source`` is read from a module's globals (``G['f']``, ``___module_globals('m')['f']``,
-    ``G['REGISTRY']['key']``) rather than from the call's arguments, closure or defaults."""
+    """Whether ``source`` is read from a module's globals or builtins (``G['f']``, ``___module_globals('m')['f']``,
+    ``G['REGISTRY']['key']``, ``___builtins(G)['len']``) rather than from the call's arguments, closure or
+    defaults."""
     while hasattr(source, "base"):
         source = source.base
-    return isinstance(source, GlobalSource)
+    return isinstance(source, (GlobalSource, BuiltinsSource))
 
 
 def _wrap_tuple(tx: Any, value: tuple, source: Source | None) -> VariableTracker:

@@ -18,6 +18,8 @@ import stillframe
 from stillframe.check.parity import assert_parity
 from stillframe.own_builtins import BUILTINS
 
+from py_cases import counting_backend
+
 PACKAGE = pathlib.Path(stillframe.__file__).parent
 _DEFINES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.GeneratorExp, ast.ListComp,
             ast.SetComp, ast.DictComp)
@@ -153,3 +155,77 @@ def test_polyfills_do_not_call_the_users_iter():
     assert (compiled_calls, eager_calls) == (0, 0)
     for e, c in zip(eager_out, compiled_out):
         torch.testing.assert_close(c, e)
+
+
+def _plus_len(x):
+    return x + len(x)
+
+
+def _tensor_len_plus_100(o, _len=len):
+    return _len(o) + (100 if isinstance(o, torch.Tensor) else 0)
+
+
+def _calls_around_a_rebinding(fn, rebind, undo):
+    """``fn`` called before ``rebind()``, twice while it holds, and after ``undo()``."""
+    x = torch.ones(3)
+    out = [fn(x)]
+    rebind()
+    try:
+        out += [fn(x), fn(x)]
+    finally:
+        undo()
+    return out + [fn(x)]
+
+
+def test_a_plan_that_read_len_does_not_serve_after_builtins_len_is_rebound():
+    # silent before: the plan traced with the real len (a constant 3) kept serving after the user rebound
+    # builtins.len between calls (4 where eager gives 104); now guarded on ___builtins(G)['len'], as torch.compile
+    # guards the builtins dict entries it read
+    def rebind():
+        builtins.len = _tensor_len_plus_100
+
+    def undo():
+        builtins.len = BUILTINS["len"]
+
+    graphs, backend = counting_backend()
+    eager = _calls_around_a_rebinding(_plus_len, rebind, undo)
+    compiled = _calls_around_a_rebinding(stillframe.compile(_plus_len, backend=backend), rebind, undo)
+    assert [t.tolist() for t in compiled] == [t.tolist() for t in eager] == [[4.0] * 3, [104.0] * 3, [104.0] * 3,
+                                                                              [4.0] * 3]
+    assert len(graphs) == 2  # one plan per len, each reused
+
+
+def test_a_plan_that_read_a_builtin_does_not_serve_after_a_global_shadows_it():
+    # silent before: a global named len, made after the first call, was never looked at (torch.compile has the
+    # same gap: it guards the builtins entry, not the name's absence from the globals)
+    here = globals()
+
+    def rebind():
+        here["len"] = _tensor_len_plus_100
+
+    def undo():
+        del here["len"]
+
+    eager = _calls_around_a_rebinding(_plus_len, rebind, undo)
+    compiled = _calls_around_a_rebinding(stillframe.compile(_plus_len, backend="eager"), rebind, undo)
+    assert [t.tolist() for t in compiled] == [t.tolist() for t in eager]
+    assert [t.tolist() for t in eager] == [[4.0] * 3, [104.0] * 3, [104.0] * 3, [4.0] * 3]
+
+
+def _plus_builtins_len(x):
+    return x + builtins.len(x)
+
+
+def test_a_plan_that_read_builtins_len_as_an_attribute_does_not_serve_after_it_is_rebound():
+    # silent before: the builtins module was trusted (its attributes taken as stable, unguarded), so a plan that read
+    # builtins.len kept serving after the user rebound it (torch.compile gives 104 here, as eager)
+    def rebind():
+        builtins.len = _tensor_len_plus_100
+
+    def undo():
+        builtins.len = BUILTINS["len"]
+
+    eager = _calls_around_a_rebinding(_plus_builtins_len, rebind, undo)
+    compiled = _calls_around_a_rebinding(stillframe.compile(_plus_builtins_len, backend="eager"), rebind, undo)
+    assert [t.tolist() for t in compiled] == [t.tolist() for t in eager]
+    assert [t.tolist() for t in eager] == [[4.0] * 3, [104.0] * 3, [104.0] * 3, [4.0] * 3]

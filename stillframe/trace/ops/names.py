@@ -3,8 +3,9 @@
 from __future__ import annotations
 from ...own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
-import builtins
-from ...guards.source import AttrSource, GlobalSource
+from ...guards.guard import Guard, builtins_of
+from ...guards.source import AttrSource, BuiltinsSource, GetItemSource, GlobalSource, GlobalsSource
+from ...own_builtins import BUILTINS
 from ...variables.base import CellEntry, CellVariable, ConstantVariable, NULL, TupleVariable
 from ...variables.builder import wrap, load_local
 from ...rules.attrs import getattr_var
@@ -82,11 +83,21 @@ def LOAD_GLOBAL(tx, inst):
     if name in frame.globals:
         tx.push(wrap(tx, frame.globals[name], GlobalSource(name, frame.globals_module)))
         return
-    b = frame.globals.get("__builtins__", builtins)
-    table = b if isinstance(b, dict) else vars(b)
-    if name not in table:
+    table = builtins_of(frame.globals)
+    if table is BUILTINS:  # stillframe's own code (a polyfill): the copy it runs with never changes
+        tx.push(wrap(tx, table[name], None))
+        return
+    # a builtin, or no name at all: the plan holds while no global of that name appears and the builtins entry
+    # stays as read (a user may rebind builtins.len between calls)
+    tx.add_guard(Guard(GlobalsSource(frame.globals_module), "HAS_KEY", (name, False)))
+    value = table.get(name, _ABSENT)
+    if value is _ABSENT:
+        tx.add_guard(Guard(BuiltinsSource(frame.globals_module), "HAS_KEY", (name, False)))
         tx.user_error(NameError(f"name '{name}' is not defined", name=name))  # (.name: CPython sets it too)
-    tx.push(wrap(tx, table[name], None))
+    tx.push(wrap(tx, value, GetItemSource(BuiltinsSource(frame.globals_module), name)))
+
+
+_ABSENT = object()
 
 
 @handler("MAKE_CELL")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
-import builtins
 from ..errors import UserError
+from ..guards.guard import builtins_of
 from . import exceptions
 from ..variables.base import ConstantVariable
 from ..variables.base import GeneratorEntry
@@ -87,7 +87,7 @@ def _close_runs_code(frame) -> bool:
     i = entry.target + 1 if code[entry.target].opname == "PUSH_EXC_INFO" else entry.target
     while i + 2 < len(code) and code[i].opname == "LOAD_GLOBAL" and code[i + 1].opname == "CHECK_EXC_MATCH" \
             and code[i + 2].opname.startswith("POP_JUMP") and code[i + 2].opname.endswith("IF_FALSE"):
-        caught = frame.globals.get(code[i].argval, getattr(builtins, code[i].argval, None))
+        caught = frame.globals.get(code[i].argval, builtins_of(frame.globals).get(code[i].argval))
         if not of_type(caught, type) or issubclass(GeneratorExit, caught):
             return True
         i = code[i + 2].target

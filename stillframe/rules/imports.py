@@ -6,6 +6,9 @@ from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_built
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ..guards.guard import Guard, builtins_of
+from ..guards.source import BuiltinsSource, GetItemSource
+from ..own_builtins import BUILTINS
 from ..variables.base import PythonObjectVariable, VariableTracker
 from .known import const_value, is_const
 
@@ -26,6 +29,21 @@ def import_module(tx: Tracer, name: str, fromlist: Any, level: int) -> VariableT
     if not fromlist and "." in name:
         module = sys.modules[name.partition(".")[0]]
     return PythonObjectVariable(module)
+
+
+def import_statement(tx: Tracer, name: str, fromlist: Any, level: int) -> VariableTracker:
+    """The ``import`` statement (``IMPORT_NAME``): CPython calls the ``__import__`` of the frame's builtins, so the
+    trace folds it (:func:`import_module`) only while that is Python's own, guarded; a user's import hook or mock
+    (``builtins.__import__ = ...``) breaks the graph and the statement runs for real, calling it."""
+    frame = tx.frame
+    table = builtins_of(frame.globals)
+    if table is not BUILTINS:  # (stillframe's own code: its copy never changes)
+        source = GetItemSource(BuiltinsSource(frame.globals_module), "__import__")
+        hook = table.get("__import__")
+        if hook is not BUILTINS["__import__"]:
+            tx.unsupported("unsupported_import", f"import {name} while builtins.__import__ is not Python's own")
+        tx.add_guard(Guard(source, "ID", id(hook)))
+    return import_module(tx, name, fromlist, level)
 
 
 def import_builtin(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:

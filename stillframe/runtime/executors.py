@@ -16,7 +16,6 @@ delivers to the user's ``except``.
 from __future__ import annotations
 from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
-import builtins
 import functools
 import operator
 import sys
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..bytecode.operators import BINARY_OPERATORS, COMPARE_OPERATORS
 from ..bytecode.reader import OPNAMES_311, OPNAMES_312, OPNAMES_313, Instruction
 from ..errors import InternalError
+from ..guards.guard import builtins_of
 from ..rules.exceptions import HANDLER_CLASSES_ERROR, cause_call_checked, handler_classes_valid, handler_matches
 from ..rules.frames import unbound_cell_error
 from ..variables.builder import of_type
@@ -67,7 +67,7 @@ def _call(cont: Continuation, frame: LiveFrame, fn: Any, args: list, kwargs: dic
     elif type(fn) is types.BuiltinFunctionType and fn in _FRAME_READERS and not args and not kwargs:
         frame.stack.append(_FRAME_READERS[fn](frame))
         return
-    elif (fn is builtins.eval or fn is builtins.exec) and 1 <= len(args) <= 3 and not kwargs and \
+    elif (fn is eval or fn is exec) and 1 <= len(args) <= 3 and not kwargs and \
             (len(args) == 1 or args[1] is None):  # the caller's namespaces: the user's frame's, not stillframe's
         args = [args[0], frame.globals, args[2] if len(args) == 3 and args[2] is not None else _frame_locals(frame)]
     at = next((i for i, f in enumerate(cont.frames) if f is frame), None)  # (the callers: inlined frames)
@@ -384,12 +384,15 @@ def LOAD_GLOBAL(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None
     if inst.push_null:
         frame.stack.append(NULL)
     name = inst.argval
-    if name in frame.globals:
-        frame.stack.append(frame.globals[name])
-    elif hasattr(builtins, name):
-        frame.stack.append(getattr(builtins, name))
-    else:
+    value = frame.globals.get(name, _ABSENT)
+    if value is _ABSENT:
+        value = builtins_of(frame.globals).get(name, _ABSENT)  # the user's builtins, as rebound (not own_builtins)
+    if value is _ABSENT:
         raise NameError(f"name '{name}' is not defined", name=name)
+    frame.stack.append(value)
+
+
+_ABSENT = object()
 
 
 @executor("SWAP")
@@ -519,7 +522,11 @@ def STORE_SLICE(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None
 def IMPORT_NAME(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
     fromlist = frame.stack.pop()
     level = frame.stack.pop()
-    frame.stack.append(__import__(inst.argval, frame.globals, None, fromlist, level))
+    # the __import__ of the frame's builtins, as CPython calls it: a user's hook or mock too (not own_builtins')
+    import_ = builtins_of(frame.globals).get("__import__")
+    if import_ is None:
+        raise ImportError("__import__ not found")
+    frame.stack.append(import_(inst.argval, frame.globals, None, fromlist, level))
 
 
 @executor("LOAD_FAST_AND_CLEAR")

@@ -7,10 +7,10 @@ each is one line of CPython's semantics on the live stack, with nothing to model
 from __future__ import annotations
 from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
-import builtins
 from typing import TYPE_CHECKING
 
 from ..bytecode.reader import Instruction
+from ..guards.guard import builtins_of
 from ..variables.standins import NULL
 from .executors import executor, function_str, pop_n
 
@@ -121,7 +121,10 @@ def DELETE_GLOBAL(cont: Continuation, frame: LiveFrame, inst: Instruction) -> No
 
 @executor("LOAD_BUILD_CLASS")
 def LOAD_BUILD_CLASS(cont: Continuation, frame: LiveFrame, inst: Instruction) -> None:
-    frame.stack.append(builtins.__build_class__)
+    build_class = builtins_of(frame.globals).get("__build_class__")  # the frame's, as CPython reads it
+    if build_class is None:
+        raise NameError("__build_class__ not found")
+    frame.stack.append(build_class)
 
 
 @executor("NOP", "RESUME", "PRECALL", "COPY_FREE_VARS")

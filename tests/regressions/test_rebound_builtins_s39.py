@@ -212,6 +212,43 @@ def test_a_plan_that_read_a_builtin_does_not_serve_after_a_global_shadows_it():
     assert [t.tolist() for t in eager] == [[4.0] * 3, [104.0] * 3, [104.0] * 3, [4.0] * 3]
 
 
+def _imports_math(x):
+    import math
+    return x * math.pi
+
+
+def _imports_seen_by_a_hook(fn):
+    """How many times an ``import math`` reached a hook the user put in ``builtins.__import__`` (the third of four
+    calls of ``fn``; the first and last run without it)."""
+    seen = []
+    real_import = builtins.__import__
+
+    def hook(name, *args, **kwargs):
+        if name == "math":
+            seen.append(name)
+        return real_import(name, *args, **kwargs)
+
+    out = [fn(torch.ones(2))]
+    builtins.__import__ = hook
+    try:
+        out += [fn(torch.ones(2)) for _ in range(2)]
+    finally:
+        builtins.__import__ = real_import
+    out.append(fn(torch.ones(2)))
+    return out, len(seen)
+
+
+def test_an_import_statement_calls_the_users_import_hook():
+    # silent before: the trace folded `import math` to sys.modules["math"] whatever builtins.__import__ was, so the
+    # user's hook never ran (0 calls, eager 2); the statement now runs for real while the hook is in place, and
+    # the real step calls the frame's __import__ (not the copy stillframe runs with)
+    eager_out, eager_seen = _imports_seen_by_a_hook(_imports_math)
+    compiled_out, compiled_seen = _imports_seen_by_a_hook(stillframe.compile(_imports_math, backend="eager"))
+    assert (compiled_seen, eager_seen) == (2, 2)
+    for e, c in zip(eager_out, compiled_out):
+        torch.testing.assert_close(c, e)
+
+
 def _plus_builtins_len(x):
     return x + builtins.len(x)
 

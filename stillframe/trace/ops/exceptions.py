@@ -16,7 +16,7 @@ from ...variables.base import BuiltinVariable, ConstantVariable, NullVariable
 from ...variables.objects import SuperVariable
 from ...rules.attrs import getattr_var, super_attr
 from ...rules.exceptions import HANDLER_CLASSES_ERROR, handler_classes_valid, handler_matches, raise_value
-from ...rules.imports import import_module
+from ...rules.imports import import_statement
 from ...rules.known import const_value
 from ...rules.type_checks import python_type_of
 from ..interpreter import handler
@@ -41,7 +41,7 @@ def RAISE_VARARGS(tx, inst):
 def IMPORT_NAME(tx, inst):
     fromlist = tx.pop()
     level = tx.pop()
-    tx.push(import_module(tx, inst.argval, const_value(tx, fromlist), const_value(tx, level)))
+    tx.push(import_statement(tx, inst.argval, const_value(tx, fromlist), const_value(tx, level)))
 
 
 @handler("IMPORT_FROM")

@@ -28,6 +28,7 @@ effect), any other builtin breaks the graph and runs for real.
 
 from __future__ import annotations
 from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
+from ..own_builtins import BUILTINS
 
 import builtins
 import collections
@@ -144,7 +145,7 @@ def check_call(tx: Any, fn: Any, args: list, kwargs: dict) -> None:
     Raises the user's ``TypeError`` (``"list() takes no keyword arguments"``) for a builtin of :data:`EMPTY_SAFE`;
     breaks the graph for another builtin (the real call raises)."""
     name = getattr(fn, "__name__", None)
-    if not isinstance(name, str) or getattr(builtins, name, None) is not fn:
+    if not isinstance(name, str) or BUILTINS.get(name) is not fn:  # (Python's own, whatever the user rebound)
         return
     fits = _fits(builtins, name, fn, len(args), tuple(kwargs), bound=False)
     if fits is None or fits:

@@ -8,11 +8,11 @@ closed set) and, for builtins, by the builtin itself (``BUILTIN_RULES``).
 
 from __future__ import annotations
 from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
+from ..own_builtins import BUILTINS
 
 import collections
 from typing import TYPE_CHECKING
 
-import builtins
 import copy
 import dataclasses
 import functools
@@ -491,7 +491,7 @@ def call_python_object(tx: Tracer, var: PythonObjectVariable, args: list, kwargs
         return call_builtin(tx, value, args, kwargs)
     if exceptions.is_c_method(value) and value in BUILTIN_RULES:  # Exception.__init__(self, msg)
         return call_builtin(tx, value, args, kwargs)
-    if of_type(value, type) and value.__module__ == "builtins" and getattr(builtins, value.__name__, None) is value:
+    if of_type(value, type) and value.__module__ == "builtins" and BUILTINS.get(value.__name__) is value:
         return call_builtin(tx, value, args, kwargs)  # a builtin type reached as a value: type(3)(4)
     if value is collections.deque:
         return tx.push(make_deque(tx, args, kwargs))

@@ -8,7 +8,6 @@ would (``f() takes 1 positional argument but 2 were given``), naming the user's 
 from __future__ import annotations
 from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
-import builtins
 import inspect
 import types
 from typing import TYPE_CHECKING, Any, Callable
@@ -191,7 +190,7 @@ def make_binder(fn: types.FunctionType) -> Callable[..., dict]:
     body = ", ".join(f"{n!r}: {n}" for n in names)
     text = f"def ___bind({', '.join(params)}):\n    return {{{body}}}\n"
     ns = dict(defaults)
-    exec(builtins.compile(text, "<stillframe bind>", "exec"), ns)
+    exec(compile(text, "<stillframe bind>", "exec"), ns)
     bind = ns.pop("___bind")  # popped: no cycle through its globals keeps a default value alive
     # named as fn: a call with the wrong arguments raises Python's TypeError naming the user's function
     bind.__code__ = bind.__code__.replace(co_name=fn.__name__, co_qualname=fn.__qualname__)

@@ -5,7 +5,6 @@ and ``.data`` of inputs read live, attributes a user set on an input tensor; wri
 from __future__ import annotations
 from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
-import builtins
 from typing import Any
 
 import torch
@@ -45,7 +44,7 @@ def tensor_attr(tx: Any, var: TensorVariable, name: str) -> VariableTracker:
             return ConstantVariable(None)
         tx.unsupported("unsupported_attribute", "reading .grad_fn of a tensor that has one")
     if name in TENSOR_VIEW_PROPERTIES:
-        return call_tensor_op(tx, "call_function", builtins.getattr, (var, ConstantVariable(name)), {})
+        return call_tensor_op(tx, "call_function", getattr, (var, ConstantVariable(name)), {})
     if name in ("grad", "data"):
         return _live_tensor_attr(tx, var, name)
     if name == "retains_grad":  # autograd state a fake lacks: an input's own (a write keeps it), False otherwise

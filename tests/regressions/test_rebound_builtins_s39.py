@@ -266,3 +266,36 @@ def test_a_plan_that_read_builtins_len_as_an_attribute_does_not_serve_after_it_i
     compiled = _calls_around_a_rebinding(stillframe.compile(_plus_builtins_len, backend="eager"), rebind, undo)
     assert [t.tolist() for t in compiled] == [t.tolist() for t in eager]
     assert [t.tolist() for t in eager] == [[4.0] * 3, [104.0] * 3, [104.0] * 3, [4.0] * 3]
+
+
+def _transposed_plus_one(x):
+    return x.T + 1
+
+
+def _transposes_seen_by_a_counting_getattr(fn):
+    """``fn`` called twice while ``builtins.getattr`` is a wrapper that counts its reads of ``.T``."""
+    calls = []
+    real_getattr = getattr
+
+    def counting_getattr(obj, *args):
+        if args[0] == "T":
+            calls.append(obj)
+        return real_getattr(obj, *args)
+
+    builtins.getattr = counting_getattr
+    try:
+        out = [fn(torch.ones(2, 3)) for _ in range(2)]
+    finally:
+        builtins.getattr = real_getattr
+    return out, len(calls)
+
+
+def test_a_view_property_in_the_graph_is_not_the_users_getattr():
+    # silent before: x.T became a graph node whose target was builtins.getattr read when tracing, the user's
+    # wrapper, which then ran on every call of the graph (3 calls; eager's x.T calls no builtin)
+    eager_out, eager_calls = _transposes_seen_by_a_counting_getattr(_transposed_plus_one)
+    compiled_out, compiled_calls = _transposes_seen_by_a_counting_getattr(
+        stillframe.compile(_transposed_plus_one, backend="eager"))
+    assert (compiled_calls, eager_calls) == (0, 0)
+    for e, c in zip(eager_out, compiled_out):
+        torch.testing.assert_close(c, e)

@@ -15,7 +15,7 @@ import types
 import torch
 
 import stillframe
-from stillframe.check.parity import assert_parity
+from stillframe.check.parity import compare
 from stillframe.own_builtins import BUILTINS
 
 from py_cases import counting_backend
@@ -66,9 +66,10 @@ def test_the_functions_of_stillframe_hold_the_copy():
 def _lru_cached_len(s):
     # test_functools test_lru_reentrancy_with_len: stillframe's runtime called the user's lru_cache'd len on its
     # own unhashable objects ("TypeError: unhashable type: 'CacheEntries'" at the user) and the user's finally never
-    # ran, leaving builtins.len patched. The trace after the rebinding still falls back to running for real: torch's
-    # FakeTensorMode() calls traceback.extract_stack(), whose linecache calls the user's len on a list (torch code,
-    # with the process's builtins; torch.compile raises "TypeError: unhashable type: 'list'" at the user here)
+    # ran, leaving builtins.len patched. On 3.11 and 3.12 the trace after the rebinding still falls back to running
+    # for real: torch's FakeTensorMode() calls traceback.extract_stack(), whose linecache calls the user's len on a
+    # list (torch code, with the process's builtins; torch.compile raises "TypeError: unhashable type: 'list'" at
+    # the user here)
     old = builtins.len
     try:
         builtins.len = functools.lru_cache(4)(len)
@@ -79,8 +80,9 @@ def _lru_cached_len(s):
 
 
 def test_user_lru_cached_len_is_not_called_by_stillframe():
-    try:
-        assert_parity(_lru_cached_len, lambda: ("abcdefghijklmn",), calls=2, expect_fallback=True)
+    try:  # (whether the fallback happens depends on the Python's linecache: 3.11 and 3.12 fall back, 3.13 not)
+        report = compare(_lru_cached_len, lambda: ("abcdefghijklmn",), calls=2)
+        assert [m for m in report.mismatches if "StillframeWarning" not in m] == [], report.format()
     finally:  # (before the fix the user's finally never ran: len stayed patched and broke the tests after this one)
         leaked, builtins.len = builtins.len is not BUILTINS["len"], BUILTINS["len"]
     assert not leaked

@@ -12,6 +12,7 @@ import pathlib
 import sys
 import types
 
+import pytest
 import torch
 
 import stillframe
@@ -301,3 +302,69 @@ def test_a_view_property_in_the_graph_is_not_the_users_getattr():
     assert (compiled_calls, eager_calls) == (0, 0)
     for e, c in zip(eager_out, compiled_out):
         torch.testing.assert_close(c, e)
+
+
+def _reduce_of_a_sequence_iterator(seq):
+    it = iter(seq)
+    next(it)
+    return type(it), it.__reduce__(), list(it)
+
+
+@pytest.mark.xfail(strict=True, reason="a str or tuple iterator made in the trace leaves it as a stand-in whose "
+                   "__reduce__ gives iter(tuple of the items left) at 0, not eager's iter(the sequence) at its index: "
+                   "(iter, (('y', 'z'),), 0) where eager gives (iter, ('xyz',), 1) (variables/standins.py "
+                   "ResumableIterator._eager; what is left of test_iter test_reduce_mutating_builtins_iter once "
+                   "stillframe stopped reading the user's builtins)")
+@pytest.mark.parametrize("seq", ["xyz", (1, 2, 3)], ids=["str", "tuple"])
+def test_reduce_of_a_sequence_iterator_made_in_the_trace(seq):
+    assert stillframe.compile(_reduce_of_a_sequence_iterator, backend="eager")(seq) == \
+        _reduce_of_a_sequence_iterator(seq)
+
+
+class _PlantedKey:
+    """A key of the builtins dict equal to ``"iter"`` whose ``__eq__`` exhausts an iterator (test_iter
+    test_reduce_mutating_builtins_iter): any lookup of ``iter`` in that dict runs it."""
+
+    def __init__(self, name, iterator):
+        self.name, self.iterator = name, iterator
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __eq__(self, other):
+        list(self.iterator)
+        return other == self.name
+
+
+def _reduce_under_a_planted_iter_key(item):
+    table = builtins.__dict__
+    it = iter(item)
+    del table["iter"]
+    table[_PlantedKey("iter", it)] = BUILTINS["iter"]
+    try:
+        return it.__reduce__()
+    finally:
+        del table["iter"]
+        table["iter"] = BUILTINS["iter"]
+
+
+def test_a_key_planted_in_the_builtins_dict_is_not_looked_up_by_stillframe():
+    # before: the stand-in for the list iterator looked iter up in the builtins dict, ran the planted key's __eq__,
+    # which iterated the stand-in, which looked iter up ...: RecursionError at the user, after two fallbacks
+    try:
+        compiled = stillframe.compile(_reduce_under_a_planted_iter_key, backend="eager")([1, 2, 3])
+    finally:
+        planted = [k for k in builtins.__dict__ if not isinstance(k, str)]
+        for key in planted:
+            del builtins.__dict__[key]
+        builtins.iter = BUILTINS["iter"]
+    assert planted == [] and compiled[0] is BUILTINS["iter"]
+
+
+@pytest.mark.xfail(strict=True, reason="the stand-in for a list iterator made in the trace reduces through a fresh "
+                   "list_iterator copy (ResumableIterator._eager), so the planted key's __eq__, run by that copy's "
+                   "C reduce, exhausts the stand-in and not the iterator being reduced: (iter, ([1, 2, 3],), 0) "
+                   "where eager gives (iter, ([],))")
+def test_reduce_under_a_planted_iter_key_as_eager():
+    assert stillframe.compile(_reduce_under_a_planted_iter_key, backend="eager")([1, 2, 3]) == \
+        _reduce_under_a_planted_iter_key([1, 2, 3])

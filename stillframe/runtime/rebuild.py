@@ -28,13 +28,12 @@ from typing import Any, Callable
 import torch
 from .. import compat
 from ..bytecode.liveness import live_locals
-from ..variables.reach import reaches
+from ..variables.reach import collection_unseen
 from ..guards.guard import GuardCodegen
 from ..guards.source import LocalSource, ScalarOutputSource
 from ..tensors.meta import TensorMeta
 from ..tensors.symbolic import plain, reads_data
 from ..variables.base import (
-    HEAPTYPE_FLAG,
     AttrsView,
     AutocastExitVariable,
     AutocastVariable,
@@ -358,14 +357,15 @@ class StateCodegen:
         frames = self.tracer.state.frames
         for depth, frame in enumerate(frames):
             stack = self._items(frame.stack)
-            # a dead local is not rebuilt (nor a graph output). A caller's frame is mid-call at ip - 1: what is
-            # live before that instruction includes its exception handler's reads, should the callee raise
+            # a dead local made of tensors and constants is not rebuilt (nor a graph output). A caller's frame is
+            # mid-call at ip - 1: what is live before that instruction includes its exception handler's reads,
+            # should the callee raise
             live_names = live_locals(frame.code, frame.ip if depth == len(frames) - 1 else frame.ip - 1)
-            # nor one whose value runs code when collected, nor a class: eager's frame holds it to its end (or to
-            # the `del`)
+            # any other dead local is kept: eager's frame holds it to its end (or to the `del`), and its collection
+            # may be seen (a weak reference the real step takes, a __del__, a class in its bases' __subclasses__)
             kept = [(k, v) for k, v in in_code_order(frame.locals, frame.code.code) if live_names is None or
-                    k in live_names or k not in frame.code.code.co_varnames or _heap_class(v) or
-                    reaches(v, self.tracer.state.heap, self.tracer.finalizers)]
+                    k in live_names or k not in frame.code.code.co_varnames or
+                    not collection_unseen(v, self.tracer.state.heap)]
             locals_ = "{" + ", ".join(f"{k!r}: {self.expr(v)}" for k, v in kept) + "}"
             cells = "{" + ", ".join(f"{k!r}: {self.cell(v)}" for k, v in in_code_order(frame.cells, frame.code.code))
             cells += "}"
@@ -397,18 +397,6 @@ class StateCodegen:
         ns = self.gen.namespace()
         exec(compile(text, f"<stillframe {name.strip('_')}>", "exec"), ns)
         return ns.pop(name), text  # not left in its own globals: no cycle keeps it alive
-
-
-def _heap_class(var: Any) -> bool:
-    """Whether ``var`` stands for a class written in Python (a heap type). A dead local holding one stays in the
-    rebuilt frame: a class sits in a reference cycle (its ``__mro__``), so once the frame lets go of it the next
-    collection removes it from its bases' ``__subclasses__()``, and ``abc``'s ``isinstance`` of a base no longer
-    sees what was registered on it (``B.register(str)``; ``isinstance("", A)`` turns False). Eager's frame holds
-    it to its end."""
-    value = getattr(var, "value", None) if isinstance(var, (LazyArgument, PythonObjectVariable)) else None
-    # by its exact type: isinstance(value, type) of an object whose type is no class reads value.__class__, which
-    # runs a user __getattribute__ (a module subclass's) or a __class__ property, one read eager never made
-    return issubclass(type(value), type) and bool(value.__flags__ & HEAPTYPE_FLAG)
 
 
 def in_code_order(names: Any, code: Any) -> list:

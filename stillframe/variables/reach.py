@@ -20,8 +20,12 @@ from typing import Any
 
 import immutables
 
+import torch
+
 from ..tensors.meta import TensorEntry
-from .base import LazyArgument, PythonObjectVariable, VariableTracker
+from .base import (NULL, ConstantVariable, DictEntry, DictVariable, LazyArgument, ListEntry, ListVariable,
+                   PythonObjectVariable, RangeVariable, SetEntry, SetVariable, SliceVariable, SymNodeVariable, TensorKey,
+                   TensorVariable, TupleVariable, VariableTracker)
 
 #: Fields of VariableTrackers and heap entries that hold heap ids (ints).
 _HEAP_ID_FIELDS = frozenset({"oid", "over", "storage", "generator", "ref", "attrs", "closure", "cells"})
@@ -100,3 +104,54 @@ def _walk(roots: list, heap: Any, targets: frozenset) -> frozenset:
             for name in _fields(x):
                 stack.append((getattr(x, name, None), name in _HEAP_ID_FIELDS))
     return frozenset(found)
+
+
+#: Values whose collection no one can see: they run no code when collected, take no weak reference, and hold
+#: nothing that does (a plain tensor's weak references are torch's own, guards.has_finalizer).
+_UNSEEN_TYPES = frozenset({int, float, bool, complex, str, bytes, type(None), type(Ellipsis), type(NotImplemented),
+                           range, slice, torch.dtype, torch.device, torch.layout, torch.memory_format, torch.Tensor,
+                           torch.nn.Parameter})
+
+
+def collection_unseen(value: Any, heap: Any) -> bool:
+    """Whether dropping the VariableTracker ``value`` before eager would (a dead local left out of a frame rebuilt
+    at a graph break) can be seen by no one: it is made only of tensors, symbolic numbers and immutable constants,
+    directly or through tuples, slices and the lists, dicts and sets of the trace that hold only those.
+
+    Anything else may be the last reference to an object whose collection is seen, now or after the next real
+    step (which may take a weak reference to it, or give it to an object with ``__del__``): eager's frame holds
+    every local until it returns, is rebound or deleted (CPython's fast locals), so such a local is kept. Errs
+    towards *seen*: a value it does not know is kept."""
+    stack, seen = [value], set()
+    while stack:
+        x = stack.pop()
+        kind = type(x)
+        if kind in (TensorVariable, SymNodeVariable, RangeVariable) or x is NULL or kind is TensorKey:
+            continue
+        if kind is ConstantVariable or kind is LazyArgument:
+            x = x.value
+            kind = type(x)
+        if kind in _UNSEEN_TYPES:
+            continue
+        if kind in (tuple, frozenset):
+            stack.extend(x)
+        elif kind is TupleVariable:
+            stack.extend(x.items)
+        elif kind is SliceVariable:
+            stack.extend((x.start, x.stop, x.step))
+        elif kind in (ListVariable, DictVariable, SetVariable):
+            if x.oid in seen:
+                continue
+            seen.add(x.oid)
+            entry = heap.get(x.oid)
+            if type(entry) is ListEntry and entry.items is not None and entry.live is None:
+                stack.extend(entry.items)
+            elif type(entry) is DictEntry and entry.live is None:
+                stack.extend(item for pair in entry.items for item in pair)
+            elif type(entry) is SetEntry:
+                stack.extend(entry.values)
+            else:
+                return False
+        else:
+            return False
+    return True

@@ -87,7 +87,13 @@ from .trampoline import trampoline
 from .tracebacks import frames_traceback
 
 
-_LITERALS = (int, bool, str, type(None))
+def _literal(value: Any) -> bool:
+    """Whether ``repr(value)`` written in the rebuild's code gives back ``value`` itself, not an equal object: None,
+    a bool, or an int CPython caches (-5 to 256). Any other constant (a str, a float, a larger int) is passed as
+    the object the trace holds: eager's frame holds the code's own constant, and ``is`` tells them apart (test_weakref
+    check_setdefault: ``weakdict.setdefault(key, "value 1") is "value 1"`` turned False across a break)."""
+    kind = type(value)
+    return kind is bool or value is None or (kind is int and -5 <= value <= 256)
 
 
 def delete_own_attr(obj: Any, name: str) -> None:
@@ -254,7 +260,7 @@ class StateCodegen:
     def _key(self, k: Any) -> str:
         if type(k) is TensorKey:
             return self.expr(TensorVariable(k.tid))
-        return repr(k) if type(k) in _LITERALS else self.gen.const(k)
+        return repr(k) if _literal(k) else self.gen.const(k)
 
     def _once(self, key: tuple, create: str, fill: Callable[[str], str]) -> str:
         """Create an object with identity once (so cycles and shared references work), then fill it."""
@@ -454,7 +460,7 @@ def _rebuild_symbolic(cg: StateCodegen, var: SymNodeVariable) -> str:
 @REBUILD.rule(ConstantVariable)
 def _rebuild_constant(cg: StateCodegen, var: ConstantVariable) -> str:
     v = var.value
-    if type(v) in _LITERALS or (type(v) is float and v == v and abs(v) != float("inf")):
+    if _literal(v):
         return repr(v)
     if isinstance(v, BaseException) and var.source is None:
         # made in the trace (`raise ValueError(...)`): a new one per call, as eager makes it, never one object

@@ -431,9 +431,12 @@ class CompiledFunction:
         return policy
 
     def _add_entry(self, key: Any, entries: list[CacheEntry], entry: CacheEntry, L: dict, G: dict, F: Any) -> None:
-        """Cache ``entry`` under ``key``, to be dropped when an object whose ``id()`` it guards dies."""
+        """Cache ``entry`` under ``key``, to be dropped when an object whose ``id()`` it guards, or one of the
+        caller's objects its rebuild uses, dies."""
         entries.append(entry)
-        watch(entry, identity_checked(entry.guards, L, G, F), functools.partial(drop_entry, weakref.ref(self), key))
+        held = [obj for obj in (ref() for ref in entry.held) if obj is not None]
+        watch(entry, identity_checked(entry.guards, L, G, F) + held,
+              functools.partial(drop_entry, weakref.ref(self), key))
 
     def _timed(self, start: float, trace: Callable, *args: Any) -> Any:
         """``trace(*args)``, its time since ``start`` added to ``trace_seconds`` less the backend's share.

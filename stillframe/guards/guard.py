@@ -21,6 +21,8 @@ Kinds (:data:`GUARD_KINDS` holds each one's check code and readable text):
 
 =============  ==========================================================
 ``TYPE``       ``type(v) is expected`` (a class)
+``WEAK_TYPE``  ``type(v) is expected()``: a class written in Python, held through a
+               weak reference (:func:`held_weakly`)
 ``ID``         ``id(v) == expected`` (modules, functions, classes)
 ``EQUALS``     ``type(v) is type(expected) and v == expected`` (constants)
 ``IS``         ``v is expected`` (None, True, False, Ellipsis)
@@ -327,6 +329,37 @@ class OwnRef(weakref.ref):
     __slots__ = ()
 
 
+def held_weakly(value: Any) -> bool:
+    """Whether a cache entry holds ``value``, an object of the caller's that a guard or a rebuild names, through a
+    weak reference: a function, or a class written in Python (not stillframe's own) or an instance of one that
+    supports weak references. A cache entry holds no strong reference to the caller's objects
+    (``runtime/entry.py``): eager holds none, so one would outlive eager's (a class made per call kept by a TYPE
+    guard, its ``weakref.ref`` callback never run: test_weakref test_callback_in_cycle_resurrection)."""
+    cls = type(value)
+    if cls is types.FunctionType:
+        return True
+    is_class = issubclass(cls, type)  # (by its exact type: reads no __class__)
+    owner = value if is_class else cls
+    module = type.__dict__["__dict__"].__get__(owner).get("__module__")
+    return bool(owner.__flags__ & _HEAPTYPE) and (is_class or cls.__weakrefoffset__ != 0) and \
+        not (isinstance(module, str) and module.startswith("stillframe."))
+
+
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or type()), not by C
+
+
+def weak_type_guards(guards: list[Guard]) -> list[Guard]:
+    """``guards`` as a cache entry keeps them: each ``TYPE`` guard on a class :func:`held_weakly` becomes a
+    ``WEAK_TYPE`` guard, which fails once the class is gone (and the entry watches it: :func:`identity_checked`)."""
+    return [Guard(g.source, "WEAK_TYPE", OwnRef(g.expected), g.origin) if g.kind == "TYPE" and
+            held_weakly(g.expected) else g for g in guards]
+
+
+def _class_name(ref: OwnRef) -> str:
+    cls = ref()
+    return "a class collected since" if cls is None else getattr(cls, "__qualname__", repr(cls))
+
+
 _NOT_WATCHED = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
                 types.CodeType, torch.Tensor)
 
@@ -593,6 +626,8 @@ def is_iterated(container: Any) -> bool:
 GUARD_KINDS: dict[str, GuardKind] = {
     "TYPE": GuardKind(lambda gen, v, exp: f"type({v}) is {gen.const(exp)}",
                       lambda name, exp: f"type({name}) is {getattr(exp, '__qualname__', exp)}"),
+    "WEAK_TYPE": GuardKind(lambda gen, v, exp: f"type({v}) is {gen.const(exp)}()",
+                           lambda name, exp: f"type({name}) is {_class_name(exp)}"),
     "ID": GuardKind(lambda gen, v, exp: f"id({v}) == {exp}",
                     lambda name, exp: f"{name} is the object seen when tracing (id {exp})"),
     "EQUALS": GuardKind(lambda gen, v, exp: f"type({v}) is {gen.const(type(exp))} and {_equals(gen, v, exp)}",
@@ -694,7 +729,7 @@ def compile_guards(guards: list[Guard], verbose: bool = False,
 
 def identity_checked(guards: list[Guard], L: dict, G: dict, F: Any) -> list:
     """The live objects whose ``id()`` the guards compare: the value of each ``ID`` guard, each hook of a
-    ``HOOKS`` guard.
+    ``HOOKS`` guard; and the class of each ``WEAK_TYPE`` guard, which the entry holds weakly.
 
     Called once, when a cache entry is made (on the same ``L, G, F`` it was
     traced from), so the entry can watch them with weak references: an id is
@@ -702,6 +737,7 @@ def identity_checked(guards: list[Guard], L: dict, G: dict, F: Any) -> list:
     :func:`stillframe.runtime.entry.watch`). A source that cannot be
     evaluated, or whose value no longer has the guarded id, is skipped.
     """
+    classes = [cls for cls in (g.expected() for g in guards if g.kind == "WEAK_TYPE") if cls is not None]
     gen = GuardCodegen()
     body: list[str] = []
     for guard in guards:
@@ -715,7 +751,7 @@ def identity_checked(guards: list[Guard], L: dict, G: dict, F: Any) -> list:
             lines.append(f"if ___hook_ids({v}) == {guard.expected!r}: "
                          f"___found.extend([*{v}._forward_pre_hooks.values(), *{v}._forward_hooks.values()])")
         body += ["try:", *(f"    {line}" for line in lines), "except Exception:", "    pass"]
-    return _collect(gen, body, "identity", L, G, F) if body else []
+    return classes + (_collect(gen, body, "identity", L, G, F) if body else [])
 
 
 def source_values(sources: list[Source], L: dict, G: dict, F: Any) -> list:

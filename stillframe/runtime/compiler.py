@@ -30,7 +30,8 @@ from ..errors import (GraphBreak, GraphBreakKind, InternalError, RetraceRunForRe
 from ..tensors.aot_writes import refuse_bases_remade_as_views, refuse_output_views_of_aliased_written_inputs
 from ..tensors.effects import runs_for_real
 from ..graph import passes
-from ..guards.guard import Guard, GuardCodegen, aliasing_pattern, compile_guards, finalizer_names, tensor_examples
+from ..guards.guard import (Guard, GuardCodegen, aliasing_pattern, compile_guards, finalizer_names, tensor_examples,
+                           weak_type_guards)
 from ..guards.source import (
     AttrSource,
     FunctionSource,
@@ -329,7 +330,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         e.tracer = tracer  # the guards collected so far describe the path that failed
         raise
     _add_aliasing_guard(tracer)
-    guards = tracer.guards()
+    guards = weak_type_guards(tracer.guards())
     symbolic = tracer.fake_mode.shape_env is not None
     if tracer.functional_backend:
         _keep_raising_ops(tracer, codegen.output_nodes)
@@ -416,7 +417,7 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
         log.event("breaks", "graph break in %s: %s", getattr(fn, "__qualname__", fn), tracer.graph_break.format())
     entry = CacheEntry(check=check, guard_source=guard_source, fetch=fetch, compiled=compiled, rebuild=rebuild,
                        graph_module=gm, rebuild_source=rebuild_source + "\n" + fetch_source,
-                       graph_break=tracer.graph_break, guards=guards,
+                       graph_break=tracer.graph_break, guards=guards, held=tuple(codegen.held),
                        used_inputs=None if len(used_inputs) == len(tracer.state.inputs) else tuple(used_inputs),
                        # (parts run one after another: a write into an input with history may come before a
                        # raise that precedes it in the graph)
@@ -703,6 +704,6 @@ def _fetch_function(tracer: Tracer, grad_mode: bool | None = None) -> tuple[Call
 
 def eager_entry(tracer: Tracer | None, reason: str) -> CacheEntry:
     """An entry that runs the function eagerly under the guards collected so far."""
-    guards = tracer.guards() if tracer is not None else []
+    guards = weak_type_guards(tracer.guards()) if tracer is not None else []
     check, source = compile_guards(guards)
     return CacheEntry(check=check, guard_source=source, eager=True, reason=reason, guards=guards)

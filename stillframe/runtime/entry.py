@@ -55,6 +55,7 @@ class CacheEntry:
     used_inputs: tuple | None = None  # positions of the fetched inputs the graph reads (None: all)
     hits: int = field(default=0)
     watched: tuple = ()  # weak references to the objects whose id() the guards compare (see watch())
+    held: tuple = ()  # weak references to the caller's objects the rebuild uses (StateCodegen.live): watched too
     rerun_on_raise: bool = False  # the graph has no effect of its own: if it raises, the code runs for real
     reshaped_inputs: tuple = ()  # positions of fetched inputs whose geometry the graph may change (unsqueeze_)
     written_inputs: tuple = ()  # positions of fetched inputs whose data the graph may write (copied each call)

@@ -29,7 +29,7 @@ import torch
 from .. import compat
 from ..bytecode.liveness import live_locals
 from ..variables.reach import collection_unseen
-from ..guards.guard import GuardCodegen
+from ..guards.guard import GuardCodegen, OwnRef, held_weakly
 from ..guards.source import LocalSource, ScalarOutputSource
 from ..tensors.meta import TensorMeta
 from ..tensors.symbolic import plain, reads_data
@@ -119,8 +119,24 @@ class StateCodegen:
         # live iterators moved in place (standins.resume_in_place), by id: after every other statement, which may
         # still read their items where the trace found them
         self.moved: dict[int, str] = {}
+        # weak references to the caller's objects the generated function uses (live): the cache entry watches them
+        self.held: list[OwnRef] = []
 
     # --------------------------------------------------------------- values
+    def live(self, value: Any) -> str:
+        """An expression for ``value``, an object of the caller's that the trace found (a function, a class, an
+        instance of one), which the generated function holds through a weak reference: a cache entry holds no
+        strong reference to the caller's objects (``runtime/entry.py``), or one would outlive eager's (a method
+        deleted from its class stayed alive in the plan of the break that rebuilt its bound method, and a
+        ``WeakMethod`` to it never died: test_weakref test_method_dead). The entry is dropped when one dies
+        (:attr:`held`, watched as the objects its guards compare by ``id()`` are); other values are held as
+        constants."""
+        if not held_weakly(value):
+            return self.gen.const(value)
+        ref = OwnRef(value)
+        self.held.append(ref)
+        return f"{self.gen.const(ref)}()"
+
     def expr(self, var: VariableTracker) -> str:
         """A Python expression that evaluates to ``var``'s live value (the :data:`REBUILD` table)."""
         return REBUILD(self, var)
@@ -249,7 +265,7 @@ class StateCodegen:
     def _callable(self, fn: Any) -> str:
         if isinstance(fn, NestedFunctionVariable):
             return self._function(fn)
-        return self.gen.const(fn)
+        return self.live(fn)
 
     def _items(self, items: tuple) -> str:
         return ", ".join(self.expr(v) for v in items)
@@ -569,7 +585,7 @@ def _rebuild_object(cg: StateCodegen, var: ObjectVariable) -> str:
     entry = cg.tracer.heap(var.oid)
     if isinstance(entry, ExceptionEntry):
         return _rebuild_exception(cg, var, entry)
-    cls = cg.gen.const(entry.cls)
+    cls = cg.live(entry.cls)
     return cg._once(("heap", var.oid), f"{cls}.__new__({cls})", lambda name: "; ".join(
         [f"object.__setattr__({name}, {attr!r}, {cg.expr(value)})" for attr, value in entry.attrs.items]
         + cg._dict_part(name, entry)) or "pass")
@@ -818,7 +834,7 @@ def _rebuild_live(cg: StateCodegen, var: VariableTracker) -> str:
         return cg.gen.ref(var.source)
     value = var.module if isinstance(var, NNModuleVariable) else \
         var.value if isinstance(var, PythonObjectVariable) else var.fn
-    return cg.gen.const(value)
+    return cg.live(value)
 
 
 def _rebuild_block_exit(cg: StateCodegen, var: Any, stand_in: type, arg: Any) -> str:

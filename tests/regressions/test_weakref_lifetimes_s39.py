@@ -4,6 +4,7 @@ with eager on both backends."""
 
 from __future__ import annotations
 
+import gc
 import operator
 import weakref
 
@@ -93,3 +94,74 @@ def test_a_constant_keeps_its_identity_across_a_break(fn, backend):
     # test_weakref check_setdefault: the frame rebuilt at a break wrote a str, float or large int as a literal, an
     # equal copy of the object eager's frame holds ('value 1' is not 'value 1'; silent)
     assert_parity(fn, _args, backend=backend, calls=3)
+
+
+class _Object:
+    def __init__(self, arg):
+        self.arg = arg
+
+    def some_method(self):
+        return 4
+
+
+def _subclass():
+    class C(_Object):
+        def some_method(self):
+            return 6
+
+    return C
+
+
+def weak_method_dead_with_its_function(x):
+    C = _subclass()
+    o = C(1)
+    r = weakref.WeakMethod(o.some_method)
+    del C.some_method
+    gc.collect()
+    return x + 1, r() is None
+
+
+def weak_method_callback_when_its_function_dies(x):
+    C = _subclass()
+    calls = []
+    o = C(1)
+    r = weakref.WeakMethod(o.some_method, calls.append)
+    del C.some_method
+    gc.collect()
+    first = calls == [r]
+    del o
+    gc.collect()
+    return x + 1, first, calls == [r]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [weak_method_dead_with_its_function, weak_method_callback_when_its_function_dies],
+                         ids=lambda f: f.__name__)
+def test_a_plan_holds_no_function_of_the_callers(fn, backend):
+    # test_weakref test_method_dead, test_callback_when_method_dead: the plan of the break at WeakMethod(...) rebuilt
+    # the bound method from the function as a constant, and held it for good: deleted from its class, it never died
+    # (r() alive, no callback; silent). (Two calls: each makes a new class, so each traces anew.)
+    assert_parity(fn, _args, backend=backend, calls=2)
+
+
+def class_made_here_dies_at_collection(x):
+    log = []
+
+    class C:
+        pass
+
+    c = C()
+    wr = weakref.ref(C, lambda _: log.append("C went away"))
+    c.size = 2  # read across the break at weakref.ref: the resumed trace guards type(c)
+    n = c.size
+    del c, C
+    gc.collect()
+    return x + n, list(log), wr() is None
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_plan_holds_no_class_of_the_callers(backend):
+    # test_weakref test_callback_in_cycle_resurrection: the TYPE guard of the plan resumed after weakref.ref(C, ...)
+    # held the class C for good: it never died, and the callback never ran (silent)
+    assert_parity(class_made_here_dies_at_collection, _args, backend=backend, calls=2)
+

@@ -810,17 +810,26 @@ def _rebuild_method(cg: StateCodegen, var: UserMethodVariable) -> str:
                     f"{cg.expr(var.self_var)})", lambda name: "pass")
 
 
+# A bound method is made once per VT: every slot that holds it holds one object, as eager's do (`m = lst.append`,
+# then `weakref.ref(m)` at a break: the reference was to the stack's copy, which died at once, and `wr() is m` was
+# False); one read from a live value is that value
 @REBUILD.rule(TensorMethodVariable)
 def _rebuild_tensor_method(cg: StateCodegen, var: TensorMethodVariable) -> str:
-    return f"getattr({cg.expr(var.self_var)}, {var.name!r})"
+    if var.source is not None:
+        return cg.gen.ref(var.source)
+    return cg._once(("method", id(var)), f"getattr({cg.expr(var.self_var)}, {var.name!r})", lambda name: "pass")
 
 
 @REBUILD.rule(ContainerMethodVariable)
 def _rebuild_container_method(cg: StateCodegen, var: ContainerMethodVariable) -> str:
+    if var.source is not None:
+        return cg.gen.ref(var.source)
     if var.via_super is not None:  # super().update: the base's method, bound to the instance itself
         instance, method = var.via_super
-        return f"{cg.gen.const(method)}.__get__({cg.expr(instance)})"
-    return f"getattr({cg.expr(var.obj if var.owner is None else var.owner)}, {var.name!r})"
+        create = f"{cg.gen.const(method)}.__get__({cg.expr(instance)})"
+    else:
+        create = f"getattr({cg.expr(var.obj if var.owner is None else var.owner)}, {var.name!r})"
+    return cg._once(("method", id(var)), create, lambda name: "pass")
 
 
 @REBUILD.rule(ContextExitVariable)

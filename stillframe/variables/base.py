@@ -335,10 +335,12 @@ class TorchFunctionVariable(VariableTracker):
 
 @dataclass(frozen=True, slots=True)
 class TensorMethodVariable(VariableTracker):
-    """``tensor.name`` as a bound method (``x.view``, ``x.add_``); calling it becomes a ``call_method`` node."""
+    """``tensor.name`` as a bound method (``x.view``, ``x.add_``); calling it becomes a ``call_method`` node.
+    ``source``: where a live bound method was read from (the rebuild hands on that very object)."""
 
     name: str
     self_var: TensorVariable
+    source: Source | None = None
 
     def python_type(self) -> type:
         return types.BuiltinMethodType

@@ -324,11 +324,11 @@ def _wrap_live_marker(tx: Any, value: Any, source: Source | None) -> VariableTra
     if of_type(value, types.BuiltinMethodType) and of_type(getattr(value, "__self__", None), torch.Tensor):
         self_var = wrap(tx, value.__self__, AttrSource(source, "__self__") if source else None)
         _guard(tx, AttrSource(source, "__name__") if source else None, "EQUALS", value.__name__)
-        return TensorMethodVariable(value.__name__, self_var)
+        return TensorMethodVariable(value.__name__, self_var, source)
     if of_type(value, types.BuiltinMethodType) and type(getattr(value, "__self__", None)) in (list, dict):
         owner = wrap(tx, value.__self__, AttrSource(source, "__self__") if source else None)
         _guard(tx, AttrSource(source, "__name__") if source else None, "EQUALS", value.__name__)
-        return ContainerMethodVariable(owner, value.__name__)
+        return ContainerMethodVariable(owner, value.__name__, source=source)
     if of_type(value, (types.BuiltinMethodType, types.MethodWrapperType)) and source is not None and \
             not of_type(getattr(value, "__self__", None), (types.ModuleType, type(None))):
         # A C method bound to an object (``od.values``, ``dq.append``, a context's ``__enter__``) is a new object

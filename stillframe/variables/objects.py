@@ -120,12 +120,14 @@ class ContainerMethodVariable(VariableTracker):
     of a dict subclass's instance (``od.move_to_end``), that instance (``obj`` is its dict part): the method is
     rebuilt bound to it. ``via_super``: for ``super().update`` in a dict subclass's method, ``(instance, the
     base's unbound C method)``: rebuilt as that method bound to the instance (not ``getattr``, which would find
-    the subclass's override, nor the dict part alone, which would be a copy)."""
+    the subclass's override, nor the dict part alone, which would be a copy). ``source``: where a live bound method
+    was read from (the rebuild hands on that very object, not a new one from ``getattr``)."""
 
     obj: VariableTracker
     name: str
     owner: VariableTracker | None = None
     via_super: tuple | None = None
+    source: Any = None
 
     def python_type(self) -> type:
         return types.BuiltinMethodType

@@ -165,3 +165,41 @@ def test_a_plan_holds_no_class_of_the_callers(backend):
     # held the class C for good: it never died, and the callback never ran (silent)
     assert_parity(class_made_here_dies_at_collection, _args, backend=backend, calls=2)
 
+
+
+def bound_method_kept_in_a_local(x):
+    items = []
+    m = items.append
+    wr = weakref.ref(m)  # a graph break: the local and the argument are one object
+    return x + 1, wr() is m
+
+
+def bound_method_of_a_live_list(x, items):
+    m = items.append
+    wr = weakref.ref(m)
+    return x + 1, wr() is m
+
+
+def tensor_method_kept_in_a_local(x):
+    m = (x * 2).add
+    wr = weakref.ref(m)
+    return m(1), wr() is m
+
+
+def tensor_method_of_an_argument(x):
+    m = x.add
+    wr = weakref.ref(m)
+    return m(1), wr() is m
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn,make_args", [
+    (bound_method_kept_in_a_local, _args),
+    (bound_method_of_a_live_list, lambda: (*_args(), [])),
+    (tensor_method_kept_in_a_local, _args),
+    (tensor_method_of_an_argument, _args),
+], ids=["made_here", "of_a_live_list", "tensor_made_here", "tensor_argument"])
+def test_a_bound_method_is_one_object_across_a_break(fn, make_args, backend):
+    # test_weakref test_cfunction, reduced: a C bound method (a new object per attribute read) was rebuilt at a break
+    # once per slot that held it, so the weak reference was to a copy that died at once ('wr() is m' False; silent)
+    assert_parity(fn, make_args, backend=backend, calls=3)

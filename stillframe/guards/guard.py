@@ -360,16 +360,17 @@ def _class_name(ref: OwnRef) -> str:
     return "a class collected since" if cls is None else getattr(cls, "__qualname__", repr(cls))
 
 
-_NOT_WATCHED = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
-                types.CodeType, torch.Tensor)
+_NOT_WATCHED = (type, types.ModuleType, types.FunctionType, types.CodeType, torch.Tensor)
 
 
 def _observed_collection(value: Any) -> bool:
     """Whether someone other than stillframe and torch holds a weak reference to ``value`` (a ``weakref.ref``, a
     ``WeakValueDictionary`` or ``WeakSet`` entry, a ``weakref.finalize``): they see the moment it is collected.
     Classes, modules, functions and tensors are left out: CPython's subclass lists and ``abc`` caches, and torch's
-    own caches (fake-tensor memos, ``torch.compile``'s), refer to them weakly, none but a tensor dies with a frame's
-    reference, and telling the user's weak references to a tensor from torch's costs a scan per tensor per call."""
+    own caches (fake-tensor memos, ``torch.compile``'s, ``boolean_dispatched``), refer to them weakly, none but a tensor
+    dies with a frame's reference, and telling the user's weak references to a tensor from torch's costs a scan per
+    tensor per call. A bound method (Python's or C's, ``lst.append``) is watched: each is a new object, which dies
+    with the frame's reference (test_weakref test_cfunction: ``del f`` left ``weakref.ref(f)()`` alive)."""
     if not weakref.getweakrefcount(value) or issubclass(type(value), _NOT_WATCHED):  # (reads no __class__)
         return False
     for ref in weakref.getweakrefs(value):

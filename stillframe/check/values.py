@@ -104,6 +104,8 @@ class Walker:
                 self.compare(e[key], c[key], f"{path}[{key!r}]")
         elif of_type(e, (set, frozenset)):
             self._set(e, c, path)
+        elif of_type(e, (collections.abc.KeysView, collections.abc.ValuesView, collections.abc.ItemsView)):
+            self.compare(list(e), list(c), f"list({path})")  # dict_values has no ==; a view is what it lists now
         elif of_type(e, torch.nn.Module):
             pass  # a module that is not an input/attribute of ours: its type matched; state is compared elsewhere
         elif of_type(e, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type)):

@@ -48,7 +48,7 @@ import torch
 from ..guards.guard import Guard
 from ..guards.source import CallSource, KeyedItemSource, LiftedSource, Source
 from ..variables.base import ConstantVariable, LazyArgument, PythonObjectVariable, TensorVariable, VariableTracker
-from ..variables.builder import of_type, wrap
+from ..variables.builder import of_type, wrap, wrapped
 from ..variables.objects import dict_base
 from . import attrs, calls, objects
 
@@ -201,8 +201,14 @@ def empty_view(tx: Any, var: VariableTracker) -> bool:
     if not isinstance(var, PythonObjectVariable) or var.source is None or type(var.value) not in VIEW_TYPES or \
             len(var.value) != 0:
         return False
-    if tx.state.memo.get(_written_key(_mapping_of(var))) is not None:
+    mapping = _mapping_of(var)
+    if tx.state.memo.get(_written_key(mapping)) is not None:
         return False  # the trace wrote into it (self.state[p] of a defaultdict): its live contents are not its own
+    if wrapped(tx, mapping) is not None:
+        # the trace models the mapping itself (a dict it holds as a DictVariable): writes into the model are
+        # replayed only after the graph, so the live view may lag behind it (`keys = d.keys()`, a break, then
+        # `d[k] = v; list(keys)` was [] where eager has [k])
+        return False
     tx.add_guard(Guard(var.source, "LEN", 0))
     return True
 

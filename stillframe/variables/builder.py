@@ -353,6 +353,12 @@ def _is_namedtuple(value: Any) -> bool:
     return of_type(value, tuple) and (hasattr(type(value), "_fields") or hasattr(type(value), "n_fields"))
 
 
+def wrapped(tx: Any, value: Any) -> VariableTracker | None:
+    """The VT this trace already holds for the live object ``value`` (an exact list, dict or tuple, a module, a
+    tensor: the objects with identity, :func:`_identity`), or ``None``: not met yet in this trace."""
+    return tx.state.memo.get(("id", id(value)))
+
+
 def _identity(tx: Any, value: Any, source: Source | None, build: Any) -> VariableTracker:
     """Objects with identity: one VT per live object; a second source gets a SAME guard."""
     key = ("id", id(value))

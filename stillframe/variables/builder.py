@@ -98,7 +98,8 @@ def is_constant(value: Any) -> bool:
     A subclass of a scalar type whose own classes define a dunder method (``class g(int): def __lt__``) is not one:
     folding its operators at trace time would run that Python code then, not at each call (test_heapq)."""
     if of_type(value, CONSTANT_TYPES):
-        return type(value) in CONSTANT_TYPES or of_type(value, enum.Enum) or not _own_dunders(type(value))
+        return type(value) in CONSTANT_TYPES or of_type(value, enum.Enum) or \
+            (not _own_dunders(type(value)) and not _has_instance_state(type(value)))
     return type(value).__module__ == "numpy" and of_type(value, numbers.Number)
 
 
@@ -118,6 +119,16 @@ def _own_dunders(cls: type) -> bool:
                                                    name not in _CLASS_BOOKKEEPING for name in vars(klass)):
             return True
     return False
+
+
+def _has_instance_state(cls: type) -> bool:
+    """Whether a Python subclass of a scalar type gives its instances state of their own: a ``__dict__``, slots or
+    weak references (``class S(str): pass`` has all three). Such an instance is an object, not a value: baked in
+    as a constant, its attributes would be read from the first call's instance (``s.tag`` of another equal ``S``
+    answered the first one's) and the plan would keep that instance alive."""
+    base = next(klass for klass in cls.__mro__ if not klass.__flags__ & HEAPTYPE_FLAG)
+    return cls.__dictoffset__ != base.__dictoffset__ or cls.__weakrefoffset__ != base.__weakrefoffset__ or \
+        cls.__basicsize__ != base.__basicsize__
 
 
 def is_class_key(value: Any) -> bool:

@@ -1,9 +1,12 @@
 """Python semantics the trace answered wrongly, found and fixed by the lead in session 39 (issue 11)."""
 
+import gc
 import types
+import weakref
 
 import torch
 
+import stillframe
 from stillframe.check.parity import assert_parity
 
 
@@ -55,3 +58,62 @@ def test_a_view_passed_with_its_dict_sees_the_trace_s_writes_into_the_dict():
 def test_mappingproxy_views_see_later_writes():
     assert_parity(_mappingproxy_views, lambda: (torch.ones(1),), calls=2)
 
+
+class _Str(str):
+    pass
+
+
+class _Int(int):
+    pass
+
+
+def _attribute_of_a_str_subclass(x, s):
+    return x + 1, s.tag, len(s), s.upper()
+
+
+def test_an_instance_of_a_scalar_subclass_with_a_dict_is_an_object_not_a_constant():
+    # silent: `class S(str): pass` instances were baked in as constants behind an EQUALS guard, so `s.tag` of a
+    # second, equal S answered the first one's, the result was not the argument itself, and the plan kept the first
+    # call's instance (and all it refers to) alive (CPython's test_memoryview test_gc: `wr() is None` was False)
+    compiled = stillframe.compile(_attribute_of_a_str_subclass, backend="eager")
+    for tag in (1, 2, 3):  # equal strings, different attributes: the harness would give both sides the same tag
+        s = _Str("ab")
+        s.tag = tag
+        assert compiled(torch.ones(1), s)[1:] == _attribute_of_a_str_subclass(torch.ones(1), s)[1:] == (tag, 2, "AB")
+    assert_parity(_attribute_of_a_str_subclass, lambda: (torch.ones(1), _tagged(_Str("ab"))), calls=2)
+
+
+def _tagged(s):
+    s.tag = 7
+    return s
+
+
+def _sets_an_attribute(x, n):
+    n.seen = x.sum().item() > 0
+    return x + n, n.seen
+
+
+def test_an_int_subclass_written_in_the_trace_keeps_its_identity():
+    assert_parity(_sets_an_attribute, lambda: (torch.ones(1), _Int(3)), calls=3)
+
+
+class _Holder(bytes):
+    pass
+
+
+class _Payload:
+    pass
+
+
+def _kept_alive(x):
+    b = _Holder(b"abc")
+    o = _Payload()
+    b.o = o
+    wr = weakref.ref(o)
+    b = o = None
+    gc.collect()
+    return x + 1, wr() is None
+
+
+def test_a_scalar_subclass_instance_dies_when_eager_s_does():
+    assert_parity(_kept_alive, lambda: (torch.ones(1),), calls=3)

@@ -501,6 +501,7 @@ class GuardCodegen:
             "___finalizer_names": finalizer_names,
             "___module_globals": _module_globals,
             "___builtins": builtins_of,
+            "___same_value": same_value,
             "torch": torch,
             "math": math,  # the ShapeEnv's guards on a float say math.isnan(...)
         }
@@ -531,7 +532,28 @@ def _equals(gen: GuardCodegen, v: str, value: Any) -> str:
         return f"math.isnan({v})"
     if type(value) is float and value == 0.0:  # -0.0 == 0.0, but str(), copysign and 1 / x tell them apart
         return f"({v} == 0.0 and math.copysign(1.0, {v}) == {math.copysign(1.0, value)!r})"
-    return f"{v} == {_literal(gen, value)}"
+    if type(value) in (int, str, bool, bytes, float, type(None)):
+        return f"{v} == {_literal(gen, value)}"
+    return f"___same_value({v}, {gen.const(value)})"
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Whether two constants are one value to the program: ``==``, and also of one type all through (``(1, 2) ==
+    (1.0, 2)``, ``slice(1, 2) == slice(True, 2)``), with a NaN equal to a NaN and a zero of one sign only
+    (``complex(-0.0, 1) == 1j``: a plan traced for one served the other, CPython's test_complex)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is float:
+        return (math.isnan(a) and math.isnan(b)) or (a == b and math.copysign(1.0, a) == math.copysign(1.0, b))
+    if type(a) is complex:
+        return same_value(a.real, b.real) and same_value(a.imag, b.imag)
+    if type(a) in (tuple, list):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    if type(a) is slice:
+        return same_value((a.start, a.stop, a.step), (b.start, b.stop, b.step))
+    if type(a) in (frozenset, set):
+        return len(a) == len(b) and all(any(same_value(x, y) for y in b) for x in a)
+    return bool(a == b)
 
 
 @dataclass(frozen=True)

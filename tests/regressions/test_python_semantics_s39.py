@@ -117,3 +117,48 @@ def _kept_alive(x):
 
 def test_a_scalar_subclass_instance_dies_when_eager_s_does():
     assert_parity(_kept_alive, lambda: (torch.ones(1),), calls=3)
+
+
+def _complex_in_a_loop(x):
+    # complex() breaks the graph; the plan after it was guarded `z == 1j`, which complex(-0.0, 1.0) passes
+    out = []
+    for a in (0.0, -0.0, float("inf")):
+        for b in (0.0, -0.0):
+            z = complex(a, b)
+            out.append((repr(z.real), repr(z.imag)))
+    return x + 1, out
+
+
+def test_a_guard_on_a_complex_tells_a_negative_zero_apart():
+    # silent: CPython's test_complex test_constructor_special_numbers
+    assert_parity(_complex_in_a_loop, lambda: (torch.ones(1),), calls=2)
+
+
+def _slice_after_a_break(x, t):
+    print("break")
+    return x + 1, repr(t), [type(v).__name__ for v in (t.start, t.stop, t.step)]
+
+
+def test_a_guard_on_a_slice_checks_the_types_of_its_parts():
+    # silent: slice(1, 2) == slice(True, 2) == slice(1.0, 2), so one plan served all three
+    compiled = stillframe.compile(_slice_after_a_break, backend="eager")
+    for t in (slice(1, 2), slice(True, 2), slice(1.0, 2), slice(0.0, 1), slice(-0.0, 1)):
+        assert compiled(torch.ones(1), t)[1:] == _slice_after_a_break(torch.ones(1), t)[1:]
+
+
+def _buffer_export_held_by_a_dead_local(x):
+    b = bytearray(range(10))
+    v = memoryview(b)  # never read again: eager's frame holds it (and the export) to its end
+    out = []
+    for step in (lambda: b.extend(b"x"), lambda: b.pop(0), lambda: b.__setitem__(slice(1, -1), b"ab")):
+        try:
+            step()
+        except BufferError as e:
+            out.append(str(e))
+    return x + 1, out, bytes(b)
+
+
+def test_a_dead_local_holding_a_live_object_lives_to_the_frame_s_end():
+    # silent: the rebuilt frame dropped `v`, releasing the export, and the bytearray was resized (test_bytes
+    # test_resize_forbidden)
+    assert_parity(_buffer_export_held_by_a_dead_local, lambda: (torch.ones(1),), calls=2)

@@ -26,10 +26,16 @@ RUNS_FOR_REAL = ("the graph before it runs, then the call itself, then tracing r
 
 
 def refuse_writes_aot_cannot_take(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict, roots: list,
-                                  views: list, describe: str) -> None:
-    """Break the graph before an in-place op (``describe``, writing alias ``roots`` and ``views``) that an
-    AOTAutograd backend would get wrong or refuse; call only where ``tx.functional_backend``."""
+                                  views: list, describe: str, mutated: list) -> None:
+    """Break the graph before an in-place op (``describe``, writing the tensors ``mutated``, of alias ``roots`` and
+    ``views``) that an AOTAutograd backend would get wrong or refuse; call only where ``tx.functional_backend``."""
     name = _method_name(kind, target)
+    if _writes_a_memory_twice(tx, mutated):
+        tx.unsupported("unsupported_call", f"{describe} writes two tensors sharing memory (one tensor twice, or a "
+                       "view of it, in one list): AOTAutograd's functional form computes each new value from the "
+                       "memory as it was before the op, so the last write wins where eager's writes add up "
+                       "(torch._foreach_add_([x, x.view(3)], 1) added 1, eager 2; torch.compile the same)",
+                       RUNS_FOR_REAL)
     if name in ("resize_", "resize_as_"):
         tx.unsupported("unsupported_call", f"{describe} resizes a tensor's storage: AOTAutograd's functionalization "
                        "refuses to grow one that it has made a view (torch.compile breaks here too)", RUNS_FOR_REAL)
@@ -141,6 +147,21 @@ def _aliased_apart(tx: Any, a: int, b: int) -> bool:
     root_a = ma.base if ma.base is not None else a
     root_b = mb.base if mb.base is not None else b
     return root_a != root_b or ma.is_leaf != mb.is_leaf
+
+
+def _writes_a_memory_twice(tx: Any, mutated: list) -> bool:
+    """Whether two of the tensors an op writes (``mutated``, TensorVariables) belong to one alias group, or to
+    groups that share memory through a ``detach()`` (``saved.sharing_version``)."""
+    if len(mutated) < 2:
+        return False
+    seen: set = set()
+    for var in mutated:
+        base = tx.state.heap[var.tid].meta.base
+        family = sharing_version(tx, {var.tid if base is None else base})
+        if family & seen:
+            return True
+        seen |= family
+    return False
 
 
 def _writes_input_aliased_outside_its_views(tx: Any, roots: list, views: list) -> bool:

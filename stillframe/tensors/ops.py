@@ -444,7 +444,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
     if mutated and tx.functional_backend:
         note_view_writes(tx, mutated)
         try:
-            refuse_writes_aot_cannot_take(tx, kind, target, args, kwargs, roots, views, _describe(kind, target))
+            refuse_writes_aot_cannot_take(tx, kind, target, args, kwargs, roots, views, _describe(kind, target),
+                                          mutated)
         except Unsupported:  # the write runs for real: what the trace saved of it must be saved for real first
             saved.check_write(tx, roots)  # (fuzz 45:68: amax saved t1, then the masked write into t1 breaks)
             raise

@@ -70,6 +70,9 @@ def leave_inference_modes(tb: Any) -> None:
 
 #: Bumps a tensor's version counter as an in-place write would (``torch.autograd.graph.increment_version``).
 increment_version: Callable[[Any], None] = torch._C._increment_version
+#: ``set_version_counters(tensors, versions)``: sets each tensor's version counter (shared with its views and
+#: ``detach()``-es) to the int beside it (``torch._C._autograd._unsafe_set_version_counter``, torch 2.11-2.14).
+set_version_counters: Callable[[Any, Any], None] = torch._C._autograd._unsafe_set_version_counter
 #: The C binding behind ``F.multilabel_margin_loss``, which a program may call directly (an AOT_REFUSED key).
 nn_multilabel_margin_loss: Callable[..., Any] = torch._C._nn.multilabel_margin_loss
 #: The C++ class ``torch.Tensor`` derives from (methods' ``__objclass__`` may be either).

@@ -158,6 +158,7 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
             output = calls.call_sync(tx, run, [forward_var, setup_var, needs_var, *args], kwargs)
         finally:  # (an exception forward raises leaves grad mode as it was, as eager's C apply does)
             set_grad_mode(tx, grad)
+        _dirty_moves(tx, output.items[1])
         return tx.push(output.items[0])
     tensor_args = [a for a in args if isinstance(a, TensorVariable)]
     if len({a.tid for a in tensor_args}) != len(tensor_args):
@@ -249,7 +250,10 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     for i, (o, fake) in enumerate(zip(outputs, fake_out)):
         item_node = tx.graph.call_function(operator.getitem, (node, i), {}, fake)
         if o.tid in dirty:  # eager returns the input itself, its autograd history rebased on the Function
-            tx.bind_tensor(o.tid, tx.state.heap[o.tid].bump(fake, item_node))
+            # its counter moved as forward's writes moved it, then once more (see _dirty_moves)
+            before = tx.state.heap[o.tid]
+            moved = fwd.state.heap[o.tid].meta.counter - before.meta.counter + 1
+            tx.bind_tensor(o.tid, before.bump(fake, item_node, moved))
             items.append(TensorVariable(o.tid))
         else:
             items.append(tx.new_tensor(fake, item_node))
@@ -299,6 +303,17 @@ def _dirty_inputs(tx: Tracer, cls: type, fwd, ctx: VariableTracker, tensor_args:
         if meta.is_leaf and meta.requires_grad:
             _break(tx, cls, "forward changes in place a leaf that requires grad")
     return dirty
+
+
+def _dirty_moves(tx: Tracer, ctx: VariableTracker) -> None:
+    """Eager's Function moves the version counter of each tensor forward marked dirty once more when forward
+    returns, in grad mode or not (found by a probe: ``x.add_(1)`` in a forward marking ``x`` dirty moves it by 2)."""
+    entry = tx.state.heap[ctx.oid].attrs.get("dirty")
+    for t in entry.items if isinstance(entry, TupleVariable) else ():
+        if isinstance(t, TensorVariable):
+            roots, views = tx.alias_group({t.tid})
+            for tid in (*roots, *views):
+                tx.bind_tensor(tid, tx.state.heap[tid].counter_moved(1))
 
 
 def _tensors(tx: Tracer, fwd, ctx: VariableTracker, name: str) -> list:

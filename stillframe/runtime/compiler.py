@@ -60,6 +60,7 @@ from .input_grads import eager_input_grads
 from .executors import EXECUTORS
 from .optimizer_step import optimizer_outcome
 from .entry import CacheEntry
+from .versions import version_plan
 from .rebuild import StateCodegen
 from .shapes import ShapePolicy
 from ..diagnostics import log
@@ -424,7 +425,8 @@ def compile_segment(tracer: Tracer, L: dict, G: dict, F: Any, backend: Callable,
                        rerun_on_raise=compiled is not None and undoable is not None and
                        not (parts is not None and undoable[3]),
                        reshaped_inputs=undoable[0] if undoable else (), written_inputs=undoable[1] if undoable else (),
-                       draws_random=bool(undoable and undoable[2]))
+                       draws_random=bool(undoable and undoable[2]),
+                       versions=version_plan(tracer, gm) if compiled is not None else None)
     return TraceOutcome(entry, tracer, t1 - t0, t2 - t1)
 
 

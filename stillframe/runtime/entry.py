@@ -60,6 +60,7 @@ class CacheEntry:
     reshaped_inputs: tuple = ()  # positions of fetched inputs whose geometry the graph may change (unsqueeze_)
     written_inputs: tuple = ()  # positions of fetched inputs whose data the graph may write (copied each call)
     draws_random: bool = False  # the graph draws random numbers (the generators' states are saved each call)
+    versions: Any = None  # the version counters the graph moves, set as eager's after it (runtime/versions.py)
 
     def failing_guard(self, L: dict, G: dict, F: Any) -> str | None:
         """The text of the first guard that does not hold for this call (``None`` if all hold)."""
@@ -80,6 +81,8 @@ class CacheEntry:
                                                config.rerun_snapshot_bytes) \
                 if self.written_inputs else []
             rng = _rng_states() if self.draws_random else None
+            versions = self.versions
+            want = versions.before(inputs) if versions is not None else None
             try:
                 outputs = self.compiled(*args)
             except Exception as e:
@@ -98,6 +101,8 @@ class CacheEntry:
                 compat.leave_inference_modes(e.__traceback__)
                 compat.set_grad_enabled(grad_mode)
                 raise
+            if versions is not None:
+                versions.settle(inputs, outputs, want)
         return self.rebuild(outputs, inputs, L, G, F)
 
 

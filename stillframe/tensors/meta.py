@@ -35,7 +35,11 @@ class TensorMeta:
     ``base`` is the tid of the autograd base when the tensor is a view (the
     root: a view of a view names the root, as ``Tensor._base`` does), ``None``
     otherwise. ``version`` counts in-place ops applied to this identity during
-    the trace. ``view_creation`` is how autograd recorded the view's making
+    the trace. ``counter``: how far eager's version counter (``t._version``) of this tensor has moved since it
+    entered the trace or was made, as the fakes' counters moved under the writes to its autograd alias group
+    (``requires_grad_`` moves it by 0, ``_foreach_add_([x, y])`` by 1 each); a tensor sharing the counter
+    without being a view (``detach()``) counts its own writes (``saved.sharing_version`` links the two).
+    ``view_creation`` is how autograd recorded the view's making
     (:data:`compat.CreationMeta`: under ``no_grad``, one of several outputs of
     ``split``...); it decides which in-place ops on the view autograd allows.
     ``inference``: an inference tensor (made under ``torch.inference_mode()``: no version counter, and eager
@@ -57,6 +61,7 @@ class TensorMeta:
     base: int | None = None
     view_creation: compat.CreationMeta = compat.CreationMeta.DEFAULT
     version: int = 0
+    counter: int = 0
     autograd_error: str | None = None
     grad_fn_pending: bool = False
     inference: bool = False
@@ -116,12 +121,19 @@ class TensorEntry:
     node: Any
     source: Any = None
 
-    def bump(self, fake: Any, node: Any) -> "TensorEntry":
-        """The next version: metadata re-read from ``fake`` (keeping base and view mode)."""
-        meta = TensorMeta.of(fake, self.meta.base, self.meta.view_creation, self.meta.version + 1)
+    def bump(self, fake: Any, node: Any, moved: int) -> "TensorEntry":
+        """The next version: metadata re-read from ``fake`` (keeping base and view mode); the write moved eager's
+        version counter by ``moved``."""
+        meta = replace(TensorMeta.of(fake, self.meta.base, self.meta.view_creation, self.meta.version + 1),
+                       counter=self.meta.counter + moved)
         if self.meta.grad_fn_pending and not meta.grad_fn_pending:  # made without one: still maybe stale
             meta = replace(meta, grad_fn_pending=True)
         return replace(self, meta=meta, fake=fake, node=node if node is not None else self.node)
+
+    def counter_moved(self, moved: int) -> "TensorEntry":
+        """This version, with eager's version counter moved by ``moved`` by something other than a write of the
+        trace's (``ctx.mark_dirty``)."""
+        return replace(self, meta=replace(self.meta, counter=self.meta.counter + moved))
 
 
 def fresh_base(meta: TensorMeta) -> torch.Tensor:

@@ -471,6 +471,7 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
                            f"which only the real values show; {observer}", RUNS_FOR_REAL)
     watched = [t for t in _fakes_in((fake_args, fake_kwargs)) if not t.is_inference()]  # no version counter
     versions = [t._version for t in watched]
+    counters = {tid: _counter(fresh[tid]) for tid in roots}
     fn = getattr(fake_args[0], target) if kind == "call_method" else target
     call_args = fake_args[1:] if kind == "call_method" else fake_args
     saved_before = len(tx.saved_for_backward)
@@ -513,8 +514,9 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
             saved.check_write(tx, roots)
             raise
     if mutated and _schema_rule(kind, target):  # (the fake kernels of _foreach_mul_ & co. bump no version)
-        for t, v in zip(watched, versions):
-            if t._version == v and any(t is fresh[m.tid] for m in mutated):
+        written = [(t, v) for t, v in zip(watched, versions) if any(t is fresh[m.tid] for m in mutated)]
+        if all(t._version == v for t, v in written):  # eager's moves the counter once per tensor in the list,
+            for t, _ in written:  # twice for _foreach_add_([x, x]) or ([x, x.view(3)])
                 compat.increment_version([t])
     for t, v in zip(watched, versions):
         if t._version != v and not any(t is f for f in fresh.values()):
@@ -551,10 +553,13 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         # The op's node becomes the node of the tensor it returns (``x.add_(1)`` returns x); an op returning
         # something else (``setitem`` returns None) leaves every node as it was: the graph runs in order.
         returned = next((tid for tid, f in fresh.items() if result is f), None)
+        # how far each group's counter moved (its views share it): eager's count (t._version), for the plan
+        moved = {tid: _counter(fresh[tid]) - before for tid, before in counters.items()}
         with torch.set_grad_enabled(tx.state.grad_enabled):  # autograd metadata as the op left it
             for tid in list(roots) + list(views):
                 entry = tx.state.heap[tid]
-                tx.bind_tensor(tid, entry.bump(fresh[tid], node if tid == returned else None))
+                tx.bind_tensor(tid, entry.bump(fresh[tid], node if tid == returned else None,
+                                               moved[tid if entry.meta.base is None else entry.meta.base]))
         if returned is not None:
             return TensorVariable(returned)
         tids = {id(f): tid for tid, f in fresh.items()}
@@ -702,6 +707,11 @@ def _as_prologue(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> 
     plain_kwargs = {k: _as_const(v) for k, v in kwargs.items()}
     tx.state = tx.state.replace(prologue=tx.state.prologue.append((entry.source, target, plain, plain_kwargs)))
     return entry.node
+
+
+def _counter(fake: Any) -> int:
+    """The version counter of ``fake``; 0 for an inference tensor, which has none."""
+    return 0 if fake.is_inference() else fake._version
 
 
 def _shares_version(kind: str, target: Any) -> bool:

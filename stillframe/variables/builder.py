@@ -550,7 +550,8 @@ def _view_of_written_base(tx: Any, var: TensorVariable, fake: Any) -> None:
         return
     with tx.fake_mode:
         view = fresh_view(base.fake, entry.meta, stale=entry.meta.grad_fn_pending and base.meta.requires_grad)
-    meta = TensorMeta.of(view, base_tid, entry.meta.view_creation, base.meta.version)
+    meta = replace(TensorMeta.of(view, base_tid, entry.meta.view_creation, base.meta.version),
+                   counter=base.meta.counter)
     tx.heap_set(var.tid, replace(entry, meta=meta, fake=view))
     tx.state = tx.state.replace(fakes=tx.state.fakes.set(id(view), (var.tid, view)))
 

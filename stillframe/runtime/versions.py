@@ -44,15 +44,19 @@ class VersionPlan:
     inputs: tuple[tuple[int, int], ...]
     outputs: tuple[tuple[int, int], ...]
     shared: tuple[tuple[int, ...], ...] = ()
+    groups: tuple[int, ...] = ()  # per entry of ``inputs``: its alias group in the trace (one counter each)
 
     def before(self, inputs: list) -> list[int]:
         """What each written input's counter must read after the graph: its value now plus eager's moves (those
         of the inputs sharing it, too)."""
         want = [inputs[i]._version + moved for i, moved in self.inputs]
-        for group in self.shared:
-            for a in group:
-                for b in group:
-                    if a != b and _same_counter(inputs[self.inputs[a][0]], inputs[self.inputs[b][0]]):
+        for cluster in self.shared:
+            for a in cluster:
+                counted = {self.groups[a]}
+                for b in cluster:
+                    if self.groups[b] not in counted and \
+                            _same_counter(inputs[self.inputs[a][0]], inputs[self.inputs[b][0]]):
+                        counted.add(self.groups[b])
                         want[a] += self.inputs[b][1]
         return want
 
@@ -85,12 +89,12 @@ def version_plan(tracer: Any, gm: torch.fx.GraphModule) -> VersionPlan | None:
             if any(heap[g].meta.version for g in groups):
                 inputs.append((position, _moves(tracer, groups)))
                 groups_of.append((groups, compat.storage_key(tracer.input_values.get(tid))))
-    shared = []
-    for a, (groups, key) in enumerate(groups_of):
-        group = tuple(b for b, (others, other_key) in enumerate(groups_of)
-                      if key is not None and other_key == key and not others & groups)
-        if group and a < min(group):
-            shared.append((a, *group))
+    ids = [min(groups) for groups, _ in groups_of]
+    clusters: dict = {}
+    for a, (_, key) in enumerate(groups_of):
+        if key is not None:
+            clusters.setdefault(key, []).append(a)
+    shared = [tuple(c) for c in clusters.values() if len({ids[a] for a in c}) > 1]
     outputs = []
     output = next(node for node in gm.graph.nodes if node.op == "output")
     results = output.args[0] if isinstance(output.args[0], (tuple, list)) else (output.args[0],)
@@ -108,7 +112,7 @@ def version_plan(tracer: Any, gm: torch.fx.GraphModule) -> VersionPlan | None:
         moved = _moves(tracer, groups)
         if moved and not groups & input_groups:  # (an input's alias: its counter is the input's)
             outputs.append((position, moved))
-    return VersionPlan(tuple(inputs), tuple(outputs), tuple(shared)) if inputs or outputs else None
+    return VersionPlan(tuple(inputs), tuple(outputs), tuple(shared), tuple(ids)) if inputs or outputs else None
 
 
 def _moves(tracer: Any, groups: set) -> int:

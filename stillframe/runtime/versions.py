@@ -86,8 +86,11 @@ def version_plan(tracer: Any, gm: torch.fx.GraphModule) -> VersionPlan | None:
         entry = heap.get(tid)
         if isinstance(entry, TensorEntry) and not entry.meta.inference:
             groups = sharing_version(tracer, {root(tracer, tid)})
+            moved = _moves(tracer, groups)
+            if moved is None:  # (a custom op wrote it: its counter is left as the backend leaves it)
+                continue
             if any(heap[g].meta.version for g in groups):
-                inputs.append((position, _moves(tracer, groups)))
+                inputs.append((position, moved))
                 groups_of.append((groups, compat.storage_key(tracer.input_values.get(tid))))
     ids = [min(groups) for groups, _ in groups_of]
     clusters: dict = {}
@@ -110,14 +113,16 @@ def version_plan(tracer: Any, gm: torch.fx.GraphModule) -> VersionPlan | None:
             continue
         groups = sharing_version(tracer, {root(tracer, tid)})
         moved = _moves(tracer, groups)
-        if moved and not groups & input_groups:  # (an input's alias: its counter is the input's)
+        if moved is not None and moved and not groups & input_groups:  # (an input's alias: its counter is the input's)
             outputs.append((position, moved))
     return VersionPlan(tuple(inputs), tuple(outputs), tuple(shared), tuple(ids)) if inputs or outputs else None
 
 
 def _moves(tracer: Any, groups: set) -> int:
-    """How far the writes to alias groups ``groups`` (roots sharing one version counter) moved it in the trace."""
-    return sum(tracer.state.heap[tid].meta.counter for tid in groups)
+    """How far the writes to alias groups ``groups`` (roots sharing one version counter) moved it in the trace
+    (``None``: by what the trace cannot know, a custom op's write)."""
+    counters = [tracer.state.heap[tid].meta.counter for tid in groups]
+    return None if None in counters else sum(counters)
 
 
 def _same_counter(a: torch.Tensor, b: torch.Tensor) -> bool:

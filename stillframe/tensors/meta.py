@@ -61,7 +61,7 @@ class TensorMeta:
     base: int | None = None
     view_creation: compat.CreationMeta = compat.CreationMeta.DEFAULT
     version: int = 0
-    counter: int = 0
+    counter: int | None = 0  # None: moved by a write the trace cannot count (a custom op's)
     autograd_error: str | None = None
     grad_fn_pending: bool = False
     inference: bool = False
@@ -121,11 +121,12 @@ class TensorEntry:
     node: Any
     source: Any = None
 
-    def bump(self, fake: Any, node: Any, moved: int) -> "TensorEntry":
+    def bump(self, fake: Any, node: Any, moved: int | None) -> "TensorEntry":
         """The next version: metadata re-read from ``fake`` (keeping base and view mode); the write moved eager's
-        version counter by ``moved``."""
+        version counter by ``moved`` (``None``: by what the trace cannot know)."""
+        counter = None if moved is None or self.meta.counter is None else self.meta.counter + moved
         meta = replace(TensorMeta.of(fake, self.meta.base, self.meta.view_creation, self.meta.version + 1),
-                       counter=self.meta.counter + moved)
+                       counter=counter)
         if self.meta.grad_fn_pending and not meta.grad_fn_pending:  # made without one: still maybe stale
             meta = replace(meta, grad_fn_pending=True)
         return replace(self, meta=meta, fake=fake, node=node if node is not None else self.node)
@@ -133,7 +134,8 @@ class TensorEntry:
     def counter_moved(self, moved: int) -> "TensorEntry":
         """This version, with eager's version counter moved by ``moved`` by something other than a write of the
         trace's (``ctx.mark_dirty``)."""
-        return replace(self, meta=replace(self.meta, counter=self.meta.counter + moved))
+        counter = None if self.meta.counter is None else self.meta.counter + moved
+        return replace(self, meta=replace(self.meta, counter=counter))
 
 
 def fresh_base(meta: TensorMeta) -> torch.Tensor:

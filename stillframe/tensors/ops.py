@@ -554,7 +554,8 @@ def call_tensor_op(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -
         # something else (``setitem`` returns None) leaves every node as it was: the graph runs in order.
         returned = next((tid for tid, f in fresh.items() if result is f), None)
         # how far each group's counter moved (its views share it): eager's count (t._version), for the plan
-        moved = {tid: _counter(fresh[tid]) - before for tid, before in counters.items()}
+        foreign = _foreign_op(target)
+        moved = {tid: None if foreign else _counter(fresh[tid]) - before for tid, before in counters.items()}
         with torch.set_grad_enabled(tx.state.grad_enabled):  # autograd metadata as the op left it
             for tid in list(roots) + list(views):
                 entry = tx.state.heap[tid]
@@ -707,6 +708,12 @@ def _as_prologue(tx: Any, kind: str, target: Any, args: tuple, kwargs: dict) -> 
     plain_kwargs = {k: _as_const(v) for k, v in kwargs.items()}
     tx.state = tx.state.replace(prologue=tx.state.prologue.append((entry.source, target, plain, plain_kwargs)))
     return entry.node
+
+
+def _foreign_op(target: Any) -> bool:
+    """Whether ``target`` is an op outside ATen (a ``torch.library`` custom op): its fake kernel says nothing of
+    the writes its real body makes (eager's ``add_into`` moves ``out``'s counter by 2, its fake by 1)."""
+    return isinstance(target, compat.OpOverload) and target.namespace not in ("aten", "prims")
 
 
 def _counter(fake: Any) -> int:

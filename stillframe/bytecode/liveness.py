@@ -18,7 +18,10 @@ zero-argument ``super()`` reads the first argument.
 """
 
 from __future__ import annotations
-from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
+try:
+    from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
+except ImportError:  # loaded on its own, outside stillframe (tests/bytecode): the process's builtins
+    pass
 
 import threading
 import weakref

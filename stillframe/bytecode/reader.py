@@ -118,7 +118,10 @@ indexes ``start <= i < end`` and do not overlap.
 """
 
 from __future__ import annotations
-from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
+try:
+    from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
+except ImportError:  # loaded on its own, outside stillframe (tests/bytecode): the process's builtins
+    pass
 
 import bisect
 import dis

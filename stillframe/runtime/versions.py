@@ -22,6 +22,8 @@ writes for real).
 
 from __future__ import annotations
 
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
+
 from dataclasses import dataclass
 from typing import Any
 

@@ -74,7 +74,8 @@ def imported(module: str, path: pathlib.Path, node: ast.AST) -> list[str]:
 def edges():
     for module, path in MODULES.items():
         tree = ast.parse(path.read_text(), str(path))
-        top = {id(node) for node in tree.body}
+        top = {id(node) for node in tree.body}  # a module-level try's body is module level too
+        top |= {id(inner) for node in tree.body if isinstance(node, ast.Try) for inner in node.body}
         type_only = {id(inner) for node in tree.body if isinstance(node, ast.If)
                      and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING") for inner in node.body}
         for node in ast.walk(tree):

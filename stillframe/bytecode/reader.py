@@ -574,12 +574,30 @@ def read(code: types.CodeType) -> Bytecode:
 
 
 #: Opnames with no real step (``runtime/executors.py``): ``except*``'s ``CHECK_EG_MATCH`` and ``PREP_RERAISE_STAR``
-#: (3.12: ``CALL_INTRINSIC_2``), which CPython's C code runs with no Python equivalent. No graph break may stop in
+#: (3.12: ``CALL_INTRINSIC_2``, which also makes PEP 695 type parameters with bounds and sets a generic function's
+#: ``__type_params__``), which CPython's C code runs with no Python equivalent. No graph break may stop in
 #: code holding one, since the rest of it could not run for real: such code is never traced (a call of it runs
 #: for real, whole). ``tests/runtime`` checks that none of them has an executor.
 NO_REAL_STEP = frozenset({"CHECK_EG_MATCH", "PREP_RERAISE_STAR", "CALL_INTRINSIC_2"})
 
+#: The ``CALL_INTRINSIC_1`` intrinsics that a real step (or, for ``INTRINSIC_STOPITERATION_ERROR``, only ever met
+#: by the trace of a generator's frame) models. The others have no real step either: 3.12's PEP 695 type
+#: parameters (``INTRINSIC_TYPEVAR``, ``INTRINSIC_PARAMSPEC``, ``INTRINSIC_TYPEVARTUPLE``,
+#: ``INTRINSIC_SUBSCRIPT_GENERIC``, ``INTRINSIC_TYPEALIAS``: C code makes the objects, whose ``__module__`` and
+#: lazily evaluated values no public constructor reproduces), ``INTRINSIC_IMPORT_STAR``, ``INTRINSIC_PRINT`` and
+#: ``INTRINSIC_ASYNC_GEN_WRAP``.
+STEPPED_INTRINSICS = frozenset({"INTRINSIC_LIST_TO_TUPLE", "INTRINSIC_UNARY_POSITIVE",
+                                "INTRINSIC_STOPITERATION_ERROR"})
+
+
+def no_real_step(inst: Instruction) -> bool:
+    """Whether no real step can run ``inst``: its opname is in :data:`NO_REAL_STEP`, or it is a
+    ``CALL_INTRINSIC_1`` of an intrinsic outside :data:`STEPPED_INTRINSICS`."""
+    return inst.opname in NO_REAL_STEP or (inst.opname == "CALL_INTRINSIC_1" and inst.argval not in STEPPED_INTRINSICS)
+
 
 def unsteppable(code: Bytecode) -> Instruction | None:
-    """The first instruction of ``code`` whose opname is in :data:`NO_REAL_STEP`, ``None`` where there is none."""
-    return next((inst for inst in code.instructions if inst.opname in NO_REAL_STEP), None)
+    """The first instruction of ``code`` that no real step can run (:func:`no_real_step`), ``None`` where there
+    is none: such code is never traced, and a call of it runs for real, whole (``class A[T]: ...`` on 3.12 calls
+    an annotation scope holding ``INTRINSIC_TYPEVAR``; ``type X = int`` holds ``INTRINSIC_TYPEALIAS``)."""
+    return next((inst for inst in code.instructions if no_real_step(inst)), None)

@@ -81,8 +81,9 @@ def push_code_frame(tx: Tracer, code: types.CodeType, qualname: str, args: list,
         tx.unsupported("unsupported_call", f"calling the coroutine function {qualname}")
     found = unsteppable(read(code))
     if found is not None:
-        tx.unsupported("unsupported_opcode", f"{qualname} uses the opcode {found.opname} (line {found.lineno}: "
-                       "except*), which no graph break inside it could step through: the call runs for real, whole")
+        tx.unsupported("unsupported_opcode", f"{qualname} uses {found.opname} {found.argval or ''} (line "
+                       f"{found.lineno}: except*, or a type parameter), which no graph break inside it could step "
+                       "through: the call runs for real, whole")
     bound = bind_arguments(tx, code, qualname, args, kwargs, ndefaults, default, kwdefault)
     cells = EMPTY_CELLS.update(dict(zip(code.co_freevars, closure)))
     frame = make_frame(read(code), bound, globals_, globals_module, fn, fn_source, cells)

@@ -187,10 +187,11 @@ def compile_frame(fn: types.FunctionType, L: dict, G: dict, F: Any, backend: Cal
         entry, trace_seconds, compile_seconds = captured
         return TraceOutcome(entry, None, trace_seconds, compile_seconds)
     found = unsteppable(read(fn.__code__))
-    if found is not None:  # (except*): a graph break inside could not run the rest for real
-        raise Unsupported(GraphBreak(GraphBreakKind.UNSUPPORTED_OPCODE, f"the opcode {found.opname} (except*) has "
-                                     "no real step, so no graph break in this function could run its rest: it runs "
-                                     "eagerly", ("move the construct into a helper function",),
+    if found is not None:  # (except*, type parameters): a graph break inside could not run the rest for real
+        raise Unsupported(GraphBreak(GraphBreakKind.UNSUPPORTED_OPCODE, f"the instruction {found.opname} "
+                                     f"{found.argval or ''} (except*, or a type parameter) has no real step, so no "
+                                     "graph break in this function could run its rest: it runs eagerly",
+                                     ("move the construct into a helper function",),
                                      UserLocation(fn.__code__.co_filename, found.lineno)))
     reason = runs_for_real(fn)
     if reason is not None:

@@ -1,0 +1,88 @@
+"""Divergences CPython's own tests find on Python 3.12 and 3.13 and not on 3.11, in the modules surveyed on 3.11
+before (test_itertools, test_iter, test_sort, test_builtin, test_enumerate, test_range, test_slice, test_int,
+test_float, test_descr, test_typing, test_enum, test_dataclasses, test_abc, test_copy, test_weakset,
+test_fractions, test_tuple, test_isinstance, test_functools; issue 11).
+
+Found by ``python -m stillframe.check.cpython_tests`` run with each version's own ``test`` package and compared with
+the 3.11 run. Each is reduced to a small function checked against eager. Constructs that only a newer Python can
+spell (PEP 695 type parameters) are compiled from source text where the version has them.
+"""
+
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from stillframe.check.parity import assert_parity
+
+_PEP_695 = pytest.mark.skipif(sys.version_info < (3, 12), reason="type parameters (PEP 695) are Python 3.12's")
+
+
+def _defined(source: str, name: str):
+    """The function ``name`` defined by ``source`` (compiled here, so this file parses on 3.11)."""
+    namespace = {"torch": torch}
+    exec(textwrap.dedent(source), namespace)
+    return namespace[name]
+
+
+_GENERIC_CLASS = """
+def generic_class(x):
+    class A[T, *Ts, **P]:
+        pass
+    T, Ts, P = A.__type_params__
+    A.__type_params__ = "whatever"
+    return (x + 1, A.__name__, A.__qualname__, A.__type_params__, type(T).__name__, T.__name__, T.__module__,
+            T.__infer_variance__, type(Ts).__name__, type(P).__name__, A.__orig_bases__[0].__args__ == (T, *Ts, P))
+"""
+
+
+@_PEP_695
+def test_a_class_with_type_parameters_runs_its_annotation_scope_for_real():
+    # test_builtin TestType.test_type_typeparams (3.12, 3.13): `class A[T]` calls an annotation scope whose
+    # CALL_INTRINSIC_1 INTRINSIC_TYPEVAR (and INTRINSIC_SUBSCRIPT_GENERIC) had no real step: the break the trace
+    # took there raised the runtime's InternalError "no real step models INTRINSIC_TYPEVAR" at the user
+    assert_parity(_defined(_GENERIC_CLASS, "generic_class"), lambda: (torch.ones(2),))
+
+
+_TYPE_ALIASES = """
+def type_aliases(x):
+    type Pair[T] = tuple[T, T]
+    T, = Pair.__type_params__
+    return x + 1, Pair.__name__, Pair.__module__, Pair.__value__ == tuple[T, T], T.__name__, type(Pair).__name__
+"""
+
+_PLAIN_TYPE_ALIAS = """
+def plain_type_alias(x):
+    type Number = int | float
+    return x + 1, Number.__name__, Number.__value__, Number.__type_params__
+"""
+
+
+@_PEP_695
+def test_a_generic_type_alias_runs_its_annotation_scope_for_real():
+    # The same cause: `type Pair[T] = ...` calls an annotation scope holding INTRINSIC_TYPEVAR and
+    # INTRINSIC_TYPEALIAS
+    assert_parity(_defined(_TYPE_ALIASES, "type_aliases"), lambda: (torch.ones(2),))
+
+
+@_PEP_695
+def test_a_type_alias_statement_makes_its_function_run_eagerly():
+    # `type X = ...` with no type parameters holds INTRINSIC_TYPEALIAS in the user's own function, which no real
+    # step models: the function runs eagerly (no break inside it could run its rest), with a warning
+    assert_parity(_defined(_PLAIN_TYPE_ALIAS, "plain_type_alias"), lambda: (torch.ones(2),), expect_fallback=True)
+
+
+_GENERIC_FUNCTION = """
+def generic_function(x):
+    def first[T: (int, str), U](a: T) -> T:
+        return a
+    T, U = first.__type_params__
+    return x + 1, first(3), T.__constraints__, U.__name__, first.__annotations__["a"] is T
+"""
+
+
+@_PEP_695
+def test_a_generic_function_runs_its_annotation_scope_for_real():
+    # (a bound or constraints is CALL_INTRINSIC_2, which had no real step before either: pinned with the others)
+    assert_parity(_defined(_GENERIC_FUNCTION, "generic_function"), lambda: (torch.ones(2),))

@@ -223,8 +223,13 @@ def _refuse_c_attribute(tx: Any, real: Any, name: str, doing: str, kinds: tuple)
     the value and may refuse (``del C.__bases__``, ``obj.__dict__ = None``: TypeError) or deletes what the trace
     does not model (a slot of an object that also has a ``__dict__``), so it cannot be deferred to a replay after
     the graph, where the user's ``except`` would not see the error (test_descr test_mutable_bases, test_qualname,
-    test_set_dict; test_generators test_name)."""
-    if isinstance(_static_lookup_type(type(real), name), kinds):
+    test_set_dict; test_generators test_name). A member descriptor of a C type counts whatever ``kinds`` says: it
+    may be read-only (a module's ``__dict__``, a function's ``__globals__``: assigning raises ``AttributeError:
+    readonly attribute``), which nothing public tells (test_descr test_set_dict on 3.13, where ``module`` uses
+    ``object.__setattr__``); a slot of a class written in Python is a member that any value may be assigned to."""
+    found = _static_lookup_type(type(real), name)
+    if isinstance(found, kinds) or isinstance(found, types.MemberDescriptorType) and \
+            not found.__objclass__.__flags__ & _HEAPTYPE:
         tx.unsupported("side_effect", f"{doing} .{name} of a {type(real).__name__} (a C descriptor)",
                        (f"the {'deletion' if doing == 'deleting' else 'assignment'} runs for real",))
 

@@ -5,8 +5,8 @@ each side; ``f`` of the second is compiled. Both are called three times with cha
 sometimes with a new size), through :func:`stillframe.check.compare` (return value, dtype, shape, stride,
 ``requires_grad``, ``is_leaf``, aliasing, inputs after the call, gradients, exception type and message, eager
 fallbacks), and after each call this module also compares what ``compare`` does not see: the outside state the
-program mutates (``OUT``, ``STATE``, ``OBJ``, ``CNT``, ``HOLD``), the text printed to ``BUF``, and ``.grad`` of
-the inputs and of the tensors returned.
+program mutates (``OUT``, ``STATE``, ``OBJ``, ``CNT``, ``HOLD``, the module ``MOD`` and optimizer ``OPT``), the
+text printed to ``BUF``, and ``.grad`` of the inputs and of the tensors returned.
 
 Usage::
 
@@ -260,6 +260,8 @@ def _compare_outside(eager_ns, comp_ns, made, report, out, call):
     for name in ("OBJ", "CNT", "HOLD"):
         if name in eager_ns:
             walker.compare(vars(eager_ns[name]), vars(comp_ns[name]), name)
+    if "MOD" in eager_ns:
+        walker.compare(_training_state(eager_ns), _training_state(comp_ns), "MOD")
     e_text, c_text = eager_ns["BUF"].getvalue(), comp_ns["BUF"].getvalue()
     if e_text != c_text:
         found.append(f"printed text differs:\neager:\n{e_text}compiled:\n{c_text}")
@@ -280,6 +282,17 @@ def _compare_outside(eager_ns, comp_ns, made, report, out, call):
             for (path, e), (_, c) in zip(e_ts, c_ts):
                 _compare_grad(grads, e, c, f"{path}.grad")
     out.extend(prefix + m for m in found)
+
+
+def _training_state(ns) -> dict:
+    """What a program's module ``MOD`` and optimizer ``OPT`` hold: parameters, gradients, buffers, mode, how many
+    hooks of each kind, and the optimizer's per-parameter state (its momentum buffers)."""
+    module, opt = ns["MOD"], ns.get("OPT")
+    return {"parameters": dict(module.named_parameters()),
+            "grads": {n: p.grad for n, p in module.named_parameters()},
+            "buffers": dict(module.named_buffers()), "training": module.training,
+            "hooks": (len(module._forward_hooks), len(module._forward_pre_hooks)),
+            "optimizer": [dict(state) for state in opt.state.values()] if opt is not None else []}
 
 
 def _described(value):

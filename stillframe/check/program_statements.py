@@ -9,13 +9,15 @@ from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_built
 
 from dataclasses import replace
 
+from .program_autograd import AutogradStatements
 from .program_objects import ObjectStatements
 from .program_writer import Scope, Var
 
 
-class Writer(ObjectStatements):
+class Writer(ObjectStatements, AutogradStatements):
     """Writes programs: the bookkeeping of :class:`.program_writer.WriterBase`, the object-model statements of
-    :class:`.program_objects.ObjectStatements`, and the tensor, autograd and control-flow statements here."""
+    :class:`.program_objects.ObjectStatements`, the autograd, module and training statements of
+    :class:`.program_autograd.AutogradStatements`, and the tensor, autograd and control-flow statements here."""
 
     def s_compute(self):
         r = self.rng

@@ -142,6 +142,54 @@ class Twice(torch.autograd.Function):
         return g * 2 + t * 0
 
 
+class Gain(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.tensor(1.5))
+        self.bias = torch.nn.Parameter(torch.tensor(0.25))
+        self.register_buffer("calls", torch.zeros((), dtype=torch.long))
+        self.register_buffer("running", torch.zeros(()))
+
+    def forward(self, t):
+        self.calls += 1
+        if self.training:
+            with torch.no_grad():
+                self.running.mul_(0.9).add_(t.mean() * 0.1)
+        return t * self.weight + self.bias
+
+
+MOD = Gain()
+OPT = torch.optim.SGD(MOD.parameters(), lr=0.1, momentum=0.9)
+
+
+class Dirty(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t):
+        t.mul_(2)
+        ctx.mark_dirty(t)
+        return t
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+class Scaled(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t, s):
+        ctx.s = s
+        ctx.save_for_backward(t)
+        OUT.append(("Scaled", ctx.needs_input_grad))
+        extra = t.detach().sum(0) + s
+        ctx.mark_non_differentiable(extra)
+        return t * s, extra
+
+    @staticmethod
+    def backward(ctx, g, g_extra):
+        (t,) = ctx.saved_tensors
+        return g * ctx.s + t * 0, None
+
+
 def make_args(i):
     n = %(n0)d if i < 2 else %(n2)d
     x = torch.randn(n, n, requires_grad=%(x_rg)s)
@@ -353,6 +401,9 @@ class WriterBase:
                       (self.s_chain, 1), (self.s_context, 2), (self.s_gen_protocol, 2 if self.fn_depth < 2 else 0),
                       (self.s_data_dependent, 1), (self.s_except_break, 1), (self.s_exception_object, 1),
                       (self.s_mutate_iter, 1), (self.s_iter_builtin, 1)]
+            kinds += [(self.s_grad_mode, 2)]
+        kinds += [(self.s_advanced_setitem, 3), (self.s_storage_metadata, 1), (self.s_hook, 2), (self.s_version, 1),
+                  (self.s_module, 2), (self.s_optimizer, 1), (self.s_dropout, 1), (self.s_function_variant, 1)]
         kinds += [(self.s_object, 3), (self.s_rng, 1), (self.s_global, 1), (self.s_container, 2),
                   (self.s_function, 1), (self.s_internal_name, 1), (self.s_locals, 1), (self.s_descriptor, 1)]
         if len(self.scopes) == 1:

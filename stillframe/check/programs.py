@@ -2,7 +2,8 @@
 
 A program is Python source text: module-level outside state (``OUT``, a list; ``STATE``, a dict; ``OBJ``, a
 plain object; ``HOLD``, an object with a data descriptor and a property; ``BUF``, an ``io.StringIO`` that
-``print`` writes to), ``make_args(i)`` (the inputs of call
+``print`` writes to; ``MOD``, a module with a parameter, buffers and hooks, and ``OPT``, its optimizer),
+``make_args(i)`` (the inputs of call
 ``i``: ``x`` an (n, n) tensor, often a leaf requiring grad; ``y`` an (n, n) tensor to mutate; ``w`` an (n,)
 tensor; ``k`` a Python int that changes between calls), helper functions and generators, and ``f(x, y, w, k)``,
 the function to compile. The same ``(seed, index)`` always gives the same program, so a divergence is
@@ -38,6 +39,7 @@ FAMILIES = (
     "try_except", "raise", "nested_call", "generator", "closure", "return_input", "object", "exception_chain",
     "rng", "generator_protocol", "context_manager", "global", "container", "data_dependent", "autograd_function",
     "internal_name", "except_break", "locals", "descriptor", "mutate_iter", "exception_object", "iter_builtin",
+    "advanced_setitem", "hook", "grad_mode", "version", "module", "optimizer",
 )
 
 

@@ -39,6 +39,12 @@ def refuse_writes_aot_cannot_take(tx: Any, kind: str, target: Any, args: tuple, 
     if name in ("resize_", "resize_as_"):
         tx.unsupported("unsupported_call", f"{describe} resizes a tensor's storage: AOTAutograd's functionalization "
                        "refuses to grow one that it has made a view (torch.compile breaks here too)", RUNS_FOR_REAL)
+    if name == "set_" and _set_touches_input(tx, args, roots, views):
+        tx.unsupported("unsupported_call", f"{describe} makes a tensor share the storage of another where one of "
+                       "them is a graph input: AOTAutograd refuses a set_ on an input that the graph also writes "
+                       "through the other tensor (BackendCompilerFailed), and returns a tensor set_ to an input as "
+                       "that input itself, where eager's is another object (torch.compile breaks at a set_ on an "
+                       "input too)", RUNS_FOR_REAL)
     if name == "random_" and (len(args) > 1 or kwargs):
         tx.unsupported("unsupported_call", f"{describe} with bounds: AOTAutograd's graph names the overload "
                        "aten.random_.from, a Python keyword, and its code does not compile (torch.compile breaks "
@@ -294,6 +300,16 @@ def _writes_inference_input(tx: Any, roots: list, views: list) -> bool:
         return False
     return any(isinstance(live := tx.input_values.get(tid), torch.Tensor) and live.is_inference()
                for tid in (*roots, *views))
+
+
+def _set_touches_input(tx: Any, args: tuple, roots: list, views: list) -> bool:
+    """Whether a ``set_`` writes a graph input (or a view of one), or makes its target share the storage of one
+    (``t.set_(y)``, ``t.set_(y[0])``)."""
+    if any(tid in tx.input_values for tid in (*roots, *views)):
+        return True
+    source = args[1] if len(args) > 1 else None
+    return isinstance(source, TensorVariable) and source.tid in tx.state.heap and \
+        (source.tid in tx.input_values or _root(tx, source.tid) in tx.input_values)
 
 
 def _writes_input_overlapping_itself(tx: Any, roots: list, views: list) -> bool:

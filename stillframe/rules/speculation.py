@@ -126,7 +126,10 @@ def side_effects_between(before: TraceState, after: TraceState) -> tuple:
         if before.side_effects.get(key) != (order, payload):
             found.append((order, _describe_effect(key, payload, after)))
     effects = [text for _, text in sorted(found, key=lambda pair: pair[0])]
-    recorded = {key[1] for key in after.side_effects if isinstance(key[1], int)}
+    # (a list or dict whose pending mutation was recorded before keeps its key and payload when it changes again:
+    # its heap entry tells; skipped only where its entry in the log changed, already described above)
+    recorded = {key[1] for key, value in after.side_effects.items()
+                if isinstance(key[1], int) and before.side_effects.get(key) != value}
     for oid, entry in before.heap.items():
         now = after.heap.get(oid)
         if now is entry or oid in recorded:

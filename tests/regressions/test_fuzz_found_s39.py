@@ -53,3 +53,44 @@ def test_set_that_touches_a_graph_input(fn, backend):
     # a silent identity and aliasing difference torch.compile shares). Such a set_ now runs for real
     # (tensors/aot_writes.py)
     assert_parity(fn, _args, backend=backend, calls=2)
+
+
+class _Logs(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, t, log):
+        log.append(("forward", ctx.needs_input_grad))
+        return t * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2, None
+
+
+def _append_then_a_function_that_appends(w, log):
+    log.append("before")
+    return _Logs.apply(w, log)
+
+
+def _set_a_key_then_a_function_that_appends(w, log):
+    log.append("before")
+    t = _Logs.apply(w * 1, log)
+    log.append("after")
+    return t + 1
+
+
+def _function_under_no_grad(w, log):
+    with torch.no_grad():
+        t = _Logs.apply(w, log)
+    return t, log[-1][1]
+
+
+@pytest.mark.parametrize("fn", [_append_then_a_function_that_appends, _set_a_key_then_a_function_that_appends,
+                                _function_under_no_grad], ids=lambda f: f.__name__)
+def test_autograd_function_forward_that_appends_to_a_list_the_caller_appended_to(fn):
+    # fuzz 80:347 (and 80:79, 80:184, 80:252, 80:280, 80:382): OUT.append(...) in f, then Scaled.apply(w, k), whose
+    # forward appends to OUT too: the forward's append was lost, silently. Speculation's effects diff
+    # (rules/speculation.side_effects_between) skipped every object whose pending mutation was recorded before, and
+    # a list's key and payload stay the same on its next append; now only the objects whose log entry changed are
+    # skipped, so the forward's append is an effect and apply runs for real. Fuzz 80:214: under no_grad,
+    # ctx.needs_input_grad was all False; eager's is each input's requires_grad (rules/autograd_function.py)
+    assert_parity(fn, lambda i=0: (torch.randn(3, requires_grad=True), []), calls=2)

@@ -149,10 +149,11 @@ def apply(tx: Tracer, fn: VariableTracker, args: list, kwargs: dict) -> None:
     setup_var = wrap(tx, setup, None) if setup is not None else ConstantVariable(None)
     args = [wrap(tx, a.value, a.source) if isinstance(a, LazyArgument) else a for a in args]
     grad = tx.state.grad_enabled
-    needs = tuple(isinstance(a, TensorVariable) and grad and tx.tensor(a).meta.requires_grad for a in args)
+    # ctx.needs_input_grad is each input's requires_grad, in grad mode or not (eager's C apply)
+    needs = tuple(isinstance(a, TensorVariable) and tx.tensor(a).meta.requires_grad for a in args)
     run = wrap(tx, run_forward, None)
     forward_var, needs_var = wrap(tx, forward, None), TupleVariable(tuple(ConstantVariable(n) for n in needs))
-    if not any(needs):  # eager runs forward under no_grad and records nothing for backward
+    if not grad or not any(needs):  # eager runs forward under no_grad and records nothing for backward
         set_grad_mode(tx, False)
         try:
             output = calls.call_sync(tx, run, [forward_var, setup_var, needs_var, *args], kwargs)

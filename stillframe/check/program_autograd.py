@@ -173,6 +173,8 @@ class AutogradStatements(WriterBase):
                 return False
             va = self.lookup(a)
             b = self.pick(lambda n, v: len(v.shape) in (1, 2) and v.shape[0] == "N")
+            if b is None:  # a (1, N) tensor alone, in a callee
+                return False
             vb = self.lookup(b)
             self.emit('with torch.autocast("cpu", dtype=torch.bfloat16):')
             with self.nested(False):

@@ -44,7 +44,9 @@ def autograd_function_apply(fwd: torch.fx.GraphModule, bwd: torch.fx.GraphModule
 
         @staticmethod
         def backward(ctx: Any, *grads: Any) -> Any:
-            checked = iter(ctx.saved_tensors)  # raises as eager does for a changed or freed saved tensor
+            # raises as eager does for a changed or freed saved tensor; a Function that saved none is not asked
+            # (after a first backward, reading ctx.saved_tensors raises even then, where eager's backward ran)
+            checked = iter(ctx.saved_tensors if to_save else ())
             saved = [next(checked) if i in to_save else v for i, v in enumerate(ctx.kept)]
             return torch.fx.Interpreter(bwd).run(*grads, *saved)
 

@@ -57,12 +57,12 @@ def refuse_writes_aot_cannot_take(tx: Any, kind: str, target: Any, args: tuple, 
         tx.unsupported("autograd_leaf", f"{describe} changes the shape of a graph input that requires grad: "
                        "AOTAutograd applies it after the graph, outside the no_grad block that allowed it on a "
                        "leaf", RUNS_FOR_REAL)
-    if _shape_only(kind, target) and not any(tid in tx.input_values for tid in (*roots, *views)) and \
-            any(tx.state.heap[tid].meta.requires_grad for tid in (*roots, *views)):
-        tx.unsupported("unsupported_call", f"{describe} changes the shape of a tensor the graph made that requires "
-                       "grad: AOTAutograd returns it as a view of the tensor before the change, made inside its "
-                       "autograd Function, and a later in-place write to it raises where eager's tensor is no view "
-                       "(fuzz 53:72)", RUNS_FOR_REAL)
+    if _shape_only(kind, target) and not any(tid in tx.input_values for tid in (*roots, *views)):
+        tx.unsupported("unsupported_call", f"{describe} changes the shape of a tensor the graph made: AOTAutograd "
+                       "returns it as a view of the tensor before the change, made inside its autograd Function "
+                       "(or under no_grad where nothing requires grad), and a later in-place write to it raises where "
+                       "eager's tensor is no view (fuzz 53:72; fuzz 81:301, a write of a tensor requiring grad into "
+                       "one that did not: 'A view was created in no_grad mode')", RUNS_FOR_REAL)
     if _shape_only(kind, target) and tx.fake_mode.shape_env is not None and \
             any(tid in tx.input_values for tid in (*roots, *views)):
         tx.unsupported("dynamic_shape", f"{describe} changes the shape of a graph input with symbolic sizes: "

@@ -230,3 +230,22 @@ def test_gradients_accumulated_before_a_backward_raises_in_an_aot_graph():
     eager = run(step)
     compiled = run(stillframe.compile(step, backend="aot_eager"))
     assert (eager is None) == (compiled is None)
+
+
+def _reshape_a_graph_made_tensor_then_write_a_tensor_requiring_grad_into_it(x, y, w):
+    t2 = y + 0
+    t2.unsqueeze_(0)
+    print("break")
+    t2[:, 1:] += w[1:]
+    return t2
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_reshape_in_place_of_a_tensor_the_graph_made_requiring_no_grad(backend):
+    # fuzz 81:301: t2 (made in the graph, requiring no grad) reshaped by unsqueeze_, then after a break a write of
+    # w (requiring grad) into a view of it: eager allows it; AOTAutograd had returned t2 as a view made under no_grad,
+    # and the write raised "A view was created in no_grad mode and is being modified inplace with grad mode
+    # enabled". The rule for tensors requiring grad (fuzz 53:72) now covers every tensor the graph made
+    # (tensors/aot_writes.py)
+    assert_parity(_reshape_a_graph_made_tensor_then_write_a_tensor_requiring_grad_into_it, _args, backend=backend,
+                  calls=2)

@@ -14,6 +14,8 @@ non-differentiable output. The module, optimizer and functions are defined in ev
 
 from __future__ import annotations
 
+from ..own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
+
 from .program_writer import Var, WriterBase
 
 #: The deps of a tensor computed by ``MOD``: it requires grad through the module's parameters, which no name

@@ -39,10 +39,7 @@ KNOWN: dict[tuple[int, int], str] = {}
 # optimizer, ...) changed every program again; 2026:38 and 2026:56 read _version after writes in an AOTAutograd
 # graph (AOTAutograd's counts, torch.compile's too).
 CI_AOT_COUNT = 60
-KNOWN_AOT: dict[tuple[int, int], str] = {
-    (2026, 38): "test_version_counter_after_writes_in_an_aot_graph",
-    (2026, 56): "test_version_counter_after_writes_in_an_aot_graph",
-}
+KNOWN_AOT: dict[tuple[int, int], str] = {}
 
 
 def _assert_budget(summary: fuzz.Summary, known: dict) -> None:

@@ -373,6 +373,9 @@ def _observed_collection(value: Any) -> bool:
     with the frame's reference (test_weakref test_cfunction: ``del f`` left ``weakref.ref(f)()`` alive)."""
     if not weakref.getweakrefcount(value) or issubclass(type(value), _NOT_WATCHED):  # (reads no __class__)
         return False
+    if issubclass(type(value), types.BuiltinFunctionType) and \
+            issubclass(type(value.__self__), (types.ModuleType, type(None))):
+        return False  # a module's C function (torch.zeros), not a bound method: it lives on in its module
     for ref in weakref.getweakrefs(value):
         if type(ref) is OwnRef or type(ref).__module__.startswith("torch"):
             continue

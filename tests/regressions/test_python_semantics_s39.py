@@ -162,3 +162,21 @@ def test_a_dead_local_holding_a_live_object_lives_to_the_frame_s_end():
     # silent: the rebuilt frame dropped `v`, releasing the export, and the bytearray was resized (test_bytes
     # test_resize_forbidden)
     assert_parity(_buffer_export_held_by_a_dead_local, lambda: (torch.ones(1),), calls=2)
+
+
+def _zeros_after_an_item(x):
+    # torch.zeros is on the stack at the break .item() makes, and dropped by the call after it
+    return torch.zeros(int(x.sum().item() > 0) + x.shape[0]) + 1
+
+
+def test_a_weak_reference_to_a_module_s_c_function_does_not_break_the_graph():
+    # a module's C function lives on in its module: a weak reference the user (or torch.jit) holds to it sees
+    # nothing die with a frame's reference. Taken for a bound method, every segment holding torch.zeros broke the
+    # graph ("the last reference to a value that runs code when collected"; found at the merge, after
+    # tests/dynamic's jit tests left one)
+    registry = weakref.WeakKeyDictionary()
+    registry[torch.zeros] = "kept"
+    report = assert_parity(_zeros_after_an_item, lambda: (torch.ones(3),), calls=2)
+    breaks = [e.graph_break for v in report.compiled.all_cache_entries().values() for e in v if e.graph_break]
+    assert breaks and all(b.kind == "data_dependent" for b in breaks), [b.format() for b in breaks]
+    assert registry[torch.zeros] == "kept"

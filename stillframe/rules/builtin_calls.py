@@ -820,7 +820,7 @@ def _super(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
         cls, obj = const_value(tx, args[0]), args[1]
         if not isinstance(cls, type):
             tx.user_error(TypeError(f"super() argument 1 must be a type, not {type(cls).__name__}"))
-        return _checked_super(tx, cls, obj)
+        return checked_super(tx, cls, obj)
     if len(args) == 1:
         tx.unsupported("unsupported_builtin", "super(cls): an unbound super object")
     frame = tx.frame
@@ -833,10 +833,13 @@ def _super(tx: Tracer, args: list, kwargs: dict) -> VariableTracker:
     cls = cell[1].cell_contents if isinstance(cell, tuple) else const_value(tx, tx.heap(cell).contents)
     if not isinstance(cls, type):
         tx.user_error(RuntimeError("super(): __class__ is not a type"))
-    return _checked_super(tx, cls, load_local(tx, names[0]))
+    return checked_super(tx, cls, load_local(tx, names[0]))
 
 
-def _checked_super(tx: Tracer, cls: type, obj: VariableTracker) -> VariableTracker:
+def checked_super(tx: Tracer, cls: type, obj: VariableTracker) -> VariableTracker:
+    """``super(cls, obj)`` judged as CPython's supercheck judges it, for ``super(C, o)``, ``super()`` and 3.12's
+    ``LOAD_SUPER_ATTR``: by ``obj``'s real type; where that is no subclass of ``cls`` and ``obj`` shows another
+    class, the call runs for real (CPython reads ``obj.__class__`` there). Raises the user's TypeError otherwise."""
     value = obj.value if isinstance(obj, PythonObjectVariable) else obj.fn if isinstance(obj, BuiltinVariable) else None
     if not issubclass(type_checks.python_type_of(tx, obj), cls) and \
             not (of_type(value, type) and issubclass(value, cls)):

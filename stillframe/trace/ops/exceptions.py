@@ -13,8 +13,8 @@ from __future__ import annotations
 from ...own_builtins import BUILTINS as __builtins__  # noqa: F401 (see own_builtins)
 
 from ...variables.base import BuiltinVariable, ConstantVariable, NullVariable
-from ...variables.objects import SuperVariable
 from ...rules.attrs import getattr_var, super_attr
+from ...rules.builtin_calls import checked_super
 from ...rules.exceptions import HANDLER_CLASSES_ERROR, handler_classes_valid, handler_matches, raise_value
 from ...rules.imports import import_statement
 from ...rules.known import const_value
@@ -63,7 +63,7 @@ def LOAD_SUPER_ATTR(tx, inst):
     tx.pop()
     tx.pop()
     tx.pop()
-    attr = super_attr(tx, SuperVariable(const_value(tx, cls), self_var), inst.argval)
+    attr = super_attr(tx, checked_super(tx, const_value(tx, cls), self_var), inst.argval)
     if inst.push_null:
         tx.push(NullVariable(), attr)
     else:

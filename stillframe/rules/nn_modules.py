@@ -21,7 +21,7 @@ from ..guards.guard import Guard, hook_ids
 from ..guards.source import AttrSource, GetItemSource, ModuleMemberSource
 from ..variables.base import (ConstantVariable, DictVariable, NNModuleVariable, PythonObjectVariable, TupleVariable,
                               UserFunctionVariable, UserMethodVariable, VariableTracker)
-from ..variables.builder import wrap, wrap as wrap_value
+from ..variables.builder import wrap, wrap as wrap_value, wrapped
 from ..variables.objects import DELETED
 from .disable import is_disabled
 from .objects import MISSING, _static_lookup
@@ -236,7 +236,7 @@ def traced_registry(tx: Any, m: torch.nn.Module, registry: str) -> DictVariable 
     """``m.<registry>`` as the trace holds it: the heap dict made when traced code read it (``self._modules`` in
     ``add_module``, ``ModuleList.insert`` ...; one heap dict per live dict, by identity), else ``None``."""
     members = m.__dict__.get(registry)
-    hit = tx.state.memo.get(("id", id(members))) if members is not None else None
+    hit = wrapped(tx, members) if members is not None else None
     return hit if isinstance(hit, DictVariable) else None
 
 

@@ -120,7 +120,7 @@ def version_plan(tracer: Any, gm: torch.fx.GraphModule) -> VersionPlan | None:
     return VersionPlan(tuple(inputs), tuple(outputs), tuple(shared), tuple(ids)) if inputs or outputs else None
 
 
-def _moves(tracer: Any, groups: set) -> int:
+def _moves(tracer: Any, groups: set) -> int | None:
     """How far the writes to alias groups ``groups`` (roots sharing one version counter) moved it in the trace
     (``None``: by what the trace cannot know, a custom op's write)."""
     counters = [tracer.state.heap[tid].meta.counter for tid in groups]

@@ -257,7 +257,7 @@ def _wrap(tx: Any, value: Any, source: Source | None, trusted: bool) -> Variable
     if of_type(value, torch.nn.Module):
         return _identity(tx, value, source, lambda: NNModuleVariable(value, source))
     if type(value) is tuple or of_type(value, torch.Size) or _is_namedtuple(value):
-        hit = tx.state.memo.get(("id", id(value)))
+        hit = wrapped(tx, value)
         if hit is not None and hit.source is None and source is not None:
             # met first with no source (inside an object the trace keeps opaque): read now through a source, it is
             # guarded by that read's own guards (a tuple is immutable: a second VT of it loses its identity alone)
